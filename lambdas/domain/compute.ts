@@ -1,0 +1,256 @@
+import { z } from 'zod';
+
+/**
+ * A compute is a node kind: one EKS managed node group of one instance type. The manifest's spec is the
+ * source of truth; the status is what reconcile and the workflows observed; derived fields are computed here
+ * and never stored, so that the formulas have one home.
+ */
+
+export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?$/;
+export const SCOPE_PATTERN = /^(org|team|project):[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export const AMI_TYPES = [
+  'AL2023_x86_64_STANDARD',
+  'AL2023_x86_64_NVIDIA',
+  'AL2023_x86_64_NEURON',
+  'AL2023_ARM_64_STANDARD',
+  'AL2023_ARM_64_NVIDIA',
+  'BOTTLEROCKET_x86_64',
+  'BOTTLEROCKET_ARM_64',
+  'BOTTLEROCKET_x86_64_NVIDIA',
+  'BOTTLEROCKET_ARM_64_NVIDIA',
+] as const;
+export const CAPACITY_TYPES = ['ON_DEMAND', 'SPOT', 'CAPACITY_BLOCK'] as const;
+export const NODEGROUP_STATUSES = [
+  'ABSENT',
+  'CREATING',
+  'ACTIVE',
+  'UPDATING',
+  'DELETING',
+  'CREATE_FAILED',
+  'DELETE_FAILED',
+  'DEGRADED',
+] as const;
+export type NodegroupStatus = (typeof NODEGROUP_STATUSES)[number];
+
+export const computeName = z
+  .string()
+  .regex(
+    NAME_PATTERN,
+    'use 1 to 50 lowercase letters, digits and hyphens, starting and ending with a letter or digit',
+  );
+export const scopeName = z
+  .string()
+  .regex(
+    SCOPE_PATTERN,
+    'a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)',
+  );
+
+export const GpuSchema = z.strictObject({
+  type: z
+    .string()
+    .min(1)
+    .max(32)
+    .regex(/^[A-Za-z0-9-]+$/, 'a GPU type is a name such as L4, A10G, L40S or H100'),
+  count: z.number().int().min(1).max(16),
+  memoryGb: z.number().positive().max(1024),
+  resource: z
+    .string()
+    .regex(/^[a-z0-9.-]+\/[a-z0-9.-]+$/, 'an extended resource name such as nvidia.com/gpu')
+    .default('nvidia.com/gpu'),
+});
+
+export const NodeSchema = z.strictObject({
+  instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9]+$/, 'an EC2 instance type such as g6.2xlarge'),
+  cpu: z.number().int().min(1).max(1024),
+  memoryGb: z.number().positive().max(32768),
+  gpu: GpuSchema.optional(),
+  diskSizeGb: z.number().int().min(20).max(16384).default(100),
+  capacityType: z.enum(CAPACITY_TYPES).default('ON_DEMAND'),
+  amiType: z.enum(AMI_TYPES).optional(),
+});
+
+export const NodeGroupSchema = z.strictObject({
+  maxNodes: z.number().int().min(1).max(100).default(4),
+  subnetIds: z
+    .array(z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'a subnet id such as subnet-0abc1234'))
+    .min(1)
+    .max(16)
+    .optional(),
+});
+
+export const CostSchema = z.strictObject({
+  perHour: z.number().min(0).max(10000),
+  currency: z.literal('USD').default('USD'),
+});
+
+export const ComputeSpecSchema = z
+  .strictObject({
+    node: NodeSchema,
+    nodeGroup: NodeGroupSchema.default({ maxNodes: 4 }),
+    cost: CostSchema,
+  })
+  .transform((spec) => ({
+    ...spec,
+    node: {
+      ...spec.node,
+      // The AMI follows the hardware unless chosen: NVIDIA drivers are needed exactly when there is a GPU.
+      amiType: spec.node.amiType ?? (spec.node.gpu ? 'AL2023_x86_64_NVIDIA' : 'AL2023_x86_64_STANDARD'),
+    },
+  }));
+
+export const ComputeMetadataInput = z.strictObject({
+  name: computeName,
+  owner: scopeName.optional(),
+  version: z.number().int().min(1).optional(),
+});
+
+/** The payload of POST /v1/computes and PUT /v1/computes/{name}. */
+export const ComputeManifestInput = z.strictObject({
+  apiVersion: z.literal('llmcap/v1'),
+  kind: z.literal('Compute'),
+  metadata: ComputeMetadataInput,
+  spec: ComputeSpecSchema,
+  // Clients often send back what they read; status is output only and ignored on input.
+  status: z.unknown().optional(),
+});
+
+export type ComputeSpec = z.output<typeof ComputeSpecSchema>;
+export type ComputeSpecInput = z.input<typeof ComputeSpecSchema>;
+export type ComputeManifestIn = z.output<typeof ComputeManifestInput>;
+
+export interface ObservedStatus {
+  nodegroupStatus: NodegroupStatus;
+  desiredNodes: number;
+  readyNodes: number;
+  statusMessage?: string;
+  lastReconciledAt?: string;
+  healthIssues?: { code: string; message: string }[];
+}
+
+export interface Compute {
+  name: string;
+  owner?: string;
+  builtin: boolean;
+  spec: ComputeSpec;
+  version: number;
+  createdAt: string;
+  createdBy: string;
+  updatedAt: string;
+  updatedBy: string;
+  status: ObservedStatus;
+  /** Set by the reconciler: what placement needs, and the best any packing could do. */
+  sizing?: { neededNodes: number; lowerBoundNodes: number; costPerHour: number; computedAt: string };
+  /** The generation of node-group work; workflow execution names derive from it. */
+  generation: number;
+  workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
+}
+
+export interface Allocatable {
+  millicores: number;
+  memoryMiB: number;
+  gpus: number;
+}
+
+/** Kubelet and system reservations, as EKS AMIs apply them, so placement never overfills a node. */
+export function allocatable(node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'>): Allocatable {
+  const millis = node.cpu * 1000;
+  const mib = node.memoryGb * 1024;
+  return {
+    millicores: Math.floor(millis - 500 - Math.floor(millis * 0.02)),
+    memoryMiB: Math.floor(mib - 1536 - Math.floor(mib * 0.03)),
+    gpus: node.gpu?.count ?? 0,
+  };
+}
+
+/** `llmcap-<stage>-<name>`, lowercased, other characters as `-`, at most 63 (the EKS limit). */
+export function nodegroupName(stage: string, name: string): string {
+  return `llmcap-${stage}-${name}`
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .slice(0, 63)
+    .replace(/-+$/, '');
+}
+
+export interface Taint {
+  key: string;
+  value: string;
+  effect: 'NO_SCHEDULE';
+}
+
+/** GPU nodes repel everything that does not ask for a GPU; CPU computes repel everything not placed there. */
+export function taint(name: string, spec: Pick<ComputeSpec, 'node'>): Taint {
+  return spec.node.gpu
+    ? { key: 'nvidia.com/gpu', value: 'true', effect: 'NO_SCHEDULE' }
+    : { key: 'llmcap.dev/compute', value: name, effect: 'NO_SCHEDULE' };
+}
+
+export function taintString(t: Taint): string {
+  return `${t.key}=${t.value}:${t.effect}`;
+}
+
+export function labels(name: string): Record<string, string> {
+  return { 'llmcap.dev/compute': name };
+}
+
+/** True while EKS holds a node group for this compute (anything but ABSENT). */
+export function nodegroupExists(status: ObservedStatus): boolean {
+  return status.nodegroupStatus !== 'ABSENT';
+}
+
+/**
+ * Fields EKS cannot change on a live node group. Returns the paths that differ, so the refusal can name them.
+ */
+export function frozenFieldChanges(before: ComputeSpec, after: ComputeSpec): string[] {
+  const changed: string[] = [];
+  for (const key of Object.keys({ ...before.node, ...after.node }) as (keyof ComputeSpec['node'])[]) {
+    if (JSON.stringify(before.node[key]) !== JSON.stringify(after.node[key]))
+      changed.push(`spec.node.${key}`);
+  }
+  if (JSON.stringify(before.nodeGroup.subnetIds) !== JSON.stringify(after.nodeGroup.subnetIds)) {
+    changed.push('spec.nodeGroup.subnetIds');
+  }
+  return changed;
+}
+
+export const ABSENT_STATUS: ObservedStatus = Object.freeze({
+  nodegroupStatus: 'ABSENT',
+  desiredNodes: 0,
+  readyNodes: 0,
+}) as ObservedStatus;
+
+/** The derived view of a compute shown in its manifest's status. */
+export function derived(stage: string, c: Pick<Compute, 'name' | 'spec'>) {
+  const t = taint(c.name, c.spec);
+  return {
+    nodegroupName: nodegroupName(stage, c.name),
+    taint: taintString(t),
+    labels: labels(c.name),
+    allocatable: allocatable(c.spec.node),
+  };
+}
+
+export function toManifest(stage: string, c: Compute) {
+  return {
+    apiVersion: 'llmcap/v1' as const,
+    kind: 'Compute' as const,
+    metadata: {
+      name: c.name,
+      ...(c.owner ? { owner: c.owner } : {}),
+      builtin: c.builtin,
+      version: c.version,
+      createdAt: c.createdAt,
+      createdBy: c.createdBy,
+      updatedAt: c.updatedAt,
+      updatedBy: c.updatedBy,
+    },
+    spec: c.spec,
+    status: {
+      ...c.status,
+      neededNodes: c.sizing?.neededNodes ?? 0,
+      lowerBoundNodes: c.sizing?.lowerBoundNodes ?? 0,
+      ...derived(stage, c),
+      ...(c.workflow ? { workflow: c.workflow } : {}),
+    },
+  };
+}

@@ -1,0 +1,9 @@
+// Tests never reach AWS: dummy credentials and a region keep the SDK from looking any further.
+process.env.AWS_ACCESS_KEY_ID ??= 'test';
+process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
+process.env.AWS_REGION ??= 'us-east-1';
+process.env.AWS_EC2_METADATA_DISABLED = 'true';
+process.env.POWERTOOLS_DEV ??= 'true';
+process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
