@@ -1,6 +1,12 @@
 // Three projects so that `npm test` runs them all and each can be run alone while working.
 const transform = { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
-const common = { transform, testEnvironment: 'node', setupFiles: ['<rootDir>/test/helpers/setup-env.ts'] };
+// middy is ESM-only; swc turns it into CommonJS like our own files.
+const common = {
+  transform,
+  transformIgnorePatterns: ['/node_modules/(?!(@middy)/)'],
+  testEnvironment: 'node',
+  setupFiles: ['<rootDir>/test/helpers/setup-env.ts'],
+};
 
 module.exports = {
   projects: [

@@ -3,6 +3,8 @@ process.env.AWS_ACCESS_KEY_ID ??= 'test';
 process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
 process.env.AWS_REGION ??= 'us-east-1';
 process.env.AWS_EC2_METADATA_DISABLED = 'true';
+// The SDK warns once per process that Node 20 support ends; the Lambdas run on Node 22, so it is noise here.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 process.env.POWERTOOLS_DEV ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';

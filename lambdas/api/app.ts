@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { builtinComputes } from '../shared/builtin-config';
+import { logger } from '../shared/logger';
+import { seedBuiltins } from '../store/computes';
+import { claimKey, completeKey, releaseKey } from '../store/idempotency';
+import { Caller, NO_TENANCY, type Tenancy } from './access';
+import { type ApiRequest, errorToResult, type Event, HttpError, MAX_BODY_BYTES, problem, type Result } from './http';
+import { Router } from './router';
+import { computeRoutes } from './routes/computes';
+
+/**
+ * The API application: builds the router once per container and turns API Gateway v2 events into route calls.
+ * Everything here is transport; the rules live in the domain and the store.
+ */
+
+export type TenancyLoader = () => Promise<Tenancy>;
+
+let tenancyLoader: TenancyLoader = async () => NO_TENANCY;
+
+/** The tenancy module registers how to load scopes and roles; until then only platform admins hold roles. */
+export function setTenancyLoader(fn: TenancyLoader): void {
+  tenancyLoader = fn;
+}
+
+const callerOf = async (req: ApiRequest) => new Caller(req.principal, await tenancyLoader());
+
+export function buildRouter(): Router {
+  const router = new Router();
+  router.add('GET', '/v1/healthz', async () => ({ status: 200, body: { status: 'ok' } }));
+  computeRoutes(router, callerOf);
+  return router;
+}
+
+let router: Router | undefined;
+let seeded: Promise<unknown> | undefined;
+
+/** Built-ins are loaded once per container, before its first request, so they are there on a fresh install. */
+function ensureSeeded(): Promise<unknown> {
+  seeded ??= seedBuiltins(builtinComputes()).catch((e) => {
+    seeded = undefined;
+    throw e;
+  });
+  return seeded;
+}
+
+export function resetApp(): void {
+  router = undefined;
+  seeded = undefined;
+}
+
+function decodeBody(event: Event): string | undefined {
+  if (event.body === undefined || event.body === null || event.body === '') return undefined;
+  return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+}
+
+function lowerHeaders(h: Event['headers']): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(h ?? {})) out[k.toLowerCase()] = v;
+  return out;
+}
+
+function parseRequest(event: Event, params: Record<string, string>): ApiRequest {
+  const headers = lowerHeaders(event.headers);
+  const raw = decodeBody(event);
+  if (raw !== undefined && Buffer.byteLength(raw, 'utf8') > MAX_BODY_BYTES) {
+    throw new HttpError(413, `the body is over ${MAX_BODY_BYTES / 1024} KiB; send a smaller manifest`);
+  }
+  const type = headers['content-type'];
+  if (raw !== undefined && type && !/json/i.test(type)) {
+    throw new HttpError(415, `send JSON with content-type application/json, not ${type}`);
+  }
+  let body: unknown;
+  if (raw !== undefined) {
+    try {
+      body = JSON.parse(raw);
+    } catch (e) {
+      throw new HttpError(400, `the body is not valid JSON: ${(e as Error).message}`, {
+        errors: [{ path: '(body)', message: 'malformed JSON' }],
+      });
+    }
+  }
+  const principal = event.requestContext.authorizer?.iam?.userArn;
+  if (!principal) throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  return {
+    method: event.requestContext.http.method.toUpperCase(),
+    path: event.rawPath,
+    params,
+    query: event.queryStringParameters ?? {},
+    headers,
+    body,
+    principal,
+    requestId: event.requestContext.requestId,
+  };
+}
+
+function toResult(status: number, body: unknown, headers: Record<string, string> = {}): Result {
+  if (body === undefined) return { statusCode: status, headers };
+  return {
+    statusCode: status,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+export async function handle(event: Event): Promise<Result> {
+  router ??= buildRouter();
+  try {
+    const { route, params } = router.match(event.requestContext.http.method.toUpperCase(), event.rawPath);
+    const req = parseRequest(event, params);
+    await ensureSeeded();
+    const idemKey = route.write ? req.headers['idempotency-key'] : undefined;
+    if (!idemKey) {
+      const res = await route.handler(req);
+      return toResult(res.status, res.body, res.headers);
+    }
+    if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
+    const fingerprint = createHash('sha256')
+      .update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`)
+      .digest('hex');
+    const claim = await claimKey(req.principal, idemKey, fingerprint);
+    if (claim.kind === 'replay') {
+      const r = claim.response;
+      return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
+    }
+    if (claim.kind === 'mismatch') {
+      throw new HttpError(409, 'this Idempotency-Key was used for a different request; use a new key', {
+        reason: 'IdempotencyKeyReused',
+      });
+    }
+    if (claim.kind === 'in-progress') {
+      throw new HttpError(409, 'a request with this Idempotency-Key is still in progress; retry in a moment', {
+        reason: 'IdempotencyKeyInProgress',
+      });
+    }
+    try {
+      const res = await route.handler(req);
+      await completeKey(req.principal, idemKey, { status: res.status, body: res.body, headers: res.headers });
+      return toResult(res.status, res.body, res.headers);
+    } catch (e) {
+      await releaseKey(req.principal, idemKey);
+      throw e;
+    }
+  } catch (err) {
+    const res = errorToResult(err);
+    if (res.statusCode === 500) logger.error('request failed', { error: err as Error, path: event.rawPath });
+    return res;
+  }
+}
+
+export { problem };

@@ -1,0 +1,133 @@
+import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
+import type { z } from 'zod';
+import { DomainError, type FieldIssue } from '../domain/errors';
+
+/** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
+export interface ApiRequest {
+  method: string;
+  path: string;
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  headers: Record<string, string | undefined>;
+  body: unknown;
+  principal: string;
+  requestId: string;
+}
+
+export interface ApiResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export type Event = APIGatewayProxyEventV2WithIAMAuthorizer;
+export type Result = Exclude<APIGatewayProxyResultV2, string>;
+
+export const MAX_BODY_BYTES = 256 * 1024;
+
+/** RFC 9457 problem details; `errors` lists every field issue so a client can show them all at once. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  reason?: string;
+  errors?: FieldIssue[];
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Invalid request',
+  401: 'Unauthenticated',
+  403: 'Forbidden',
+  404: 'Not found',
+  405: 'Method not allowed',
+  409: 'Conflict',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  500: 'Internal error',
+};
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly extra: { reason?: string; errors?: FieldIssue[]; title?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = 'HttpError';
+  }
+}
+
+export function problem(status: number, detail: string, extra: HttpError['extra'] = {}): Result {
+  const body: Problem = {
+    type: `https://llmcap.dev/problems/${slug(extra.reason ?? TITLES[status] ?? 'error')}`,
+    title: extra.title ?? TITLES[status] ?? 'Error',
+    status,
+    detail,
+    ...(extra.reason ? { reason: extra.reason } : {}),
+    ...(extra.errors?.length ? { errors: extra.errors } : {}),
+  };
+  return {
+    statusCode: status,
+    headers: { 'content-type': 'application/problem+json', ...(extra.headers ?? {}) },
+    body: JSON.stringify(body),
+  };
+}
+
+function slug(s: string): string {
+  return s
+    .replace(/([a-z])([A-Z])/g, '$1-$2')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-');
+}
+
+const KIND_STATUS: Record<DomainError['kind'], number> = {
+  invalid: 400,
+  forbidden: 403,
+  'not-found': 404,
+  conflict: 409,
+  precondition: 409,
+};
+
+/** Maps any thrown error to a response; only unexpected errors become 500, and they hide their details. */
+export function errorToResult(err: unknown): Result {
+  if (err instanceof HttpError) return problem(err.status, err.detail, err.extra);
+  if (err instanceof DomainError) {
+    return problem(KIND_STATUS[err.kind], err.message, {
+      reason: err.details.reason ?? (err.kind === 'precondition' ? 'VersionMismatch' : undefined),
+      errors: err.details.errors,
+      title: err.details.title,
+    });
+  }
+  return problem(500, 'an unexpected error occurred; the request id in the logs tells an operator where to look');
+}
+
+/** Zod issues as `{path, message}`, with paths in the dotted form a person would write (`spec.node.cpu`). */
+export function zodIssues(error: z.ZodError, prefix = ''): FieldIssue[] {
+  return error.issues.map((i) => {
+    const path = [prefix, ...i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))]
+      .filter(Boolean)
+      .join('.')
+      .replace(/\.\[/g, '[');
+    let message = i.message;
+    if (i.code === 'unrecognized_keys') message = `unknown field(s) ${i.keys.map((k) => `'${k}'`).join(', ')}`;
+    return { path: path || '(body)', message };
+  });
+}
+
+/** Parses a payload with its schema, or throws a 400 that lists every issue. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  if (body === undefined) throw new HttpError(400, 'a JSON body is required', { errors: [] });
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    const errors = zodIssues(r.error);
+    throw new HttpError(400, `the request has ${errors.length} invalid field(s); fix each one listed in errors`, {
+      errors,
+    });
+  }
+  return r.data;
+}
+
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): ApiResponse {
+  return { status, body, headers };
+}

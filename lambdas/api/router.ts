@@ -1,0 +1,70 @@
+import type { ApiRequest, ApiResponse } from './http';
+import { HttpError } from './http';
+
+export type RouteHandler = (req: ApiRequest) => Promise<ApiResponse>;
+
+export interface Route {
+  method: string;
+  /** e.g. `/v1/computes/{name}`; `{x}` matches one path segment. */
+  path: string;
+  handler: RouteHandler;
+  /** Writes accept Idempotency-Key; reads do not need it. */
+  write: boolean;
+}
+
+interface Compiled extends Route {
+  regex: RegExp;
+  names: string[];
+}
+
+/**
+ * A small table router: the route list is data, so the OpenAPI test can check every route is documented,
+ * and an unknown path (404) is told apart from a known path with the wrong method (405, with Allow).
+ */
+export class Router {
+  private readonly routes: Compiled[] = [];
+
+  add(method: string, path: string, handler: RouteHandler): this {
+    const names: string[] = [];
+    const pattern = path.replace(/\{(\w+)\}/g, (_, n: string) => {
+      names.push(n);
+      return '([^/]+)';
+    });
+    this.routes.push({
+      method,
+      path,
+      handler,
+      write: method !== 'GET' && method !== 'HEAD',
+      regex: new RegExp(`^${pattern}/?$`),
+      names,
+    });
+    return this;
+  }
+
+  list(): Route[] {
+    return this.routes.map(({ method, path, handler, write }) => ({ method, path, handler, write }));
+  }
+
+  match(method: string, path: string): { route: Route; params: Record<string, string> } {
+    const allowed: string[] = [];
+    for (const r of this.routes) {
+      const m = r.regex.exec(path);
+      if (!m) continue;
+      if (r.method !== method) {
+        allowed.push(r.method);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      r.names.forEach((n, i) => {
+        params[n] = decodeURIComponent(m[i + 1] ?? '');
+      });
+      return { route: r, params };
+    }
+    if (allowed.length) {
+      throw new HttpError(405, `${method} is not allowed on ${path}; use ${allowed.join(', ')}`, {
+        headers: { allow: allowed.join(', ') },
+      });
+    }
+    throw new HttpError(404, `no route ${method} ${path}; GET /v1/openapi.json lists the API`);
+  }
+}

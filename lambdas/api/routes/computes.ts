@@ -1,0 +1,171 @@
+import { z } from 'zod';
+import {
+  type Compute,
+  ComputeManifestInput,
+  computeName,
+  frozenFieldChanges,
+  nodegroupExists,
+  scopeName,
+  toManifest,
+} from '../../domain/compute';
+import { conflict, DomainError, notFound } from '../../domain/errors';
+import { config } from '../../shared/config';
+import {
+  createCompute,
+  deleteCompute,
+  getCompute,
+  listComputes,
+  renameCompute,
+  replaceCompute,
+} from '../../store/computes';
+import type { Caller } from '../access';
+import { type ApiRequest, type ApiResponse, HttpError, json, parseBody } from '../http';
+import type { Router } from '../router';
+
+export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
+export const RenameBody = z.strictObject({ name: computeName });
+
+type CallerOf = (req: ApiRequest) => Promise<Caller>;
+
+function manifest(c: Compute & { deletionRequested?: boolean }) {
+  const m = toManifest(config().stage, c);
+  return c.deletionRequested ? { ...m, status: { ...m.status, deletionRequested: true } } : m;
+}
+
+function withEtag(status: number, c: Compute): ApiResponse {
+  return json(status, manifest(c), { etag: `"${c.version}"` });
+}
+
+/** `If-Match: "3"` (or the manifest's metadata.version) pins a write to the version the client read. */
+export function expectedVersion(req: ApiRequest, bodyVersion?: number): number | undefined {
+  const h = req.headers['if-match'];
+  if (h && h !== '*') {
+    const n = Number(h.replace(/^W\//, '').replace(/"/g, ''));
+    if (!Number.isInteger(n) || n < 1) {
+      throw new HttpError(400, `If-Match must be a version such as "3", got ${h}`);
+    }
+    return n;
+  }
+  return bodyVersion;
+}
+
+async function visible(caller: Caller, name: string): Promise<Compute & { deletionRequested?: boolean }> {
+  const c = await getCompute(name);
+  // A compute the caller may not see answers exactly like a missing one, so names do not leak.
+  if (!c || !caller.canSee(c.owner)) throw notFound(`compute ${name} does not exist`);
+  return c;
+}
+
+function requireWrite(caller: Caller, c: { builtin: boolean; owner?: string; name: string }, verb: string): void {
+  if (c.builtin) caller.requirePlatformAdmin(`${verb} built-in compute ${c.name}`);
+  else caller.requireEditor(c.owner, `${verb} compute ${c.name}`);
+}
+
+export function computeRoutes(router: Router, callerOf: CallerOf): void {
+  router.add('GET', '/v1/computes', async (req) => {
+    const caller = await callerOf(req);
+    const items = (await listComputes()).filter((c) => caller.canSee(c.owner));
+    items.sort((a, b) => a.name.localeCompare(b.name));
+    return json(200, { items: items.map(manifest) });
+  });
+
+  router.add('POST', '/v1/computes', async (req) => {
+    const caller = await callerOf(req);
+    const m = parseBody(ComputeManifestInput, req.body);
+    requireWrite(caller, { builtin: false, owner: m.metadata.owner, name: m.metadata.name }, 'create');
+    const c = await createCompute({
+      name: m.metadata.name,
+      owner: m.metadata.owner,
+      builtin: false,
+      spec: m.spec,
+      by: req.principal,
+    });
+    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+  });
+
+  router.add('GET', '/v1/computes/{name}', async (req) => {
+    const caller = await callerOf(req);
+    return withEtag(200, await visible(caller, req.params.name!));
+  });
+
+  router.add('PUT', '/v1/computes/{name}', async (req) => {
+    const caller = await callerOf(req);
+    const m = parseBody(ComputeManifestInput, req.body);
+    const name = req.params.name!;
+    if (m.metadata.name !== name) {
+      throw new HttpError(400, `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`, {
+        errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
+      });
+    }
+    const current = await getCompute(name);
+    const expected = expectedVersion(req, m.metadata.version);
+    if (!current || (current.owner && !caller.canSee(current.owner))) {
+      if (current) throw notFound(`compute ${name} does not exist`);
+      if (expected !== undefined) throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
+      requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
+      const c = await createCompute({ name, owner: m.metadata.owner, builtin: false, spec: m.spec, by: req.principal });
+      return withEtag(201, c);
+    }
+    requireWrite(caller, current, 'change');
+    if (m.metadata.owner !== current.owner) requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
+    if (current.deletionRequested) {
+      throw conflict(`compute ${name} is being deleted; wait until it is gone, then create it again`, 'Deleting');
+    }
+    if (expected !== undefined && expected !== current.version) {
+      throw new DomainError('precondition', `compute ${name} is at version ${current.version}, not ${expected}`, {
+        reason: 'VersionMismatch',
+      });
+    }
+    const frozen = frozenFieldChanges(current.spec, m.spec);
+    if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
+      throw new DomainError(
+        'conflict',
+        `compute ${name} has a node group (${current.status.nodegroupStatus}), so ${frozen.join(', ')} cannot change; ` +
+          'only nodeGroup.maxNodes and cost can. Clone it under a new name with the new hardware instead',
+        {
+          reason: 'NodegroupExists',
+          errors: frozen.map((path) => ({ path, message: 'frozen while the node group exists' })),
+        },
+      );
+    }
+    const c = await replaceCompute({
+      name,
+      owner: m.metadata.owner,
+      spec: m.spec,
+      by: req.principal,
+      expectedVersion: expected ?? current.version,
+      requireNoNodegroup: frozen.length > 0,
+    });
+    return withEtag(200, c);
+  });
+
+  router.add('DELETE', '/v1/computes/{name}', async (req) => {
+    const caller = await callerOf(req);
+    const current = await visible(caller, req.params.name!);
+    requireWrite(caller, current, 'delete');
+    const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
+    // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
+    return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
+  });
+
+  router.add('POST', '/v1/computes/{name}/clone', async (req) => {
+    const caller = await callerOf(req);
+    const body = parseBody(CloneBody, req.body);
+    const source = await visible(caller, req.params.name!);
+    const owner = body.owner ?? (source.builtin ? undefined : source.owner);
+    requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
+    // A clone copies the spec only: never the node group, its status or its history.
+    const c = await createCompute({ name: body.name, owner, builtin: false, spec: source.spec, by: req.principal });
+    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+  });
+
+  router.add('POST', '/v1/computes/{name}/rename', async (req) => {
+    const caller = await callerOf(req);
+    const body = parseBody(RenameBody, req.body);
+    const source = await visible(caller, req.params.name!);
+    requireWrite(caller, source, 'rename');
+    if (body.name === source.name) return withEtag(200, source);
+    const c = await renameCompute(source.name, body.name, req.principal);
+    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+  });
+}

@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
+
+/**
+ * Configuration files under config/ are YAML for people. At deploy, CDK validates them and inlines them into
+ * the bundle as JSON (esbuild `define` of LLMCAP_CONFIG_*), so a Lambda never parses YAML nor reads files;
+ * locally and in tests they are read from the repository.
+ */
+
+declare const process: NodeJS.Process;
+
+const BuiltinsSchema = z.array(z.strictObject({ name: computeName, spec: ComputeSpecSchema }));
+
+export function configDir(): string {
+  return process.env.LLMCAP_CONFIG_DIR ?? join(__dirname, '..', '..', 'config');
+}
+
+/** Reads and parses one config file; exported for CDK, which inlines the result. */
+export function readConfigFile(file: string): unknown {
+  // Required lazily so that the Lambda bundle, which always has the inlined JSON, never includes the parser.
+  const { parse } = require('yaml') as typeof import('yaml');
+  return parse(readFileSync(join(configDir(), file), 'utf8'));
+}
+
+export function parseBuiltins(raw: unknown): { name: string; spec: ComputeSpec }[] {
+  const r = BuiltinsSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`config/computes.yaml is invalid: ${lines}`);
+  }
+  return r.data;
+}
+
+let builtins: { name: string; spec: ComputeSpec }[] | undefined;
+
+export function builtinComputes(): { name: string; spec: ComputeSpec }[] {
+  if (!builtins) {
+    const inlined = process.env.LLMCAP_CONFIG_COMPUTES;
+    builtins = parseBuiltins(inlined ? JSON.parse(inlined) : readConfigFile('computes.yaml'));
+  }
+  return builtins;
+}

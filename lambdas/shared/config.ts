@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+/**
+ * The runtime configuration of every Lambda and of the local control plane, from the environment, checked
+ * once at start so that a misconfigured deploy fails loudly on its first request rather than half-working.
+ */
+const csv = z
+  .string()
+  .optional()
+  .transform((s) =>
+    (s ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+
+export const RuntimeConfigSchema = z.object({
+  LLMCAP_STAGE: z.string().regex(/^[a-z][a-z0-9-]{0,15}$/, 'a stage is 1-16 lowercase letters, digits or -').default('local'),
+  LLMCAP_TABLE: z.string().min(3).default('llmcap'),
+  LLMCAP_ADMINS: csv,
+  LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
+  LLMCAP_SUBNETS: csv,
+  LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
+});
+
+export interface RuntimeConfig {
+  stage: string;
+  table: string;
+  admins: string[];
+  cluster: string;
+  subnetIds: string[];
+  cooldownSeconds: number;
+}
+
+let cached: RuntimeConfig | undefined;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig {
+  const parsed = RuntimeConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`llmcap configuration is invalid: ${lines}`);
+  }
+  const e = parsed.data;
+  return {
+    stage: e.LLMCAP_STAGE,
+    table: e.LLMCAP_TABLE,
+    admins: e.LLMCAP_ADMINS,
+    cluster: e.LLMCAP_CLUSTER,
+    subnetIds: e.LLMCAP_SUBNETS,
+    cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
+  };
+}
+
+/** The configuration of this process; tests and the local control plane reset it after changing env. */
+export function config(): RuntimeConfig {
+  cached ??= loadConfig();
+  return cached;
+}
+
+export function resetConfig(): void {
+  cached = undefined;
+}

@@ -1,0 +1,26 @@
+/**
+ * Key formats, in one place. Each aggregate lives under one partition (its kind) with its name as the sort
+ * key: lists are single-partition Queries, and a transaction can touch any set of items by name.
+ */
+export const keys = {
+  compute: (name: string) => ({ pk: 'COMPUTE', sk: name }),
+  computes: () => ({ pk: 'COMPUTE' }),
+  model: (name: string) => ({ pk: 'MODEL', sk: name }),
+  models: () => ({ pk: 'MODEL' }),
+  scope: (name: string) => ({ pk: 'SCOPE', sk: name }),
+  scopes: () => ({ pk: 'SCOPE' }),
+  quota: (scope: string) => ({ pk: 'QUOTA', sk: scope }),
+  quotas: () => ({ pk: 'QUOTA' }),
+  admission: (model: string) => ({ pk: 'ADMISSION', sk: model }),
+  admissions: () => ({ pk: 'ADMISSION' }),
+  /** The version every decision that reads the whole state (catalog, quotas, admission) is made against. */
+  ledger: () => ({ pk: 'LEDGER', sk: 'STATE' }),
+  idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
+} as const;
+
+export type Key = { pk: string; sk: string };
+
+/** The key in DynamoDB JSON, as Step Functions' DynamoDB tasks take it in their input. */
+export function attributeKey(k: Key): { pk: { S: string }; sk: { S: string } } {
+  return { pk: { S: k.pk }, sk: { S: k.sk } };
+}

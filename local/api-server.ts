@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Context } from 'aws-lambda';
+import type { Event, Result } from '../lambdas/api/http';
+
+/**
+ * Serves the API Lambda's handler over HTTP on 127.0.0.1, turning each request into the API Gateway v2 event
+ * that AWS would send. Locally the caller is whoever `x-llmcap-principal` names (default `local-admin`);
+ * in AWS that header means nothing: the identity comes from SigV4.
+ */
+
+export type LambdaHandler = (event: Event, context: Context) => Promise<Result>;
+
+const MAX_READ = 1024 * 1024;
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((res, rej) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      // Keep reading past the API's own limit (so it can answer 413) but never hold more than 1 MiB.
+      if (size <= MAX_READ) chunks.push(c);
+    });
+    req.on('end', () => res(Buffer.concat(chunks)));
+    req.on('error', rej);
+  });
+}
+
+export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: string): Event {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  const query: Record<string, string> = {};
+  url.searchParams.forEach((v, k) => {
+    query[k] = v;
+  });
+  const principal = headers['x-llmcap-principal'] || defaultPrincipal;
+  const now = Date.now();
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: url.pathname,
+    rawQueryString: url.search.replace(/^\?/, ''),
+    headers,
+    queryStringParameters: Object.keys(query).length ? query : undefined,
+    body: body.length ? body.toString('base64') : undefined,
+    isBase64Encoded: body.length > 0,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: 'HTTP/1.1',
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date(now).toISOString(),
+      timeEpoch: now,
+      authorizer: {
+        iam: {
+          accessKey: 'LOCAL',
+          accountId: '000000000000',
+          callerId: principal,
+          cognitoIdentity: null,
+          principalOrgId: null,
+          userArn: principal,
+          userId: principal,
+        },
+      },
+    },
+  } as unknown as Event;
+}
+
+function fakeContext(requestId: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: 'llmcap-api-local',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:llmcap-api-local',
+    memoryLimitInMB: '512',
+    awsRequestId: requestId,
+    logGroupName: 'local',
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 30000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+export async function startApiServer(opts: {
+  handler: LambdaHandler;
+  port: number;
+  host?: string;
+  defaultPrincipal?: string;
+}): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+  const server = createServer(async (req, res) => {
+    try {
+      const event = toEvent(req, await readBody(req), opts.defaultPrincipal ?? 'local-admin');
+      const out = await opts.handler(event, fakeContext(event.requestContext.requestId));
+      res.writeHead(out.statusCode ?? 200, out.headers as Record<string, string>);
+      res.end(out.isBase64Encoded && out.body ? Buffer.from(out.body, 'base64') : (out.body ?? ''));
+    } catch (e) {
+      res.writeHead(500, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, detail: String(e) }));
+    }
+  });
+  server.keepAliveTimeout = 5000;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((r, j) => {
+    server.once('error', j);
+    server.listen(opts.port, host, () => r());
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  return {
+    server,
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
