@@ -30,7 +30,8 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: string): Event {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   const query: Record<string, string> = {};
   url.searchParams.forEach((v, k) => {
     query[k] = v;
@@ -109,7 +110,9 @@ export async function startApiServer(opts: {
       res.end(out.isBase64Encoded && out.body ? Buffer.from(out.body, 'base64') : (out.body ?? ''));
     } catch (e) {
       res.writeHead(500, { 'content-type': 'application/problem+json' });
-      res.end(JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, detail: String(e) }));
+      res.end(
+        JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, detail: String(e) }),
+      );
     }
   });
   server.keepAliveTimeout = 5000;

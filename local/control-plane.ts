@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { handler } from '../lambdas/api/handler';
 import { resetApp } from '../lambdas/api/app';
+import { handler } from '../lambdas/api/handler';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
@@ -35,10 +35,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
-    const persistDir = opts.persist ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb')) : undefined;
+    const persistDir = opts.persist
+      ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb'))
+      : undefined;
     ddb = await startDynamoDbLocal({ persistDir });
     endpoint = ddb.endpoint;
-    log(`DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`);
+    log(
+      `DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`,
+    );
   }
   const table = opts.table ?? 'llmcap-local';
   Object.assign(process.env, {

@@ -49,9 +49,14 @@ export class Caller {
 
   /** Changing something a scope owns takes `editor` there (or above); unowned things take a platform admin. */
   requireEditor(owner: string | undefined, what: string): void {
-    if (!owner) return this.requirePlatformAdmin(what);
+    if (!owner) {
+      this.requirePlatformAdmin(what);
+      return;
+    }
     if (!this.has('editor', owner)) {
-      throw forbidden(`${what} needs the editor role in ${owner} or a scope above it; a scope admin can grant it`);
+      throw forbidden(
+        `${what} needs the editor role in ${owner} or a scope above it; a scope admin can grant it`,
+      );
     }
   }
 }

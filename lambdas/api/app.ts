@@ -4,7 +4,15 @@ import { logger } from '../shared/logger';
 import { seedBuiltins } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
 import { Caller, NO_TENANCY, type Tenancy } from './access';
-import { type ApiRequest, errorToResult, type Event, HttpError, MAX_BODY_BYTES, problem, type Result } from './http';
+import {
+  type ApiRequest,
+  type Event,
+  errorToResult,
+  HttpError,
+  MAX_BODY_BYTES,
+  problem,
+  type Result,
+} from './http';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
 
@@ -128,9 +136,13 @@ export async function handle(event: Event): Promise<Result> {
       });
     }
     if (claim.kind === 'in-progress') {
-      throw new HttpError(409, 'a request with this Idempotency-Key is still in progress; retry in a moment', {
-        reason: 'IdempotencyKeyInProgress',
-      });
+      throw new HttpError(
+        409,
+        'a request with this Idempotency-Key is still in progress; retry in a moment',
+        {
+          reason: 'IdempotencyKeyInProgress',
+        },
+      );
     }
     try {
       const res = await route.handler(req);

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { DomainError, type FieldIssue } from '../domain/errors';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
@@ -51,7 +51,12 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
-    readonly extra: { reason?: string; errors?: FieldIssue[]; title?: string; headers?: Record<string, string> } = {},
+    readonly extra: {
+      reason?: string;
+      errors?: FieldIssue[];
+      title?: string;
+      headers?: Record<string, string>;
+    } = {},
   ) {
     super(detail);
     this.name = 'HttpError';
@@ -99,7 +104,10 @@ export function errorToResult(err: unknown): Result {
       title: err.details.title,
     });
   }
-  return problem(500, 'an unexpected error occurred; the request id in the logs tells an operator where to look');
+  return problem(
+    500,
+    'an unexpected error occurred; the request id in the logs tells an operator where to look',
+  );
 }
 
 /** Zod issues as `{path, message}`, with paths in the dotted form a person would write (`spec.node.cpu`). */
@@ -110,7 +118,8 @@ export function zodIssues(error: z.ZodError, prefix = ''): FieldIssue[] {
       .join('.')
       .replace(/\.\[/g, '[');
     let message = i.message;
-    if (i.code === 'unrecognized_keys') message = `unknown field(s) ${i.keys.map((k) => `'${k}'`).join(', ')}`;
+    if (i.code === 'unrecognized_keys')
+      message = `unknown field(s) ${i.keys.map((k) => `'${k}'`).join(', ')}`;
     return { path: path || '(body)', message };
   });
 }
@@ -121,9 +130,13 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   const r = schema.safeParse(body);
   if (!r.success) {
     const errors = zodIssues(r.error);
-    throw new HttpError(400, `the request has ${errors.length} invalid field(s); fix each one listed in errors`, {
-      errors,
-    });
+    throw new HttpError(
+      400,
+      `the request has ${errors.length} invalid field(s); fix each one listed in errors`,
+      {
+        errors,
+      },
+    );
   }
   return r.data;
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * A compute is a node kind: one EKS managed node group of one instance type. The manifest's spec is the

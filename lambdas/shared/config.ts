@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The runtime configuration of every Lambda and of the local control plane, from the environment, checked
@@ -15,7 +15,10 @@ const csv = z
   );
 
 export const RuntimeConfigSchema = z.object({
-  LLMCAP_STAGE: z.string().regex(/^[a-z][a-z0-9-]{0,15}$/, 'a stage is 1-16 lowercase letters, digits or -').default('local'),
+  LLMCAP_STAGE: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,15}$/, 'a stage is 1-16 lowercase letters, digits or -')
+    .default('local'),
   LLMCAP_TABLE: z.string().min(3).default('llmcap'),
   LLMCAP_ADMINS: csv,
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),

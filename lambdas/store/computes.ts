@@ -18,7 +18,9 @@ function toCompute(item: Record<string, unknown>): Compute & { deletionRequested
 
 const table = () => config().table;
 
-export async function getCompute(name: string): Promise<(Compute & { deletionRequested?: boolean }) | undefined> {
+export async function getCompute(
+  name: string,
+): Promise<(Compute & { deletionRequested?: boolean }) | undefined> {
   const out = await documentClient().send(
     new GetCommand({ TableName: table(), Key: keys.compute(name), ConsistentRead: true }),
   );
@@ -70,7 +72,9 @@ function newItem(c: NewCompute, now: string): Item {
 }
 
 function isConditionFailure(e: unknown): boolean {
-  return e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException';
+  return (
+    e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException'
+  );
 }
 
 export async function createCompute(c: NewCompute): Promise<Compute> {
@@ -81,7 +85,10 @@ export async function createCompute(c: NewCompute): Promise<Compute> {
     );
   } catch (e) {
     if (isConditionFailure(e)) {
-      throw conflict(`compute ${c.name} already exists; use PUT /v1/computes/${c.name} to replace it`, 'AlreadyExists');
+      throw conflict(
+        `compute ${c.name} already exists; use PUT /v1/computes/${c.name} to replace it`,
+        'AlreadyExists',
+      );
     }
     throw e;
   }
@@ -127,7 +134,10 @@ export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
           owner ? `, ${owner}` : ''
         }${r.owner ? '' : ' REMOVE owner'}`,
         ConditionExpression: cond.join(' AND '),
-        ExpressionAttributeNames: { '#version': 'version', ...(r.requireNoNodegroup ? { '#status': 'status' } : {}) },
+        ExpressionAttributeNames: {
+          '#version': 'version',
+          ...(r.requireNoNodegroup ? { '#status': 'status' } : {}),
+        },
         ExpressionAttributeValues: values,
         ReturnValues: 'ALL_NEW',
       }),
@@ -179,9 +189,13 @@ export async function deleteCompute(
       const c = await getCompute(name);
       if (!c) throw notFound(`compute ${name} does not exist`);
       if (expectedVersion !== undefined && c.version !== expectedVersion) {
-        throw new DomainError('precondition', `compute ${name} is at version ${c.version}, not ${expectedVersion}`, {
-          reason: 'VersionMismatch',
-        });
+        throw new DomainError(
+          'precondition',
+          `compute ${name} is at version ${c.version}, not ${expectedVersion}`,
+          {
+            reason: 'VersionMismatch',
+          },
+        );
       }
       refuseIfUsed(name, await computeUsers(name), 'delete');
       const base = { TableName: table(), Key: keys.compute(name) };
@@ -202,15 +216,26 @@ export async function deleteCompute(
           UpdateExpression: 'SET deletionRequested = :t, updatedAt = :now, updatedBy = :by',
           ConditionExpression: '#version = :v',
           ExpressionAttributeNames: { '#version': 'version' },
-          ExpressionAttributeValues: { ':v': c.version, ':t': true, ':now': new Date().toISOString(), ':by': by },
+          ExpressionAttributeValues: {
+            ':v': c.version,
+            ':t': true,
+            ':now': new Date().toISOString(),
+            ':by': by,
+          },
         },
       };
-      return { items: [item], result: { deleted: false, compute: { ...c, deletionRequested: true } as Compute } };
+      return {
+        items: [item],
+        result: { deleted: false, compute: { ...c, deletionRequested: true } as Compute },
+      };
     },
     {
       by,
       onItemConflict: () =>
-        conflict(`compute ${name} changed while it was being deleted; read it again and retry`, 'ConcurrentUpdate'),
+        conflict(
+          `compute ${name} changed while it was being deleted; read it again and retry`,
+          'ConcurrentUpdate',
+        ),
     },
   );
 }
@@ -221,7 +246,8 @@ export async function renameCompute(name: string, to: string, by: string): Promi
     async () => {
       const c = await getCompute(name);
       if (!c) throw notFound(`compute ${name} does not exist`);
-      if (c.builtin) throw conflict(`compute ${name} is built in; clone it under a new name instead`, 'BuiltIn');
+      if (c.builtin)
+        throw conflict(`compute ${name} is built in; clone it under a new name instead`, 'BuiltIn');
       if (c.status.nodegroupStatus !== 'ABSENT' || c.workflow?.state === 'RUNNING') {
         throw conflict(
           `compute ${name} has a node group (${c.status.nodegroupStatus}); node group names cannot change, so clone it under ${to} instead`,
@@ -252,7 +278,10 @@ export async function renameCompute(name: string, to: string, by: string): Promi
       onItemConflict: (i) =>
         i === 1
           ? conflict(`compute ${to} already exists; choose another name`, 'AlreadyExists')
-          : conflict(`compute ${name} changed while it was being renamed; read it again and retry`, 'ConcurrentUpdate'),
+          : conflict(
+              `compute ${name} changed while it was being renamed; read it again and retry`,
+              'ConcurrentUpdate',
+            ),
     },
   );
 }

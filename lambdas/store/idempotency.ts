@@ -28,7 +28,12 @@ export async function claimKey(principal: string, key: string, fingerprint: stri
     await documentClient().send(
       new PutCommand({
         TableName: config().table,
-        Item: { ...keys.idempotency(principal, key), fingerprint, state: 'IN_PROGRESS', ttl: now + TTL_SECONDS },
+        Item: {
+          ...keys.idempotency(principal, key),
+          fingerprint,
+          state: 'IN_PROGRESS',
+          ttl: now + TTL_SECONDS,
+        },
         // An expired claim (TTL deletion is lazy) may be taken again.
         ConditionExpression: 'attribute_not_exists(pk) OR #ttl < :now',
         ExpressionAttributeNames: { '#ttl': 'ttl' },
@@ -40,7 +45,11 @@ export async function claimKey(principal: string, key: string, fingerprint: stri
     if (!(e instanceof ConditionalCheckFailedException)) throw e;
   }
   const out = await documentClient().send(
-    new GetCommand({ TableName: config().table, Key: keys.idempotency(principal, key), ConsistentRead: true }),
+    new GetCommand({
+      TableName: config().table,
+      Key: keys.idempotency(principal, key),
+      ConsistentRead: true,
+    }),
   );
   const item = out.Item;
   if (!item) return { kind: 'in-progress' };

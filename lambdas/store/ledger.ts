@@ -29,7 +29,12 @@ function ledgerBump(version: number, by: string): TxItem {
       UpdateExpression: 'SET #v = :next, updatedAt = :now, updatedBy = :by',
       ConditionExpression: version === 0 ? 'attribute_not_exists(#v) OR #v = :cur' : '#v = :cur',
       ExpressionAttributeNames: { '#v': 'version' },
-      ExpressionAttributeValues: { ':next': version + 1, ':cur': version, ':now': new Date().toISOString(), ':by': by },
+      ExpressionAttributeValues: {
+        ':next': version + 1,
+        ':cur': version,
+        ':now': new Date().toISOString(),
+        ':by': by,
+      },
     },
   };
 }
@@ -62,9 +67,12 @@ export async function withLedger<T>(
     const version = await ledgerVersion();
     const { items, result } = await decide();
     if (items.length === 0) return result;
-    if (items.length > 99) throw new Error(`a ledger transaction holds at most 99 items, got ${items.length}`);
+    if (items.length > 99)
+      throw new Error(`a ledger transaction holds at most 99 items, got ${items.length}`);
     try {
-      await documentClient().send(new TransactWriteCommand({ TransactItems: [ledgerBump(version, opts.by), ...items] }));
+      await documentClient().send(
+        new TransactWriteCommand({ TransactItems: [ledgerBump(version, opts.by), ...items] }),
+      );
       return result;
     } catch (e) {
       const failed = cancelledAt(e);

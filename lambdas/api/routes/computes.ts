@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type Compute,
   ComputeManifestInput,
@@ -56,7 +56,11 @@ async function visible(caller: Caller, name: string): Promise<Compute & { deleti
   return c;
 }
 
-function requireWrite(caller: Caller, c: { builtin: boolean; owner?: string; name: string }, verb: string): void {
+function requireWrite(
+  caller: Caller,
+  c: { builtin: boolean; owner?: string; name: string },
+  verb: string,
+): void {
   if (c.builtin) caller.requirePlatformAdmin(`${verb} built-in compute ${c.name}`);
   else caller.requireEditor(c.owner, `${verb} compute ${c.name}`);
 }
@@ -93,28 +97,47 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     const m = parseBody(ComputeManifestInput, req.body);
     const name = req.params.name!;
     if (m.metadata.name !== name) {
-      throw new HttpError(400, `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`, {
-        errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
-      });
+      throw new HttpError(
+        400,
+        `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
+        {
+          errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
+        },
+      );
     }
     const current = await getCompute(name);
     const expected = expectedVersion(req, m.metadata.version);
     if (!current || (current.owner && !caller.canSee(current.owner))) {
       if (current) throw notFound(`compute ${name} does not exist`);
-      if (expected !== undefined) throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
+      if (expected !== undefined)
+        throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
       requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
-      const c = await createCompute({ name, owner: m.metadata.owner, builtin: false, spec: m.spec, by: req.principal });
+      const c = await createCompute({
+        name,
+        owner: m.metadata.owner,
+        builtin: false,
+        spec: m.spec,
+        by: req.principal,
+      });
       return withEtag(201, c);
     }
     requireWrite(caller, current, 'change');
-    if (m.metadata.owner !== current.owner) requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
+    if (m.metadata.owner !== current.owner)
+      requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
     if (current.deletionRequested) {
-      throw conflict(`compute ${name} is being deleted; wait until it is gone, then create it again`, 'Deleting');
+      throw conflict(
+        `compute ${name} is being deleted; wait until it is gone, then create it again`,
+        'Deleting',
+      );
     }
     if (expected !== undefined && expected !== current.version) {
-      throw new DomainError('precondition', `compute ${name} is at version ${current.version}, not ${expected}`, {
-        reason: 'VersionMismatch',
-      });
+      throw new DomainError(
+        'precondition',
+        `compute ${name} is at version ${current.version}, not ${expected}`,
+        {
+          reason: 'VersionMismatch',
+        },
+      );
     }
     const frozen = frozenFieldChanges(current.spec, m.spec);
     if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
@@ -155,7 +178,13 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     const owner = body.owner ?? (source.builtin ? undefined : source.owner);
     requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
     // A clone copies the spec only: never the node group, its status or its history.
-    const c = await createCompute({ name: body.name, owner, builtin: false, spec: source.spec, by: req.principal });
+    const c = await createCompute({
+      name: body.name,
+      owner,
+      builtin: false,
+      spec: source.spec,
+      by: req.principal,
+    });
     return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
   });
 

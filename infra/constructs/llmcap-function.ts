@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import { Duration, Validations } from 'aws-cdk-lib';
+import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+
+/**
+ * Every llmcap Lambda gets the same defaults here, in one place: Node 24 on arm64, JSON logs with a retention,
+ * X-Ray, minified bundles built by the local esbuild (never Docker), and the config files inlined as JSON.
+ */
+export interface LlmcapFunctionProps {
+  entry: string;
+  description: string;
+  environment: Record<string, string>;
+  /** JSON strings inlined at bundle time, e.g. the validated config files. */
+  inline?: Record<string, string>;
+  memorySize?: number;
+  timeout?: Duration;
+  logRetention: RetentionDays;
+  extra?: Partial<NodejsFunctionProps>;
+}
+
+export const ROOT = join(__dirname, '..', '..');
+
+export class LlmcapFunction extends NodejsFunction {
+  constructor(scope: Construct, id: string, props: LlmcapFunctionProps) {
+    const logGroup = new LogGroup(scope, `${id}Logs`, { retention: props.logRetention });
+    const define: Record<string, string> = {};
+    for (const [k, v] of Object.entries(props.inline ?? {})) define[`process.env.${k}`] = JSON.stringify(v);
+    super(scope, id, {
+      entry: props.entry,
+      handler: 'handler',
+      description: props.description,
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.seconds(29),
+      tracing: Tracing.ACTIVE,
+      loggingFormat: LoggingFormat.JSON,
+      logGroup,
+      projectRoot: ROOT,
+      depsLockFilePath: join(ROOT, 'package-lock.json'),
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: 'llmcap',
+        POWERTOOLS_METRICS_NAMESPACE: 'llmcap',
+        ...props.environment,
+      },
+      bundling: {
+        minify: true,
+        sourceMap: true,
+        target: 'node24',
+        format: OutputFormat.CJS,
+        // The SDK v3 ships in the Node 24 runtime; `yaml` is only reached when no inlined config exists.
+        externalModules: ['@aws-sdk/*', '@smithy/*', 'yaml'],
+        define,
+        forceDockerBundling: false,
+      },
+      ...props.extra,
+    });
+    // X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource but `*`.
+    Validations.of(this.role!.node.findChild('DefaultPolicy')).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+      reason: 'X-Ray trace segment and telemetry actions support only the * resource.',
+    });
+  }
+}
