@@ -99,10 +99,21 @@ export const ComputeSpecSchema = z
     },
   }));
 
+/** Fields the API returns in metadata; accepted back (and ignored) so that a read manifest can be re-applied. */
+export const READ_ONLY_METADATA = {
+  builtin: z.boolean().optional(),
+  declared: z.boolean().optional(),
+  createdAt: z.string().optional(),
+  createdBy: z.string().optional(),
+  updatedAt: z.string().optional(),
+  updatedBy: z.string().optional(),
+};
+
 export const ComputeMetadataInput = z.strictObject({
   name: computeName,
   owner: scopeName.optional(),
   version: z.number().int().min(1).optional(),
+  ...READ_ONLY_METADATA,
 });
 
 /** The payload of POST /v1/computes and PUT /v1/computes/{name}. */
@@ -204,13 +215,28 @@ export function nodegroupExists(status: ObservedStatus): boolean {
 export function frozenFieldChanges(before: ComputeSpec, after: ComputeSpec): string[] {
   const changed: string[] = [];
   for (const key of Object.keys({ ...before.node, ...after.node }) as (keyof ComputeSpec['node'])[]) {
-    if (JSON.stringify(before.node[key]) !== JSON.stringify(after.node[key]))
-      changed.push(`spec.node.${key}`);
+    if (!sameValue(before.node[key], after.node[key])) changed.push(`spec.node.${key}`);
   }
-  if (JSON.stringify(before.nodeGroup.subnetIds) !== JSON.stringify(after.nodeGroup.subnetIds)) {
+  if (!sameValue(before.nodeGroup.subnetIds, after.nodeGroup.subnetIds)) {
     changed.push('spec.nodeGroup.subnetIds');
   }
   return changed;
+}
+
+/** Deep equality that ignores key order: DynamoDB maps come back in any order. */
+export function sameValue(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const entries = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'undefined';
 }
 
 export const ABSENT_STATUS: ObservedStatus = Object.freeze({

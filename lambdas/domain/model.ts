@@ -36,33 +36,51 @@ export const ScalingSchema = z.strictObject({
 });
 export type Scaling = z.output<typeof ScalingSchema>;
 
+// hf:// may name one file inside the repository (hf://org/repo/model-q4_k_m.gguf), as llama.cpp loads one file.
 export const SourceSchema = z
   .string()
   .max(1024)
   .regex(
-    /^(s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\s]*)?|hf:\/\/[A-Za-z0-9][\w.-]*\/[\w.-]+)$/,
-    'a weights source is s3://bucket/prefix or hf://org/repo',
+    /^(s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\s]*)?|hf:\/\/[A-Za-z0-9][\w.-]*\/[\w.-]+(\/[\w.-]+)*)$/,
+    'a weights source is s3://bucket/prefix or hf://org/repo (optionally hf://org/repo/file)',
   );
+
+/** `class` may be sent empty to mean "implied by scaling"; it is stored absent then. */
+export const ClassSchema = z
+  .union([z.enum(CLASSES), z.literal('')])
+  .optional()
+  .transform((v) => v || undefined);
 
 export const ModelSpecSchema = z.strictObject({
   source: SourceSchema,
   engine: z.enum(ENGINES),
   profiles: z.array(ProfileSchema).min(1).max(16),
   scaling: ScalingSchema,
-  class: z.enum(CLASSES).optional(),
+  class: ClassSchema,
   fallback: modelName.optional(),
 });
 export type ModelSpec = z.output<typeof ModelSpecSchema>;
 
+/** `org:<id>`, `team:<id>`, `project:<id>`, or empty (or absent) for a shared model. */
+export const ModelOwnerSchema = z.union([scopeName, z.literal('')]).optional();
+
+/** The payload of POST /v1/models and PUT /v1/models/{name}. */
 export const ModelManifestInput = z.strictObject({
   apiVersion: z.literal('llmcap/v1'),
   kind: z.literal('Model'),
   metadata: z.strictObject({
     name: modelName,
-    owner: z.union([scopeName, z.literal('')]).optional(),
+    owner: ModelOwnerSchema,
     version: z.number().int().min(1).optional(),
+    // Output-only fields a client may send back from a GET; they are ignored, so a read manifest re-applies.
+    declared: z.unknown().optional(),
+    createdAt: z.unknown().optional(),
+    createdBy: z.unknown().optional(),
+    updatedAt: z.unknown().optional(),
+    updatedBy: z.unknown().optional(),
   }),
   spec: ModelSpecSchema,
+  // Clients often send back what they read; status is output only and ignored on input.
   status: z.unknown().optional(),
 });
 export type ModelManifestIn = z.output<typeof ModelManifestInput>;
@@ -89,4 +107,45 @@ export function effectiveClass(spec: Pick<ModelSpec, 'class' | 'scaling'>): Mode
 /** Replicas wanted: target, defaulting to min. */
 export function targetReplicas(scaling: Scaling): number {
   return scaling.target ?? scaling.min;
+}
+
+/**
+ * What admission decided for a model, summarized for its status. Filled by the admission module from its
+ * record (keys.admission(model)); absent until then, and the status then shows the catalog fields only.
+ */
+export interface AdmissionSummary {
+  admitted: number;
+  borrowed: number;
+  pending: number;
+  placements: { compute: string; profile: string; replicas: number }[];
+  reasons: { reason: string; message: string; replicas: number }[];
+}
+
+/** A model's status: catalog facts always; admission facts when the caller has an admission summary. */
+export function modelStatus(m: Pick<Model, 'declared' | 'spec'>, admission?: AdmissionSummary) {
+  return {
+    declared: m.declared,
+    effectiveClass: effectiveClass(m.spec),
+    targetReplicas: targetReplicas(m.spec.scaling),
+    ...(admission ?? {}),
+  };
+}
+
+export function modelManifest(m: Model, admission?: AdmissionSummary) {
+  return {
+    apiVersion: 'llmcap/v1' as const,
+    kind: 'Model' as const,
+    metadata: {
+      name: m.name,
+      owner: m.owner ?? '',
+      version: m.version,
+      declared: m.declared,
+      createdAt: m.createdAt,
+      createdBy: m.createdBy,
+      updatedAt: m.updatedAt,
+      updatedBy: m.updatedBy,
+    },
+    spec: m.spec,
+    status: modelStatus(m, admission),
+  };
 }

@@ -1,6 +1,12 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ABSENT_STATUS, type Compute, type ComputeSpec, frozenFieldChanges } from '../domain/compute';
+import {
+  ABSENT_STATUS,
+  type Compute,
+  type ComputeSpec,
+  frozenFieldChanges,
+  sameValue,
+} from '../domain/compute';
 import { conflict, DomainError, notFound } from '../domain/errors';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
@@ -123,7 +129,7 @@ export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
     cond.push('#status.nodegroupStatus = :absent');
     values[':absent'] = 'ABSENT';
   }
-  const owner = r.owner ? 'owner = :owner' : undefined;
+  const owner = r.owner ? '#owner = :owner' : undefined;
   if (r.owner) values[':owner'] = r.owner;
   try {
     const out = await documentClient().send(
@@ -132,10 +138,11 @@ export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
         Key: keys.compute(r.name),
         UpdateExpression: `SET spec = :spec, #version = #version + :one, updatedAt = :now, updatedBy = :by${
           owner ? `, ${owner}` : ''
-        }${r.owner ? '' : ' REMOVE owner'}`,
+        }${r.owner ? '' : ' REMOVE #owner'}`,
         ConditionExpression: cond.join(' AND '),
         ExpressionAttributeNames: {
           '#version': 'version',
+          '#owner': 'owner',
           ...(r.requireNoNodegroup ? { '#status': 'status' } : {}),
         },
         ExpressionAttributeValues: values,
@@ -302,7 +309,7 @@ export async function seedBuiltins(builtins: { name: string; spec: ComputeSpec }
       } catch (e) {
         if (!(e instanceof DomainError)) throw e; // another process seeded it first
       }
-    } else if (cur.updatedBy === 'config' && JSON.stringify(cur.spec) !== JSON.stringify(b.spec)) {
+    } else if (cur.updatedBy === 'config' && !sameValue(cur.spec, b.spec)) {
       try {
         await replaceCompute({
           name: b.name,

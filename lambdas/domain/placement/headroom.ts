@@ -1,0 +1,330 @@
+import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
+import type { Profile } from '../model';
+import {
+  type Candidates,
+  type ComputeInfo,
+  type ComputeLike,
+  computeInfos,
+  describeReplicas,
+  type ReplicaRequest,
+  rankCandidates,
+} from './request';
+
+/**
+ * Admission's incremental headroom: each compute is maxNodes node slots, and a replica goes first-fit into
+ * the first slot with room on the best-ranked candidate compute (an empty slot is a node the group can still
+ * grow). Everything is flat typed arrays so that place() costs microseconds, and clone() is copy-on-write so
+ * that a trial plan costs O(computes), not O(replicas).
+ */
+
+/** One compute's node slots. Shared between clones until one of them writes (see `owner`). */
+class Slots {
+  owner: object;
+  readonly freeG: Int32Array;
+  readonly freeM: Int32Array;
+  readonly freeMi: Int32Array;
+  /** Replicas on each slot; a slot with 0 is a node the group does not need. */
+  readonly count: Int32Array;
+  usedNodes = 0;
+  replicas = 0;
+  // The smallest request known not to fit since the last release: anything at least as large fails at once,
+  // because placing only ever takes room away. Safe to share between clones, since it describes equal state.
+  failG = Number.POSITIVE_INFINITY;
+  failM = Number.POSITIVE_INFINITY;
+  failMi = Number.POSITIVE_INFINITY;
+
+  constructor(owner: object, info: ComputeInfo | Slots) {
+    this.owner = owner;
+    if (info instanceof Slots) {
+      this.freeG = info.freeG.slice();
+      this.freeM = info.freeM.slice();
+      this.freeMi = info.freeMi.slice();
+      this.count = info.count.slice();
+      this.usedNodes = info.usedNodes;
+      this.replicas = info.replicas;
+      this.failG = info.failG;
+      this.failM = info.failM;
+      this.failMi = info.failMi;
+    } else {
+      const n = info.maxNodes;
+      this.freeG = new Int32Array(n).fill(info.alloc.gpus);
+      this.freeM = new Int32Array(n).fill(info.alloc.millicores);
+      this.freeMi = new Int32Array(n).fill(info.alloc.memoryMiB);
+      this.count = new Int32Array(n);
+    }
+  }
+
+  /**
+   * First-fit from slot `from`: the slot with room, or -1. Reads only, apart from remembering a failure,
+   * which is true of this state whoever shares it. The caller vouches that no slot before `from` fits.
+   */
+  find(g: number, m: number, mi: number, from: number): number {
+    if (g >= this.failG && m >= this.failM && mi >= this.failMi) return -1;
+    const { freeG, freeM, freeMi } = this;
+    for (let s = from; s < freeG.length; s++) {
+      if (freeG[s]! >= g && freeM[s]! >= m && freeMi[s]! >= mi) return s;
+    }
+    this.failG = g;
+    this.failM = m;
+    this.failMi = mi;
+    return -1;
+  }
+
+  takeAt(g: number, m: number, mi: number, s: number): void {
+    this.freeG[s]! -= g;
+    this.freeM[s]! -= m;
+    this.freeMi[s]! -= mi;
+    if (this.count[s]!++ === 0) this.usedNodes++;
+    this.replicas++;
+  }
+
+  give(g: number, m: number, mi: number, s: number): void {
+    this.freeG[s]! += g;
+    this.freeM[s]! += m;
+    this.freeMi[s]! += mi;
+    if (--this.count[s]! === 0) this.usedNodes--;
+    this.replicas--;
+    this.failG = this.failM = this.failMi = Number.POSITIVE_INFINITY;
+  }
+}
+
+/** What a unit holds: per replica, the compute and the slot, so release can give back exactly that. */
+export interface UnitRecord {
+  unitId: string;
+  profile: Profile;
+  request: ReplicaRequest;
+  computes: Int32Array;
+  slots: Int32Array;
+  placements: UnitPlacement[];
+}
+
+const TOMB = Symbol('released');
+interface Layer<V> {
+  map: Map<string, V | typeof TOMB>;
+  parent: Layer<V> | undefined;
+  depth: number;
+}
+const MAX_DEPTH = 32;
+
+/**
+ * A map that forks in O(1): a fork freezes the current layer and both sides write to new layers above it.
+ * Lookups walk at most MAX_DEPTH layers; deeper chains are flattened, so a fork costs O(size / MAX_DEPTH)
+ * amortized even when every trial plan is adopted.
+ */
+class ForkableMap<V> {
+  constructor(private top: Layer<V> = { map: new Map(), parent: undefined, depth: 0 }) {}
+
+  get(k: string): V | undefined {
+    for (let l: Layer<V> | undefined = this.top; l; l = l.parent) {
+      const v = l.map.get(k);
+      if (v !== undefined) return v === TOMB ? undefined : v;
+    }
+    return undefined;
+  }
+
+  set(k: string, v: V): void {
+    this.top.map.set(k, v);
+  }
+
+  delete(k: string): void {
+    if (this.top.parent) this.top.map.set(k, TOMB);
+    else this.top.map.delete(k);
+  }
+
+  fork(): ForkableMap<V> {
+    // Nothing written since the last fork: the clone can share the frozen chain below our empty layer.
+    if (this.top.map.size === 0) return new ForkableMap({ map: new Map(), parent: this.top.parent, depth: this.top.depth });
+    let frozen = this.top;
+    if (frozen.depth >= MAX_DEPTH) frozen = { map: this.flat(), parent: undefined, depth: 0 };
+    this.top = { map: new Map(), parent: frozen, depth: frozen.depth + 1 };
+    return new ForkableMap({ map: new Map(), parent: frozen, depth: frozen.depth + 1 });
+  }
+
+  /** Live entries, in insertion order of the oldest layer first. */
+  flat(): Map<string, V> {
+    const chain: Layer<V>[] = [];
+    for (let l: Layer<V> | undefined = this.top; l; l = l.parent) chain.push(l);
+    const out = new Map<string, V>();
+    for (let i = chain.length - 1; i >= 0; i--) {
+      for (const [k, v] of chain[i]!.map) {
+        if (v === TOMB) out.delete(k);
+        else out.set(k, v);
+      }
+    }
+    return out;
+  }
+}
+
+/** State shared by every clone: the computes and the ranked candidates per profile, both immutable. */
+class Shared {
+  readonly byIdentity = new WeakMap<Profile, Candidates>();
+  readonly byKey = new Map<string, Candidates>();
+  constructor(readonly infos: ComputeInfo[]) {}
+
+  candidates(p: Profile): Candidates {
+    let c = this.byIdentity.get(p);
+    if (c) return c;
+    // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.
+    const key = `${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}`;
+    c = this.byKey.get(key);
+    if (!c) {
+      c = rankCandidates(this.infos, p);
+      this.byKey.set(key, c);
+    }
+    this.byIdentity.set(p, c);
+    return c;
+  }
+}
+
+/** How many candidate computes a message names before "and N more". */
+const NAMED_IN_MESSAGE = 3;
+
+export class PlacementHeadroom implements Headroom {
+  private token: object = {};
+
+  private constructor(
+    private readonly shared: Shared,
+    private readonly slots: Slots[],
+    private readonly units: ForkableMap<UnitRecord>,
+  ) {}
+
+  static create(computes: readonly ComputeLike[]): PlacementHeadroom {
+    const shared = new Shared(computeInfos(computes));
+    const h = new PlacementHeadroom(shared, [], new ForkableMap());
+    for (const info of shared.infos) h.slots.push(new Slots(h.token, info));
+    return h;
+  }
+
+  private writable(ci: number): Slots {
+    const s = this.slots[ci]!;
+    if (s.owner === this.token) return s;
+    const copy = new Slots(this.token, s);
+    this.slots[ci] = copy;
+    return copy;
+  }
+
+  place(unit: ReplicaUnit): PlaceResult {
+    if (this.units.get(unit.id)) {
+      return { ok: false, message: `unit ${unit.id} is already placed; release it first`, candidateComputes: [] };
+    }
+    const reasons: string[] = [];
+    const n = unit.replicas;
+    const computes = new Int32Array(n);
+    const slots = new Int32Array(n);
+    for (const profile of unit.profiles) {
+      const cand = this.shared.candidates(profile);
+      if (!cand.ok) {
+        reasons.push(cand.reason);
+        continue;
+      }
+      const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
+      let done = 0;
+      const room: number[] = [];
+      for (const info of cand.computes) {
+        if (done === n) break;
+        const ci = info.index;
+        let from = 0;
+        const before = done;
+        while (done < n) {
+          const s = this.slots[ci]!.find(g, m, mi, from);
+          if (s < 0) break;
+          // Only copy a shared compute once a replica actually lands there.
+          this.writable(ci).takeAt(g, m, mi, s);
+          computes[done] = ci;
+          slots[done] = s;
+          done++;
+          // Identical replicas and a state that only fills: the next one cannot fit in an earlier slot.
+          from = s;
+        }
+        room.push(done - before);
+      }
+      if (done === n) {
+        const placements = groupPlacements(this.shared.infos, profile.name, computes, n);
+        this.units.set(unit.id, { unitId: unit.id, profile, request: cand.request, computes, slots, placements });
+        return { ok: true, profile, placements };
+      }
+      for (let i = done - 1; i >= 0; i--) this.slots[computes[i]!]!.give(g, m, mi, slots[i]!);
+      reasons.push(this.capacityReason(profile, n, cand.computes, room, unit.profiles.length > 1));
+    }
+    return {
+      ok: false,
+      message: reasons.join('; ') || `unit ${unit.id} has no profile`,
+      candidateComputes: this.candidateComputes(unit),
+    };
+  }
+
+  private capacityReason(p: Profile, n: number, cands: ComputeInfo[], room: number[], named: boolean): string {
+    const parts = cands.slice(0, NAMED_IN_MESSAGE).map((c, i) => {
+      const r = room[i] ?? 0;
+      return r === 0 ? `${c.name} is at its maxNodes ${c.maxNodes}` : `${c.name} has room for ${r} within its maxNodes ${c.maxNodes}`;
+    });
+    if (cands.length > NAMED_IN_MESSAGE) parts.push(`and ${cands.length - NAMED_IN_MESSAGE} more computes are full`);
+    const what = `no compute can take ${describeReplicas(p, n)}${named ? ` (profile ${p.name})` : ''}`;
+    return `${what}: ${parts.join(', ')}`;
+  }
+
+  release(unitId: string): void {
+    const rec = this.units.get(unitId);
+    if (!rec) return;
+    const { gpus: g, millicores: m, memoryMiB: mi } = rec.request;
+    for (let i = 0; i < rec.computes.length; i++) this.writable(rec.computes[i]!).give(g, m, mi, rec.slots[i]!);
+    this.units.delete(unitId);
+  }
+
+  clone(): PlacementHeadroom {
+    const copy = new PlacementHeadroom(this.shared, this.slots.slice(), this.units.fork());
+    // Neither side owns any compute now: whichever writes first copies that compute.
+    this.token = {};
+    return copy;
+  }
+
+  candidateComputes(unit: ReplicaUnit): string[] {
+    const seen = new Set<string>();
+    for (const p of unit.profiles) {
+      const cand = this.shared.candidates(p);
+      if (cand.ok) for (const c of cand.computes) seen.add(c.name);
+    }
+    return [...seen];
+  }
+
+  /** What a placed unit holds, or undefined. */
+  placementOf(unitId: string): { profile: Profile; placements: UnitPlacement[] } | undefined {
+    const rec = this.units.get(unitId);
+    return rec ? { profile: rec.profile, placements: rec.placements } : undefined;
+  }
+
+  /** What a placed unit holds, slot by slot; for the batch plan. */
+  record(unitId: string): UnitRecord | undefined {
+    return this.units.get(unitId);
+  }
+
+  /** Every placed unit with its slots; for tests. */
+  records(): UnitRecord[] {
+    return [...this.units.flat().values()];
+  }
+
+  /** Per compute, in the order given to create(): nodes in use (first-fit) and replicas placed. */
+  usage(): { compute: string; usedNodes: number; replicas: number; maxNodes: number }[] {
+    return this.shared.infos.map((info, i) => ({
+      compute: info.name,
+      usedNodes: this.slots[i]!.usedNodes,
+      replicas: this.slots[i]!.replicas,
+      maxNodes: info.maxNodes,
+    }));
+  }
+
+  computeInfos(): readonly ComputeInfo[] {
+    return this.shared.infos;
+  }
+}
+
+function groupPlacements(infos: ComputeInfo[], profile: string, computes: Int32Array, n: number): UnitPlacement[] {
+  const out: UnitPlacement[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = infos[computes[i]!]!.name;
+    const last = out[out.length - 1];
+    if (last && last.compute === name) last.replicas++;
+    else out.push({ compute: name, profile, replicas: 1 });
+  }
+  return out;
+}

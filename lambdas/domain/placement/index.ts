@@ -1,0 +1,30 @@
+/**
+ * Placement and node sizing (DESIGN.md §3.4): which compute each replica goes to, how many nodes each
+ * compute needs, and the scale-down cool-down. Pure: no AWS, no I/O.
+ */
+export { applyCooldown, type CooldownState, DEFAULT_COOLDOWN_MS } from './cooldown';
+export { PlacementHeadroom, type UnitRecord } from './headroom';
+export { type Items, lowerBound, makeItems, type Packing, pack, type Strategy } from './pack';
+export {
+  type ComputePlan,
+  capacityView,
+  type PlacedUnit,
+  type PlacementPlan,
+  type PlannedNode,
+  type PlanOptions,
+  type PlanTotals,
+  planPlacement,
+  sizingOf,
+} from './plan';
+export {
+  type Candidates,
+  type ComputeInfo,
+  type ComputeLike,
+  computeInfos,
+  describeReplicas,
+  fitsNode,
+  perNode,
+  type ReplicaRequest,
+  rankCandidates,
+  replicaRequest,
+} from './request';

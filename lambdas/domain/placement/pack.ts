@@ -1,0 +1,284 @@
+import type { Allocatable } from '../compute';
+
+/**
+ * Batch packing of one compute's replicas onto its allocatable node shape, for the nodes reconcile asks
+ * for. Items are flat arrays (one entry per replica) so tens of thousands pack in milliseconds.
+ */
+
+export interface Items {
+  g: Int32Array;
+  m: Int32Array;
+  mi: Int32Array;
+  /** An opaque tag per item (the plan uses the unit's index). */
+  tag: Int32Array;
+}
+
+/** An assignment of every item to a bin numbered 0..bins-1, every bin non-empty. */
+export interface Packing {
+  bins: number;
+  assign: Int32Array;
+}
+
+export type Strategy = 'ffd' | 'best';
+
+export function makeItems(n: number): Items {
+  return { g: new Int32Array(n), m: new Int32Array(n), mi: new Int32Array(n), tag: new Int32Array(n) };
+}
+
+/** max over dimensions of ⌈Σ requests / allocatable⌉; GPUs are whole, so their quotient is exact. */
+export function lowerBound(items: Items, alloc: Allocatable): number {
+  let g = 0;
+  let m = 0;
+  let mi = 0;
+  for (let i = 0; i < items.g.length; i++) {
+    g += items.g[i]!;
+    m += items.m[i]!;
+    mi += items.mi[i]!;
+  }
+  return Math.max(
+    alloc.gpus > 0 ? Math.ceil(g / alloc.gpus) : 0,
+    Math.ceil(m / alloc.millicores),
+    Math.ceil(mi / alloc.memoryMiB),
+  );
+}
+
+type Key = (i: number) => number;
+
+/** Items sorted by decreasing key, ties by decreasing (g, m, mi) then index: a total, deterministic order. */
+function order(items: Items, key: Key): Int32Array {
+  const n = items.g.length;
+  const idx = Array.from({ length: n }, (_, i) => i);
+  const k = new Float64Array(n);
+  for (let i = 0; i < n; i++) k[i] = key(i);
+  const { g, m, mi } = items;
+  idx.sort((a, b) => k[b]! - k[a]! || g[b]! - g[a]! || m[b]! - m[a]! || mi[b]! - mi[a]! || a - b);
+  return Int32Array.from(idx);
+}
+
+function keys(items: Items, alloc: Allocatable): Record<'lex' | 'max' | 'sum', Key> {
+  const ig = alloc.gpus > 0 ? 1 / alloc.gpus : 0;
+  const im = 1 / alloc.millicores;
+  const imi = 1 / alloc.memoryMiB;
+  const { g, m, mi } = items;
+  return {
+    // Lexicographic (gpus, millicores, MiB): the issue's plain first-fit decreasing; ties are broken in order().
+    lex: (i) => g[i]!,
+    max: (i) => Math.max(g[i]! * ig, m[i]! * im, mi[i]! * imi),
+    sum: (i) => g[i]! * ig + m[i]! * im + mi[i]! * imi,
+  };
+}
+
+/**
+ * Places items in the given order. First fit takes the lowest-numbered bin with room; best fit the bin
+ * left with the least normalized slack. Returns undefined once more than `cap` bins would be needed.
+ */
+function fit(items: Items, alloc: Allocatable, cap: number, ord: Int32Array, best: boolean): Packing | undefined {
+  const n = ord.length;
+  const fg = new Int32Array(cap);
+  const fm = new Int32Array(cap);
+  const fmi = new Int32Array(cap);
+  const assign = new Int32Array(items.g.length);
+  const ig = alloc.gpus > 0 ? 1 / alloc.gpus : 0;
+  const im = 1 / alloc.millicores;
+  const imi = 1 / alloc.memoryMiB;
+  let bins = 0;
+  for (let k = 0; k < n; k++) {
+    const i = ord[k]!;
+    const g = items.g[i]!;
+    const m = items.m[i]!;
+    const mi = items.mi[i]!;
+    let chosen = -1;
+    let slack = Number.POSITIVE_INFINITY;
+    for (let b = 0; b < bins; b++) {
+      if (fg[b]! >= g && fm[b]! >= m && fmi[b]! >= mi) {
+        if (!best) {
+          chosen = b;
+          break;
+        }
+        const s = (fg[b]! - g) * ig + (fm[b]! - m) * im + (fmi[b]! - mi) * imi;
+        if (s < slack) {
+          slack = s;
+          chosen = b;
+        }
+      }
+    }
+    if (chosen < 0) {
+      if (bins === cap) return undefined;
+      chosen = bins++;
+      fg[chosen] = alloc.gpus;
+      fm[chosen] = alloc.millicores;
+      fmi[chosen] = alloc.memoryMiB;
+    }
+    fg[chosen]! -= g;
+    fm[chosen]! -= m;
+    fmi[chosen]! -= mi;
+    assign[i] = chosen;
+  }
+  return { bins, assign };
+}
+
+/**
+ * Tries to empty whole bins, least loaded first, by moving each of their items (largest first) into the
+ * best-fitting other bin. Cheap, and it recovers most of what the greedy order wastes at the tail.
+ */
+function eliminate(items: Items, alloc: Allocatable, p: Packing, lb: number): Packing {
+  const ig = alloc.gpus > 0 ? 1 / alloc.gpus : 0;
+  const im = 1 / alloc.millicores;
+  const imi = 1 / alloc.memoryMiB;
+  const assign = p.assign.slice();
+  let bins = p.bins;
+  const n = assign.length;
+  while (bins > lb) {
+    const fg = new Int32Array(bins).fill(alloc.gpus);
+    const fm = new Int32Array(bins).fill(alloc.millicores);
+    const fmi = new Int32Array(bins).fill(alloc.memoryMiB);
+    const members: number[][] = Array.from({ length: bins }, () => []);
+    for (let i = 0; i < n; i++) {
+      const b = assign[i]!;
+      fg[b]! -= items.g[i]!;
+      fm[b]! -= items.m[i]!;
+      fmi[b]! -= items.mi[i]!;
+      members[b]!.push(i);
+    }
+    const load = (b: number) =>
+      (alloc.gpus - fg[b]!) * ig + (alloc.millicores - fm[b]!) * im + (alloc.memoryMiB - fmi[b]!) * imi;
+    const byLoad = Array.from({ length: bins }, (_, b) => b).sort((a, b) => load(a) - load(b) || a - b);
+    let emptied = -1;
+    for (const victim of byLoad) {
+      const mine = members[victim]!.slice().sort(
+        (a, b) => Math.max(items.g[b]! * ig, items.m[b]! * im, items.mi[b]! * imi) -
+          Math.max(items.g[a]! * ig, items.m[a]! * im, items.mi[a]! * imi) || a - b,
+      );
+      const moves: [number, number][] = [];
+      let ok = true;
+      for (const i of mine) {
+        const g = items.g[i]!;
+        const m = items.m[i]!;
+        const mi = items.mi[i]!;
+        let chosen = -1;
+        let slack = Number.POSITIVE_INFINITY;
+        for (let b = 0; b < bins; b++) {
+          if (b === victim || fg[b]! < g || fm[b]! < m || fmi[b]! < mi) continue;
+          const s = (fg[b]! - g) * ig + (fm[b]! - m) * im + (fmi[b]! - mi) * imi;
+          if (s < slack) {
+            slack = s;
+            chosen = b;
+          }
+        }
+        if (chosen < 0) {
+          ok = false;
+          break;
+        }
+        fg[chosen]! -= g;
+        fm[chosen]! -= m;
+        fmi[chosen]! -= mi;
+        moves.push([i, chosen]);
+      }
+      if (ok) {
+        for (const [i, b] of moves) assign[i] = b;
+        emptied = victim;
+        break;
+      }
+      for (const [i, b] of moves) {
+        fg[b]! += items.g[i]!;
+        fm[b]! += items.m[i]!;
+        fmi[b]! += items.mi[i]!;
+      }
+    }
+    if (emptied < 0) break;
+    // Renumber so bins stay 0..bins-1: the last bin takes the emptied one's number.
+    bins--;
+    for (let i = 0; i < n; i++) if (assign[i] === bins) assign[i] = emptied;
+  }
+  return { bins, assign };
+}
+
+/** Node budget of the exact search; beyond it the best heuristic packing stands. */
+const EXACT_MAX_ITEMS = 16;
+const EXACT_BUDGET = 200_000;
+
+/**
+ * Depth-first search for a packing into `target` bins, for small instances only (a handful of replicas on
+ * a compute is common: maxNodes defaults to 4). Symmetric branches (bins in identical state) are skipped.
+ */
+function exact(items: Items, alloc: Allocatable, target: number, ord: Int32Array): Packing | undefined {
+  const n = ord.length;
+  const fg = new Int32Array(target);
+  const fm = new Int32Array(target);
+  const fmi = new Int32Array(target);
+  const assign = new Int32Array(items.g.length);
+  let budget = EXACT_BUDGET;
+  let open = 0;
+  const go = (k: number): boolean => {
+    if (k === n) return true;
+    if (--budget < 0) return false;
+    const i = ord[k]!;
+    const g = items.g[i]!;
+    const m = items.m[i]!;
+    const mi = items.mi[i]!;
+    const limit = Math.min(open + 1, target);
+    for (let b = 0; b < limit; b++) {
+      if (b === open) {
+        fg[b] = alloc.gpus;
+        fm[b] = alloc.millicores;
+        fmi[b] = alloc.memoryMiB;
+      }
+      if (fg[b]! < g || fm[b]! < m || fmi[b]! < mi) continue;
+      let twin = false;
+      for (let c = 0; c < b && !twin; c++) twin = fg[c] === fg[b] && fm[c] === fm[b] && fmi[c] === fmi[b];
+      if (twin) continue;
+      fg[b]! -= g;
+      fm[b]! -= m;
+      fmi[b]! -= mi;
+      assign[i] = b;
+      const opened = b === open;
+      if (opened) open++;
+      if (go(k + 1)) return true;
+      if (opened) open--;
+      fg[b]! += g;
+      fm[b]! += m;
+      fmi[b]! += mi;
+    }
+    return false;
+  };
+  return go(0) ? { bins: open, assign } : undefined;
+}
+
+/**
+ * The packing for one compute. 'ffd' is plain first-fit decreasing in lexicographic (gpus, millicores, MiB)
+ * order. 'best' also runs first fit and best fit in two normalized orders (largest dimension, sum of
+ * dimensions), empties bins where it can, and searches exactly when the instance is small and the bound is
+ * not met; it keeps the fewest bins, earliest candidate on ties. `fallback` (admission's own packing, known
+ * to be within `cap`) is used when no heuristic fits within cap, so every replica admission placed stays
+ * placed; 'best' also takes it when it has fewer bins.
+ */
+export function pack(items: Items, alloc: Allocatable, cap: number, strategy: Strategy, fallback?: Packing) {
+  const lb = lowerBound(items, alloc);
+  const k = keys(items, alloc);
+  let best: Packing | undefined;
+  const consider = (p: Packing | undefined) => {
+    if (p && (!best || p.bins < best.bins)) best = p;
+  };
+  consider(fit(items, alloc, cap, order(items, k.lex), false));
+  if (strategy === 'best') {
+    for (const key of [k.max, k.sum]) {
+      const ord = order(items, key);
+      if (best && best.bins <= lb) break;
+      consider(fit(items, alloc, cap, ord, false));
+      consider(fit(items, alloc, cap, ord, true));
+    }
+    if (best && best.bins > lb) consider(eliminate(items, alloc, best, lb));
+    if (best && best.bins > lb && items.g.length <= EXACT_MAX_ITEMS) {
+      const ord = order(items, k.max);
+      for (let t = best.bins - 1; t >= lb; t--) {
+        const p = exact(items, alloc, t, ord);
+        if (!p) break;
+        consider(p);
+      }
+    }
+  }
+  // Plain FFD keeps its own answer unless it cannot fit within cap; 'best' takes admission's if fewer.
+  if (strategy === 'best' || !best) consider(fallback);
+  if (!best) throw new Error('placement: no packing within maxNodes and no fallback');
+  return { packing: best, lowerBound: lb };
+}

@@ -1,0 +1,144 @@
+import { type Allocatable, allocatable, type ComputeSpec } from '../compute';
+import type { Profile } from '../model';
+
+/**
+ * What one replica asks of a node, and which computes can host it. Pure functions shared by the incremental
+ * headroom (admission) and the batch plan (reconcile), so both choose computes by the same rule.
+ */
+
+/** The fields of a compute placement reads; a stored Compute and a `{name, spec}` built-in both satisfy it. */
+export interface ComputeLike {
+  name: string;
+  spec: {
+    node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'>;
+    nodeGroup: Pick<ComputeSpec['nodeGroup'], 'maxNodes'>;
+    cost: Pick<ComputeSpec['cost'], 'perHour'>;
+  };
+}
+
+/** One replica's request, in the units of allocatable: whole GPUs, millicores, MiB. */
+export interface ReplicaRequest {
+  gpus: number;
+  millicores: number;
+  memoryMiB: number;
+}
+
+// cpuCores 1.1 × 1000 is 1100.0000000000002 in floating point; rounding first keeps it at 1100.
+const ceilClean = (x: number) => Math.ceil(Math.round(x * 1e6) / 1e6);
+
+export function replicaRequest(p: Pick<Profile, 'gpus' | 'cpuCores' | 'minMemoryGb'>): ReplicaRequest {
+  return {
+    gpus: p.gpus,
+    millicores: ceilClean(p.cpuCores * 1000),
+    memoryMiB: ceilClean((p.minMemoryGb ?? 0) * 1024),
+  };
+}
+
+export function fitsNode(req: ReplicaRequest, alloc: Allocatable): boolean {
+  return req.gpus <= alloc.gpus && req.millicores <= alloc.millicores && req.memoryMiB <= alloc.memoryMiB;
+}
+
+/** How many such replicas one empty node holds (Infinity for an all-zero request). */
+export function perNode(req: ReplicaRequest, alloc: Allocatable): number {
+  let n = Number.POSITIVE_INFINITY;
+  if (req.gpus > 0) n = Math.min(n, Math.floor(alloc.gpus / req.gpus));
+  if (req.millicores > 0) n = Math.min(n, Math.floor(alloc.millicores / req.millicores));
+  if (req.memoryMiB > 0) n = Math.min(n, Math.floor(alloc.memoryMiB / req.memoryMiB));
+  return n;
+}
+
+/** A compute with what placement derives from it once. */
+export interface ComputeInfo {
+  index: number;
+  name: string;
+  alloc: Allocatable;
+  maxNodes: number;
+  perHour: number;
+  gpuType?: string;
+}
+
+export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
+  return computes.map((c, index) => ({
+    index,
+    name: c.name,
+    alloc: allocatable(c.spec.node),
+    maxNodes: c.spec.nodeGroup.maxNodes,
+    perHour: c.spec.cost.perHour,
+    gpuType: c.spec.node.gpu?.type,
+  }));
+}
+
+export type Candidates =
+  | { ok: true; request: ReplicaRequest; computes: ComputeInfo[] }
+  | { ok: false; request: ReplicaRequest; reason: string };
+
+// GPU type names are compared without case: "l40s" and "L40S" are the same card to a person writing a profile.
+const sameGpu = (a: string | undefined, b: string) => a !== undefined && a.toUpperCase() === b.toUpperCase();
+
+function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean {
+  if (req.gpus > 0 && p.gpuType !== undefined && !sameGpu(c.gpuType, p.gpuType)) return false;
+  return fitsNode(req, c.alloc);
+}
+
+/**
+ * The computes a profile's replica may use, best first. A pinned compute is the only candidate. Otherwise
+ * every compute whose GPU type matches and whose allocatable node holds one replica in every dimension,
+ * ranked by cost per replica = perHour / (replicas of this profile one empty node holds), so an 8-GPU node
+ * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the lower perHour (less
+ * stranded capacity when demand is small), then to the name, so the order is total and deterministic. A
+ * CPU-only replica ranks every CPU compute before any GPU compute: GPU nodes are kept for GPU work.
+ */
+export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candidates {
+  const request = replicaRequest(p);
+  if (p.compute !== undefined) {
+    const c = infos.find((i) => i.name === p.compute);
+    if (!c)
+      return { ok: false, request, reason: `profile ${p.name} pins compute ${p.compute}, which does not exist` };
+    if (!hardwareFits(c, p, request)) {
+      return {
+        ok: false,
+        request,
+        reason: `profile ${p.name} pins compute ${c.name}, whose node (${describeAlloc(c)}) cannot hold ${describeReplicas(p, 1)}`,
+      };
+    }
+    return { ok: true, request, computes: [c] };
+  }
+  const fitting = infos.filter((c) => hardwareFits(c, p, request));
+  if (fitting.length === 0) {
+    return { ok: false, request, reason: `no compute has a node that can hold ${describeReplicas(p, 1)}` };
+  }
+  const cpuOnly = request.gpus === 0;
+  const key = fitting.map((c) => ({
+    c,
+    tier: cpuOnly && c.alloc.gpus > 0 ? 1 : 0,
+    perReplica: c.perHour / perNode(request, c.alloc),
+  }));
+  key.sort(
+    (a, b) =>
+      a.tier - b.tier ||
+      a.perReplica - b.perReplica ||
+      a.c.perHour - b.c.perHour ||
+      (a.c.name < b.c.name ? -1 : a.c.name > b.c.name ? 1 : 0) ||
+      a.c.index - b.c.index,
+  );
+  return { ok: true, request, computes: key.map((k) => k.c) };
+}
+
+const num = (x: number) => (Number.isInteger(x) ? String(x) : String(Math.round(x * 100) / 100));
+
+/** "a 4-gpu L40S replica", "3 replicas of 4-gpu L40S", "3 CPU-only replicas of 2 cores and 4 GiB". */
+export function describeReplicas(p: Pick<Profile, 'gpus' | 'gpuType' | 'cpuCores' | 'minMemoryGb'>, n: number) {
+  const plural = n === 1 ? 'replica' : 'replicas';
+  const count = n === 1 ? 'a' : String(n);
+  if (p.gpus > 0) {
+    const kind = `${p.gpus}-gpu${p.gpuType ? ` ${p.gpuType}` : ''}`;
+    return n === 1 ? `a ${kind} replica` : `${n} replicas of ${kind}`;
+  }
+  const mem = p.minMemoryGb !== undefined ? ` and ${num(p.minMemoryGb)} GiB` : '';
+  return `${count} CPU-only ${plural} of ${num(p.cpuCores)} cores${mem}`;
+}
+
+function describeAlloc(c: ComputeInfo): string {
+  const gpu = c.alloc.gpus > 0 ? `${c.alloc.gpus} × ${c.gpuType ?? 'GPU'}, ` : '';
+  return `${gpu}${num(c.alloc.millicores / 1000)} cores and ${num(c.alloc.memoryMiB / 1024)} GiB allocatable`;
+}

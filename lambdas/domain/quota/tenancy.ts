@@ -1,0 +1,284 @@
+import { SCOPE_PATTERN } from '../compute';
+import { conflict, DomainError, forbidden, invalid, notFound } from '../errors';
+
+/**
+ * The tenancy tree (org / team / project) and who may do what in it (DESIGN.md §8). Pure: the store loads the
+ * scopes, this module answers. Scopes get dense integer ids so that accounting can keep usage in typed arrays.
+ */
+
+export type Role = 'admin' | 'editor' | 'viewer';
+export const ROLES = ['admin', 'editor', 'viewer'] as const;
+const RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3 };
+
+export type ScopeKind = 'org' | 'team' | 'project';
+
+export interface Scope {
+  name: string;
+  /** Absent for an org. */
+  parent?: string;
+  /** principal ARN → role held in this scope (and, by inheritance, in every scope beneath). */
+  members?: Record<string, Role>;
+}
+
+export function scopeKind(name: string): ScopeKind {
+  return name.slice(0, name.indexOf(':')) as ScopeKind;
+}
+
+/** The kinds a scope of each kind may sit under (quota-semantics.md §1). */
+const PARENT_KINDS: Record<ScopeKind, ScopeKind[]> = { org: [], team: ['org'], project: ['team', 'org'] };
+
+/**
+ * An immutable index over the scope tree. Build it once per request or pass; every query is O(depth) or O(1).
+ * It also satisfies the API's `Tenancy` interface (roleIn, isMemberAtOrBelow).
+ */
+export class ScopeTree {
+  readonly names: string[] = [];
+  readonly ids = new Map<string, number>();
+  /** parent id, -1 for a root. */
+  readonly parentOf: Int32Array;
+  readonly depthOf: Int32Array;
+  readonly childrenOf: number[][];
+  /** Ancestors of each scope, self first, root last. */
+  readonly pathOf: Int32Array[];
+  private readonly members: (Record<string, Role> | undefined)[] = [];
+  /** principal → scopes where it holds a role; for isMemberAtOrBelow without a scan of the tree. */
+  private readonly memberships = new Map<string, number[]>();
+
+  constructor(scopes: readonly Scope[]) {
+    for (const s of scopes) {
+      if (this.ids.has(s.name)) throw invalid(`scope ${s.name} is listed twice`);
+      this.ids.set(s.name, this.names.length);
+      this.names.push(s.name);
+      this.members.push(s.members);
+    }
+    const n = this.names.length;
+    this.parentOf = new Int32Array(n).fill(-1);
+    this.depthOf = new Int32Array(n).fill(-1);
+    this.childrenOf = Array.from({ length: n }, () => []);
+    scopes.forEach((s, i) => {
+      for (const principal of Object.keys(s.members ?? {})) {
+        const list = this.memberships.get(principal) ?? [];
+        list.push(i);
+        this.memberships.set(principal, list);
+      }
+      if (s.parent === undefined) return;
+      const p = this.ids.get(s.parent);
+      if (p === undefined) throw invalid(`scope ${s.name} names parent ${s.parent}, which does not exist`);
+      this.parentOf[i] = p;
+      this.childrenOf[p]!.push(i);
+    });
+    this.pathOf = new Array(n);
+    for (let i = 0; i < n; i++) this.depth(i, 0);
+    for (let i = 0; i < n; i++) {
+      const path = new Int32Array(this.depthOf[i]! + 1);
+      for (let j = i, k = 0; j >= 0; j = this.parentOf[j]!, k++) path[k] = j;
+      this.pathOf[i] = path;
+    }
+  }
+
+  private depth(i: number, guard: number): number {
+    const known = this.depthOf[i]!;
+    if (known >= 0) return known;
+    if (guard > this.names.length) throw invalid(`the scope tree has a cycle through ${this.names[i]}`);
+    const p = this.parentOf[i]!;
+    const d = p < 0 ? 0 : this.depth(p, guard + 1) + 1;
+    this.depthOf[i] = d;
+    return d;
+  }
+
+  get size(): number {
+    return this.names.length;
+  }
+
+  has(name: string): boolean {
+    return this.ids.has(name);
+  }
+
+  id(name: string): number {
+    const i = this.ids.get(name);
+    if (i === undefined) throw notFound(`scope ${name} does not exist`);
+    return i;
+  }
+
+  parent(name: string): string | undefined {
+    const p = this.parentOf[this.id(name)]!;
+    return p < 0 ? undefined : this.names[p];
+  }
+
+  children(name: string): string[] {
+    return this.childrenOf[this.id(name)]!.map((c) => this.names[c]!);
+  }
+
+  /** Self first, root last. */
+  ancestors(name: string): string[] {
+    return Array.from(this.pathOf[this.id(name)]!, (i) => this.names[i]!);
+  }
+
+  /** True if `a` is `b` or above it. */
+  isAncestorOrSelf(a: number, b: number): boolean {
+    const da = this.depthOf[a]!;
+    const path = this.pathOf[b]!;
+    return da < path.length && path[path.length - 1 - da] === a;
+  }
+
+  /** The ancestor of `i` at depth `d` (d ≤ depth(i)). */
+  atDepth(i: number, d: number): number {
+    const path = this.pathOf[i]!;
+    return path[path.length - 1 - d]!;
+  }
+
+  /** Lowest common ancestor, or -1 when the two are in different orgs. */
+  lca(a: number, b: number): number {
+    let da = this.depthOf[a]!;
+    let db = this.depthOf[b]!;
+    while (da > db) {
+      a = this.parentOf[a]!;
+      da--;
+    }
+    while (db > da) {
+      b = this.parentOf[b]!;
+      db--;
+    }
+    while (a !== b) {
+      a = this.parentOf[a]!;
+      b = this.parentOf[b]!;
+      if (a < 0 || b < 0) return -1;
+    }
+    return a;
+  }
+
+  /** The strongest role held in `scope` or any scope above it (roles inherit down the tree). */
+  roleIn(principal: string, scope: string): Role | undefined {
+    const i = this.ids.get(scope);
+    if (i === undefined) return undefined;
+    let best: Role | undefined;
+    for (const j of this.pathOf[i]!) {
+      const r = this.members[j]?.[principal];
+      if (r && (!best || RANK[r] > RANK[best])) best = r;
+    }
+    return best;
+  }
+
+  /** True if the principal holds a role in `scope` or beneath it: members of a project see what its team owns. */
+  isMemberAtOrBelow(principal: string, scope: string): boolean {
+    const i = this.ids.get(scope);
+    if (i === undefined) return false;
+    return (this.memberships.get(principal) ?? []).some((j) => this.isAncestorOrSelf(i, j));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Authorization
+
+/**
+ * What a caller may want to do, and which scope the check is made in:
+ * - `read`: see a resource owned by the scope (any role there, above, or beneath it).
+ * - `edit`: create, change or delete models and computes owned by the scope (editor).
+ * - `manage-members`: grant or revoke roles in the scope (admin in it or above).
+ * - `create-scope`: create a scope under the given parent (admin of the parent); orgs: platform admins.
+ * - `delete-scope` / `set-quota`: the given scope's quota or existence is decided from above it (admin of a
+ *   strict ancestor), so that nobody raises their own guarantee; orgs: platform admins.
+ * - `platform`: reconcile now, built-in computes, shared models (platform admins only).
+ * An empty scope means a shared resource: everyone reads it, platform admins change it.
+ */
+export type Action = 'read' | 'edit' | 'manage-members' | 'create-scope' | 'delete-scope' | 'set-quota' | 'platform';
+
+export interface AuthContext {
+  admins: readonly string[];
+  scopes: ScopeTree;
+}
+
+const NEEDS: Record<Exclude<Action, 'platform'>, Role> = {
+  read: 'viewer',
+  edit: 'editor',
+  'manage-members': 'admin',
+  'create-scope': 'admin',
+  'delete-scope': 'admin',
+  'set-quota': 'admin',
+};
+
+export function can(principal: string, action: Action, scope: string | undefined, ctx: AuthContext): boolean {
+  if (ctx.admins.includes(principal)) return true;
+  if (action === 'platform') return false;
+  if (!scope) return action === 'read';
+  if (!ctx.scopes.has(scope)) return false;
+  if (action === 'read') {
+    return ctx.scopes.roleIn(principal, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(principal, scope);
+  }
+  // Quotas and deletion are decided one level up: a scope admin cannot raise their own guarantee.
+  const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
+  if (!at) return false;
+  const r = ctx.scopes.roleIn(principal, at);
+  return r !== undefined && RANK[r] >= RANK[NEEDS[action]];
+}
+
+const WHAT: Record<Action, string> = {
+  read: 'reading it',
+  edit: 'changing it',
+  'manage-members': 'managing members',
+  'create-scope': 'creating a scope here',
+  'delete-scope': 'deleting this scope',
+  'set-quota': 'setting this quota',
+  platform: 'this',
+};
+
+/** Throws a 403 DomainError whose message says which role is missing and where. */
+export function authorize(principal: string, action: Action, scope: string | undefined, ctx: AuthContext): void {
+  if (can(principal, action, scope, ctx)) return;
+  if (action === 'platform' || !scope) throw forbidden(`${WHAT[action]} is reserved to platform admins`);
+  if (!ctx.scopes.has(scope)) throw forbidden(`${principal} has no role in ${scope}`);
+  if (action === 'read') throw forbidden(`${principal} has no role in ${scope}, above it or beneath it`);
+  const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
+  if (!at) throw forbidden(`${WHAT[action]} for ${scope} is reserved to platform admins (it is an org)`);
+  throw forbidden(
+    `${WHAT[action]} needs the ${NEEDS[action as keyof typeof NEEDS]} role in ${at} or a scope above it; ` +
+      `an admin there can grant it`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tree changes
+
+/** Validates creating `{name, parent}`; throws 400 for a bad shape, 409 for a conflict with the tree. */
+export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?: string }): void {
+  if (!SCOPE_PATTERN.test(s.name)) {
+    throw invalid('a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)', [
+      { path: 'name', message: 'not a scope name' },
+    ]);
+  }
+  if (tree.has(s.name)) throw conflict(`scope ${s.name} already exists`);
+  const kind = scopeKind(s.name);
+  const allowed = PARENT_KINDS[kind];
+  if (s.parent === undefined) {
+    if (allowed.length > 0) {
+      throw invalid(`a ${kind} needs a parent (${allowed.join(' or ')})`, [
+        { path: 'parent', message: 'required' },
+      ]);
+    }
+    return;
+  }
+  if (allowed.length === 0) {
+    throw invalid('an org is at the top of the tree and has no parent', [{ path: 'parent', message: 'not allowed' }]);
+  }
+  if (!allowed.includes(scopeKind(s.parent))) {
+    throw invalid(`a ${kind} sits under ${allowed.map((k) => `an ${k}`.replace('an t', 'a t')).join(' or ')}`, [
+      { path: 'parent', message: `${s.parent} cannot hold a ${kind}` },
+    ]);
+  }
+  if (!tree.has(s.parent)) throw notFound(`parent scope ${s.parent} does not exist`);
+}
+
+/** A scope with children or models cannot be deleted: say which, so the caller knows what to move first. */
+export function validateScopeDelete(tree: ScopeTree, name: string, ownedModels: readonly string[]): void {
+  const children = tree.children(name);
+  if (children.length > 0 || ownedModels.length > 0) {
+    const parts: string[] = [];
+    if (children.length > 0) parts.push(`scopes ${list(children)}`);
+    if (ownedModels.length > 0) parts.push(`models ${list(ownedModels)}`);
+    throw new DomainError('conflict', `${name} still holds ${parts.join(' and ')}; move or delete them first`);
+  }
+}
+
+function list(xs: readonly string[]): string {
+  return xs.length <= 5 ? xs.join(', ') : `${xs.slice(0, 5).join(', ')} and ${xs.length - 5} more`;
+}

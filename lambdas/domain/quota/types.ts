@@ -1,0 +1,93 @@
+import type { UnitPlacement } from '../headroom';
+import type { ModelSpec } from '../model';
+import type { Resource, Resources } from '../resources';
+
+/**
+ * The admission state the store persists, one item per model, and the vocabulary of reasons
+ * (quota-semantics.md §6). Everything here is plain JSON so it round-trips through DynamoDB unchanged.
+ */
+
+export const PENDING_REASONS = [
+  'LimitExceeded',
+  'InsufficientQuota',
+  'Headroom',
+  'NoLongerFits',
+  'PendingTakeBack',
+  'TakenBackForScope',
+  'DisplacedByHigherClass',
+] as const;
+export type PendingReason = (typeof PENDING_REASONS)[number];
+export type VictimReason = 'TakenBackForScope' | 'DisplacedByHigherClass';
+
+/** What stopped a request, for the API's problem detail and for tests; `scope`/`resource` where one binds. */
+export interface Binding {
+  kind: 'own-limit' | 'critical-guarantee' | 'ancestor-limit' | 'headroom' | 'victim' | 'min-pending' | 'take-back';
+  scope?: string;
+  resource?: Resource;
+  /** How much more of `resource` the request needs than is left. */
+  needed?: number;
+}
+
+export interface VictimRef {
+  model: string;
+  unitId: string;
+}
+
+/** A unit held by a model: its `min` replicas together, or one replica beyond min. */
+export interface AdmittedUnit {
+  /** `<model>#min` or `<model>#<n>`; also the id the headroom knows the unit by. */
+  id: string;
+  kind: 'min' | 'extra';
+  replicas: number;
+  /** The profile placement chose; its resources are what the unit holds. */
+  profile: string;
+  /** Per replica. */
+  resources: Resources;
+  placements: UnitPlacement[];
+  /** ISO time; "most recently started" in take-back order. */
+  admittedAt: string;
+  /** Some scope on the owner's path ended above its guarantee when this unit was admitted. */
+  borrowed: boolean;
+  /**
+   * The room this unit took from victims. While any of them is still stopping (DecideInput.draining) the unit
+   * is shown pending `PendingTakeBack`; its room is held for it all along, so nobody else can take it.
+   */
+  takeBack?: { victims: VictimRef[]; since: string };
+}
+
+export interface PendingEntry {
+  reason: PendingReason;
+  message: string;
+  replicas: number;
+  /** ISO time the model has waited since; "the oldest" in the order of a pass. */
+  since: string;
+  binding?: Binding;
+  /** For a victim: the request it waits behind. */
+  behind?: VictimRef;
+}
+
+/** One item per model in the store. */
+export interface ModelAdmission {
+  model: string;
+  units: AdmittedUnit[];
+  pending: PendingEntry[];
+}
+
+/** The fields of a catalog Model the decision reads (a stored Model satisfies it). */
+export interface AdmissionModel {
+  name: string;
+  /** Empty or absent: a shared model (counts against no scope, never takes back, never taken back). */
+  owner?: string;
+  spec: Pick<ModelSpec, 'profiles' | 'scaling' | 'class'>;
+  createdAt: string;
+}
+
+export interface Victim extends VictimRef {
+  /** The victim's owner. */
+  scope: string;
+  replicas: number;
+  reason: VictimReason;
+  message: string;
+  forModel: string;
+  forUnit: string;
+}

@@ -1,0 +1,294 @@
+import { setComputeUsers } from '../../../lambdas/store/computes';
+import { ADMIN, type TestApi, testApi } from '../../helpers/api';
+import { dumpTable, setNodegroupStatus } from '../../helpers/dump';
+
+const manifest = (
+  name: string,
+  over: Record<string, unknown> = {},
+  metadata: Record<string, unknown> = {},
+) => ({
+  apiVersion: 'llmcap/v1',
+  kind: 'Compute',
+  metadata: { name, ...metadata },
+  spec: {
+    node: { instanceType: 'g6.2xlarge', cpu: 8, memoryGb: 32, gpu: { type: 'L4', count: 1, memoryGb: 24 } },
+    nodeGroup: { maxNodes: 3 },
+    cost: { perHour: 0.9776 },
+    ...over,
+  },
+});
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await testApi();
+});
+afterEach(() => setComputeUsers(async () => []));
+
+describe('built-in computes', () => {
+  it('lists the seven built-ins with their derived fields', async () => {
+    const r = await api.call('GET', '/v1/computes');
+    expect(r.status).toBe(200);
+    const builtins = r.body.items.filter((c: any) => c.metadata.builtin);
+    expect(builtins.map((c: any) => c.metadata.name).sort()).toEqual([
+      'cpu-medium',
+      'cpu-small',
+      'gpu-a10g-1x',
+      'gpu-h100-8x',
+      'gpu-l4-1x',
+      'gpu-l40s-1x',
+      'gpu-l40s-4x',
+    ]);
+    const l4 = builtins.find((c: any) => c.metadata.name === 'gpu-l4-1x');
+    expect(l4.status).toMatchObject({
+      nodegroupStatus: 'ABSENT',
+      nodegroupName: 'llmcap-test-gpu-l4-1x',
+      taint: 'nvidia.com/gpu=true:NO_SCHEDULE',
+      allocatable: { millicores: 7340, memoryMiB: 30249, gpus: 1 },
+    });
+  });
+
+  it('are visible to anyone but changed only by platform admins', async () => {
+    const someone = api.as('arn:aws:iam::111111111111:role/someone');
+    expect((await someone.call('GET', '/v1/computes/cpu-small')).status).toBe(200);
+    const cur = (await api.call('GET', '/v1/computes/cpu-small')).body;
+    const put = await someone.call('PUT', '/v1/computes/cpu-small', {
+      ...cur,
+      spec: { ...cur.spec, nodeGroup: { maxNodes: 2 } },
+    });
+    expect(put.status).toBe(403);
+    expect(put.headers['content-type']).toBe('application/problem+json');
+    const byAdmin = await api.call('PUT', '/v1/computes/cpu-small', {
+      ...cur,
+      spec: { ...cur.spec, nodeGroup: { maxNodes: 2 } },
+    });
+    expect(byAdmin.status).toBe(200);
+    expect(byAdmin.body.spec.nodeGroup.maxNodes).toBe(2);
+    expect(byAdmin.body.metadata.updatedBy).toBe(ADMIN);
+  });
+});
+
+describe('create, apply, clone, rename, delete', () => {
+  it('creates a compute with defaults and refuses a second create with 409', async () => {
+    const r = await api.call('POST', '/v1/computes', manifest('l4-a'));
+    expect(r.status).toBe(201);
+    expect(r.headers.etag).toBe('"1"');
+    expect(r.body.spec.node.diskSizeGb).toBe(100);
+    expect(r.body.metadata).toMatchObject({ version: 1, createdBy: ADMIN });
+    const again = await api.call('POST', '/v1/computes', manifest('l4-a'));
+    expect(again.status).toBe(409);
+    expect(again.body.reason).toBe('AlreadyExists');
+  });
+
+  it('applies with PUT (create, then replace) and bumps the version', async () => {
+    expect((await api.call('PUT', '/v1/computes/l4-b', manifest('l4-b'))).status).toBe(201);
+    const r = await api.call('PUT', '/v1/computes/l4-b', manifest('l4-b', { nodeGroup: { maxNodes: 5 } }));
+    expect(r.status).toBe(200);
+    expect(r.body.metadata.version).toBe(2);
+    expect(r.body.spec.nodeGroup.maxNodes).toBe(5);
+  });
+
+  it('refuses a stale If-Match with 409 and writes nothing', async () => {
+    await api.call('PUT', '/v1/computes/l4-c', manifest('l4-c'));
+    await api.call('PUT', '/v1/computes/l4-c', manifest('l4-c', { nodeGroup: { maxNodes: 2 } }));
+    const before = await dumpTable();
+    const r = await api.call('PUT', '/v1/computes/l4-c', manifest('l4-c', { nodeGroup: { maxNodes: 9 } }), {
+      headers: { 'if-match': '"1"' },
+    });
+    expect(r.status).toBe(409);
+    expect(r.body.reason).toBe('VersionMismatch');
+    expect(await dumpTable()).toEqual(before);
+    const ok = await api.call('PUT', '/v1/computes/l4-c', manifest('l4-c', { nodeGroup: { maxNodes: 9 } }), {
+      headers: { 'if-match': '"2"' },
+    });
+    expect(ok.status).toBe(200);
+  });
+
+  it('freezes node.* and subnetIds while the node group exists, but lets maxNodes and cost change', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-d'));
+    await setNodegroupStatus('l4-d', 'ACTIVE');
+    const before = await dumpTable();
+    const bigger = manifest('l4-d', {
+      node: {
+        instanceType: 'g6.4xlarge',
+        cpu: 16,
+        memoryGb: 64,
+        gpu: { type: 'L4', count: 1, memoryGb: 24 },
+      },
+    });
+    const r = await api.call('PUT', '/v1/computes/l4-d', bigger);
+    expect(r.status).toBe(409);
+    expect(r.body.reason).toBe('NodegroupExists');
+    expect(r.body.errors.map((e: any) => e.path)).toEqual(
+      expect.arrayContaining(['spec.node.instanceType', 'spec.node.cpu', 'spec.node.memoryGb']),
+    );
+    expect(await dumpTable()).toEqual(before);
+    const ok = await api.call(
+      'PUT',
+      '/v1/computes/l4-d',
+      manifest('l4-d', { nodeGroup: { maxNodes: 4 }, cost: { perHour: 0.8 } }),
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.body.status.nodegroupStatus).toBe('ACTIVE');
+  });
+
+  it('clones the spec only, never the node group or its status', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-e'));
+    await setNodegroupStatus('l4-e', 'ACTIVE');
+    const r = await api.call('POST', '/v1/computes/l4-e/clone', { name: 'l4-e2' });
+    expect(r.status).toBe(201);
+    expect(r.body.status.nodegroupStatus).toBe('ABSENT');
+    expect(r.body.spec.node.instanceType).toBe('g6.2xlarge');
+    const builtinClone = await api.call('POST', '/v1/computes/gpu-h100-8x/clone', { name: 'h100-mine' });
+    expect(builtinClone.status).toBe(201);
+    expect(builtinClone.body.metadata.builtin).toBe(false);
+  });
+
+  it('renames a compute without a node group, and refuses while one exists', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-f'));
+    const r = await api.call('POST', '/v1/computes/l4-f/rename', { name: 'l4-g' });
+    expect(r.status).toBe(201);
+    expect((await api.call('GET', '/v1/computes/l4-f')).status).toBe(404);
+    expect((await api.call('GET', '/v1/computes/l4-g')).body.metadata.name).toBe('l4-g');
+    await setNodegroupStatus('l4-g', 'CREATING');
+    const refused = await api.call('POST', '/v1/computes/l4-g/rename', { name: 'l4-h' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.reason).toBe('NodegroupExists');
+    expect(refused.body.detail).toMatch(/clone it under l4-h instead/);
+  });
+
+  it('refuses a rename onto an existing name and a rename of a built-in', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-i'));
+    expect((await api.call('POST', '/v1/computes/l4-i/rename', { name: 'cpu-small' })).body.reason).toBe(
+      'AlreadyExists',
+    );
+    expect((await api.call('POST', '/v1/computes/cpu-small/rename', { name: 'cpu-s' })).body.reason).toBe(
+      'BuiltIn',
+    );
+  });
+
+  it('deletes a compute with no node group (204) and marks one with a node group for deletion (202)', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-j'));
+    expect((await api.call('DELETE', '/v1/computes/l4-j')).status).toBe(204);
+    expect((await api.call('GET', '/v1/computes/l4-j')).status).toBe(404);
+    await api.call('POST', '/v1/computes', manifest('l4-k'));
+    await setNodegroupStatus('l4-k', 'ACTIVE');
+    const r = await api.call('DELETE', '/v1/computes/l4-k');
+    expect(r.status).toBe(202);
+    expect(r.body.status.deletionRequested).toBe(true);
+  });
+
+  it('refuses to delete or rename a compute that models use', async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-l'));
+    setComputeUsers(async (name) => (name === 'l4-l' ? ['qwen3-8b'] : []));
+    const before = await dumpTable();
+    const del = await api.call('DELETE', '/v1/computes/l4-l');
+    expect(del.status).toBe(409);
+    expect(del.body.detail).toMatch(/used by model\(s\) qwen3-8b/);
+    expect((await api.call('POST', '/v1/computes/l4-l/rename', { name: 'l4-m' })).status).toBe(409);
+    expect(await dumpTable()).toEqual(before);
+  });
+});
+
+describe('bad input', () => {
+  it('answers malformed JSON with 400 problem+json and writes nothing', async () => {
+    const before = await dumpTable();
+    const r = await api.call('POST', '/v1/computes', undefined, { raw: '{"apiVersion": "llmcap/v1",' });
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.body.detail).toMatch(/not valid JSON/);
+    expect(await dumpTable()).toEqual(before);
+  });
+
+  it('lists every invalid field: unknown fields, wrong types, out-of-range values', async () => {
+    const before = await dumpTable();
+    const bad = manifest('bad', { nodeGroup: { maxNodes: 0, color: 'red' }, cost: { perHour: 'cheap' } });
+    (bad.spec as any).node.gpu.count = 17;
+    const r = await api.call('POST', '/v1/computes', bad);
+    expect(r.status).toBe(400);
+    expect(r.body.errors).toEqual(
+      expect.arrayContaining([
+        { path: 'spec.node.gpu.count', message: expect.stringMatching(/16/) },
+        { path: 'spec.nodeGroup', message: "unknown field(s) 'color'" },
+        { path: 'spec.nodeGroup.maxNodes', message: expect.stringMatching(/1/) },
+        { path: 'spec.cost.perHour', message: expect.stringMatching(/number/) },
+      ]),
+    );
+    expect(await dumpTable()).toEqual(before);
+  });
+
+  it('answers 413 above 256 KiB, 404 for unknown routes and 405 with Allow for a wrong method', async () => {
+    const big = await api.call('POST', '/v1/computes', undefined, {
+      raw: JSON.stringify({ pad: 'x'.repeat(300 * 1024) }),
+    });
+    expect(big.status).toBe(413);
+    expect((await api.call('GET', '/v1/nothing')).status).toBe(404);
+    const wrong = await api.call('PATCH', '/v1/computes/cpu-small');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.allow).toContain('PUT');
+  });
+
+  it('refuses a PUT whose body names another compute than the path', async () => {
+    const r = await api.call('PUT', '/v1/computes/one', manifest('two'));
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].path).toBe('metadata.name');
+  });
+});
+
+describe('idempotency', () => {
+  it('replays the first response for a repeated Idempotency-Key and refuses the key for another body', async () => {
+    const headers = { 'idempotency-key': 'create-l4-idem' };
+    const a = await api.call('POST', '/v1/computes', manifest('l4-idem'), { headers });
+    const b = await api.call('POST', '/v1/computes', manifest('l4-idem'), { headers });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    const c = await api.call('POST', '/v1/computes', manifest('l4-other'), { headers });
+    expect(c.status).toBe(409);
+    expect(c.body.reason).toBe('IdempotencyKeyReused');
+  });
+});
+
+describe('visibility and roles', () => {
+  it('hides a scope-owned compute from non-members and refuses writes by non-admins', async () => {
+    const r = await api.call('POST', '/v1/computes', manifest('ml-l4', {}, { owner: 'team:ml' }));
+    expect(r.status).toBe(201);
+    const stranger = api.as('arn:aws:iam::111111111111:role/stranger');
+    expect((await stranger.call('GET', '/v1/computes/ml-l4')).status).toBe(404);
+    const list = await stranger.call('GET', '/v1/computes');
+    expect(list.body.items.map((c: any) => c.metadata.name)).not.toContain('ml-l4');
+    expect((await stranger.call('POST', '/v1/computes', manifest('mine'))).status).toBe(403);
+  });
+
+  it('refuses a request without an IAM identity with 401', async () => {
+    const r = await api.call('GET', '/v1/computes', undefined, { principal: '' });
+    expect(r.status).toBe(401);
+  });
+});
+
+describe('races', () => {
+  it('lets exactly one of many concurrent creates of the same name win', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        api.call('POST', '/v1/computes', manifest('raced', { cost: { perHour: i } })),
+      ),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(11);
+  });
+
+  it('loses no update when concurrent PUTs carry the same If-Match: one wins, the rest get 409', async () => {
+    await api.call('POST', '/v1/computes', manifest('raced-put'));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        api.call('PUT', '/v1/computes/raced-put', manifest('raced-put', { nodeGroup: { maxNodes: i + 1 } }), {
+          headers: { 'if-match': '"1"' },
+        }),
+      ),
+    );
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners).toHaveLength(1);
+    const now = await api.call('GET', '/v1/computes/raced-put');
+    expect(now.body.metadata.version).toBe(2);
+    expect(now.body.spec.nodeGroup.maxNodes).toBe(winners[0]!.body.spec.nodeGroup.maxNodes);
+  });
+});
