@@ -1,0 +1,99 @@
+import { App, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { LlmcapStack } from '../../infra/stacks/llmcap-stack';
+import { loadStageConfig, parseStageConfig } from '../../infra/stage-config';
+
+function synth(): { template: Template; app: App } {
+  const app = new App();
+  const config = loadStageConfig('dev');
+  const stack = new LlmcapStack(app, 'llmcap-dev', {
+    config,
+    env: { account: config.account, region: config.region },
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { template: Template.fromStack(stack), app };
+}
+
+let template: Template;
+let app: App;
+beforeAll(() => {
+  ({ template, app } = synth());
+});
+
+describe('stage config', () => {
+  it('names every invalid field of a stage config', () => {
+    expect(() =>
+      parseStageConfig(
+        { stage: 'Prod!', account: '12', region: 'us-east-1', subnetIds: [], admins: [] },
+        'x.json',
+      ),
+    ).toThrow(/stage:[\s\S]*account:[\s\S]*clusterName:[\s\S]*subnetIds:[\s\S]*admins:/);
+  });
+});
+
+describe('the table', () => {
+  it('keeps data safe: PITR, deletion protection, encryption, RETAIN', () => {
+    template.hasResource('AWS::DynamoDB::GlobalTable', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: Match.objectLike({
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+        Replicas: [
+          Match.objectLike({
+            DeletionProtectionEnabled: true,
+            PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+          }),
+        ],
+      }),
+    });
+  });
+});
+
+describe('the API', () => {
+  it('authorizes every route with IAM and throttles the stage', () => {
+    const routes = template.findResources('AWS::ApiGatewayV2::Route');
+    expect(Object.keys(routes).length).toBeGreaterThan(0);
+    for (const r of Object.values(routes)) expect(r.Properties.AuthorizationType).toBe('AWS_IAM');
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+      AccessLogSettings: Match.objectLike({ Format: Match.stringLikeRegexp('principal') }),
+    });
+  });
+
+  it('runs the api function on arm64 and Node 22 or newer, with the stage config in its environment', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Architectures: ['arm64'],
+      Runtime: Match.stringLikeRegexp('^nodejs(2[2-9]|[3-9]\\d)\\.x$'),
+      TracingConfig: { Mode: 'Active' },
+      Environment: {
+        Variables: Match.objectLike({
+          LLMCAP_STAGE: 'dev',
+          LLMCAP_ADMINS: 'arn:aws:iam::123456789012:role/PlatformAdmin',
+          LLMCAP_CLUSTER: 'ml-platform',
+        }),
+      },
+    });
+  });
+
+  it('grants the api function the table and nothing else of DynamoDB', () => {
+    const policies = template.findResources('AWS::IAM::Policy');
+    const statements = Object.values(policies).flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+    const dynamo = statements.filter((s: any) =>
+      [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')),
+    );
+    expect(dynamo.length).toBeGreaterThan(0);
+    for (const s of dynamo) expect(JSON.stringify(s.Resource)).toMatch(/Table/);
+  });
+});
+
+describe('cdk-nag', () => {
+  it('reports no unacknowledged AwsSolutions finding', () => {
+    expect(() => app.synth()).not.toThrow();
+  });
+});
