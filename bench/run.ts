@@ -1,0 +1,89 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * `npm run bench`: runs every benchmark, writes bench/results.json and the tables of BENCHMARKS.md. A section
+ * whose module is missing is reported as such rather than silently dropped.
+ */
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+process.env.AWS_REGION ??= 'us-east-1';
+process.env.AWS_ACCESS_KEY_ID ??= 'bench';
+process.env.AWS_SECRET_ACCESS_KEY ??= 'bench';
+
+type BenchModule = Record<string, () => Promise<{ rows: unknown; markdown: string }>>;
+
+/** Loads a bench module by name, so that one not yet written fails its own section only. */
+async function load(name: string, fn: string): Promise<{ rows: unknown; markdown: string }> {
+  const mod = (await import(`./${name}`)) as BenchModule;
+  const run = mod[fn];
+  if (!run) throw new Error(`bench/${name}.ts does not export ${fn}`);
+  return run();
+}
+
+interface Section {
+  title: string;
+  intro: string;
+  run: () => Promise<{ rows: unknown; markdown: string }>;
+}
+
+const sections: Section[] = [
+  {
+    title: 'API Lambda',
+    intro:
+      'Bundle, cold start and route latency, measured against DynamoDB Local through the local HTTP server.',
+    run: () => load('api', 'benchApi'),
+  },
+  {
+    title: 'Placement',
+    intro: 'Packing realistic replica mixes onto the computes: nodes against the lower bound, and speed.',
+    run: () => load('placement', 'benchPlacement'),
+  },
+  {
+    title: 'Admission',
+    intro: 'One decision pass over many models, replicas and scopes.',
+    run: () => load('admission', 'benchAdmission'),
+  },
+];
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const results: Record<string, unknown> = {
+    measuredAt: new Date().toISOString(),
+    machine: {
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryGb: Math.round(totalmem() / 2 ** 30),
+    },
+  };
+  const md: string[] = [];
+  for (const s of sections) {
+    if (only.length && !only.some((o) => s.title.toLowerCase().includes(o.toLowerCase()))) continue;
+    console.log(`== ${s.title}`);
+    try {
+      const r = await s.run();
+      results[s.title] = r.rows;
+      md.push(`## ${s.title}\n\n${s.intro}\n\n${r.markdown}\n`);
+      console.log(r.markdown);
+    } catch (e) {
+      console.error(`${s.title}: ${(e as Error).message}`);
+      md.push(`## ${s.title}\n\nnot measured: ${(e as Error).message}\n`);
+    }
+  }
+  const workflows = join(__dirname, 'workflows.md');
+  if (existsSync(workflows)) md.push(readFileSync(workflows, 'utf8'));
+  writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const m = results.machine as Record<string, unknown>;
+  writeFileSync(
+    join(__dirname, '..', 'BENCHMARKS.md'),
+    `# Benchmarks\n\nWritten by \`npm run bench\` (bench/run.ts); raw figures in bench/results.json.\n` +
+      `Last run ${results.measuredAt} on Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GiB.\n\n${md.join('\n')}`,
+  );
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
