@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+
+/** Realistic durations in milliseconds (reference/eks-nodegroup.md §1.4); every one is multiplied by timeScale. */
+export interface Durations {
+  /** CREATING → ACTIVE when no node has to wait longer (p50 of observed creates). */
+  createMs: number;
+  /** Pending → InService for the first instance of a launch batch. */
+  instanceLaunchMs: number;
+  /** Gap between two instances of a batch becoming InService, so nodes join one by one. */
+  instanceStaggerMs: number;
+  /** UPDATING → ACTIVE for UpdateNodegroupConfig ("up to about 30 seconds"). */
+  updateMs: number;
+  /** Terminating → gone for one instance on scale-in. */
+  instanceTerminateMs: number;
+  /** DELETING → gone (p50 of observed deletes). */
+  deleteMs: number;
+  /** A create whose instances cannot launch stays CREATING with no health issue this long (33–38 min observed). */
+  createFailureMs: number;
+  /** A scale-out whose instances cannot launch turns the group DEGRADED after this long [unverified]. */
+  scaleOutFailureMs: number;
+}
+
+export const DEFAULT_DURATIONS: Durations = {
+  createMs: 120_000,
+  instanceLaunchMs: 90_000,
+  instanceStaggerMs: 5_000,
+  updateMs: 30_000,
+  instanceTerminateMs: 60_000,
+  deleteMs: 300_000,
+  createFailureMs: 35 * 60_000,
+  scaleOutFailureMs: 5 * 60_000,
+};
+
+/** Selects node groups: `nodegroup` is an exact name or a glob with `*`; `instanceType` matches any of the group's types. */
+export interface FaultSelector {
+  nodegroup?: string;
+  instanceType?: string;
+}
+
+/** Instances of matching groups never launch: CREATE_FAILED on create, DEGRADED on a scale-out. */
+export interface LaunchFailureRule extends FaultSelector {
+  /** NodegroupIssueCode reported in health.issues (default AsgInstanceLaunchFailures). */
+  code?: string;
+  /** Default: the InsufficientInstanceCapacity text EKS reports for the instance type. */
+  message?: string;
+  /** Delay before the failure shows (default durations.createFailureMs / scaleOutFailureMs); scaled. */
+  afterMs?: number;
+}
+
+export interface DeleteFailureRule extends FaultSelector {
+  code?: string;
+  message?: string;
+}
+
+export interface VanishRule extends FaultSelector {
+  /** The group and its ASG disappear this long after CreateNodegroup (scaled), as if deleted out of band. */
+  afterMs: number;
+}
+
+export interface FaultConfig {
+  /** Fraction (0–1) of API requests answered 429 ThrottlingException (Auto Scaling: 400 Throttling). */
+  throttleRate?: number;
+  /** Fraction (0–1) of API requests answered with a server error. */
+  serverErrorRate?: number;
+  /** EKS error for serverErrorRate: ServerException (500, default) or ServiceUnavailableException (503). */
+  serverErrorType?: 'ServerException' | 'ServiceUnavailableException';
+  /** Limit throttling and server errors to these operations (e.g. ["DescribeNodegroup"]); default all. */
+  operations?: string[];
+  /** Shorthand: instances of these types never launch (InsufficientInstanceCapacity). */
+  unavailableInstanceTypes?: string[];
+  launchFailures?: LaunchFailureRule[];
+  deleteFailures?: DeleteFailureRule[];
+  vanish?: VanishRule[];
+}
+
+export interface Limits {
+  /** Managed node groups per cluster (quota L-6D54EA21). */
+  nodegroupsPerCluster: number;
+  /** Nodes per managed node group (quota L-BD136A63). */
+  nodesPerNodegroup: number;
+}
+
+export const DEFAULT_LIMITS: Limits = { nodegroupsPerCluster: 30, nodesPerNodegroup: 450 };
+
+/** What a config file (JSON or YAML, LLMCAP_SIM_CONFIG) may hold; options passed in code win over it. */
+export interface SimConfigFile {
+  port?: number;
+  timeScale?: number;
+  seed?: number;
+  clusterName?: string;
+  clusterVersion?: string;
+  region?: string;
+  accountId?: string;
+  durations?: Partial<Durations>;
+  limits?: Partial<Limits>;
+  faults?: FaultConfig;
+}
+
+export function loadConfigFile(path: string): SimConfigFile {
+  const text = readFileSync(path, 'utf8');
+  const data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  if (data === null || data === undefined) return {};
+  if (typeof data !== 'object' || Array.isArray(data))
+    throw new Error(`${path}: expected a mapping at top level`);
+  return data as SimConfigFile;
+}
+
+/** Rejects fault configs that would silently do nothing, so a typo in a test or a file is loud. */
+export function checkFaults(f: FaultConfig): FaultConfig {
+  const rate = (name: string, v: unknown) => {
+    if (v !== undefined && (typeof v !== 'number' || v < 0 || v > 1))
+      throw new Error(`faults.${name} must be a number between 0 and 1`);
+  };
+  rate('throttleRate', f.throttleRate);
+  rate('serverErrorRate', f.serverErrorRate);
+  if ((f.throttleRate ?? 0) + (f.serverErrorRate ?? 0) > 1)
+    throw new Error('faults.throttleRate + faults.serverErrorRate must not exceed 1');
+  if (
+    f.serverErrorType !== undefined &&
+    f.serverErrorType !== 'ServerException' &&
+    f.serverErrorType !== 'ServiceUnavailableException'
+  )
+    throw new Error('faults.serverErrorType must be ServerException or ServiceUnavailableException');
+  for (const key of [
+    'operations',
+    'unavailableInstanceTypes',
+    'launchFailures',
+    'deleteFailures',
+    'vanish',
+  ] as const) {
+    if (f[key] !== undefined && !Array.isArray(f[key])) throw new Error(`faults.${key} must be a list`);
+  }
+  for (const v of f.vanish ?? []) {
+    if (typeof v.afterMs !== 'number' || v.afterMs < 0)
+      throw new Error('faults.vanish[].afterMs must be >= 0');
+  }
+  const known = new Set([
+    'throttleRate',
+    'serverErrorRate',
+    'serverErrorType',
+    'operations',
+    'unavailableInstanceTypes',
+    'launchFailures',
+    'deleteFailures',
+    'vanish',
+  ]);
+  for (const k of Object.keys(f)) if (!known.has(k)) throw new Error(`unknown fault setting: ${k}`);
+  return f;
+}
+
+export function globMatch(pattern: string, value: string): boolean {
+  const re = new RegExp(`^${pattern.split('*').map(escapeRe).join('.*')}$`);
+  return re.test(value);
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,334 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
+import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
+import {
+  checkFaults,
+  DEFAULT_DURATIONS,
+  DEFAULT_LIMITS,
+  type Durations,
+  type FaultConfig,
+  type Limits,
+  loadConfigFile,
+} from './config';
+import { renderNodegroup, renderUpdate, routeEks } from './eks';
+import { EksError } from './errors';
+import { Simulator } from './state';
+
+export { type Clock, DrivenClock, RealClock } from './clock';
+export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';
+export { DEFAULT_DURATIONS, DEFAULT_LIMITS } from './config';
+
+export interface CloudSimOptions {
+  /** 0 picks a free port; default 4510. */
+  port?: number;
+  host?: string;
+  /** Multiplies every lifecycle duration: 0.001 turns a 2-minute create into 120 ms. Default 1. */
+  timeScale?: number;
+  /** Default: the wall clock. Pass a DrivenClock to move time by hand. */
+  clock?: Clock;
+  /** Seeds ids and fault draws; default random (printed in admin state). */
+  seed?: number;
+  faults?: FaultConfig;
+  /** JSON or YAML file with any of these options (code options win). */
+  configFile?: string;
+  clusterName?: string;
+  clusterVersion?: string;
+  region?: string;
+  accountId?: string;
+  durations?: Partial<Durations>;
+  limits?: Partial<Limits>;
+  /** Called with one line per API request; default silent. */
+  log?: (line: string) => void;
+}
+
+export interface SimStateView {
+  now: string;
+  clock: 'driven' | 'real';
+  seed: number;
+  timeScale: number;
+  cluster: string;
+  region: string;
+  faults: FaultConfig;
+  nodegroups: {
+    name: string;
+    status: string;
+    scalingConfig: { minSize: number; maxSize: number; desiredSize: number };
+    health: { issues: { code: string; message: string; resourceIds: string[] }[] };
+    autoScalingGroup: {
+      name: string;
+      desiredCapacity: number;
+      instances: { id: string; type: string; az: string; lifecycleState: string }[];
+    };
+    updates: ReturnType<typeof renderUpdate>[];
+  }[];
+  pendingEvents: { at: string; label: string }[];
+}
+
+export interface CloudSimAdmin {
+  state(): SimStateView;
+  getFaults(): FaultConfig;
+  /** Replaces every fault setting. */
+  setFaults(f: FaultConfig): void;
+  /** Merges top-level fault settings into the current ones. */
+  patchFaults(f: FaultConfig): void;
+  /** Deletes a node group and its ASG at once, as if someone used the console; false if it did not exist. */
+  deleteNodegroup(name: string): boolean;
+  /** Forgets every node group, update and token; faults go back to the configured ones. */
+  reset(): void;
+}
+
+export interface CloudSim {
+  endpoint: string;
+  port: number;
+  clusterName: string;
+  region: string;
+  clock: Clock;
+  seed: number;
+  admin: CloudSimAdmin;
+  stop(): Promise<void>;
+}
+
+export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSim> {
+  const file = opts.configFile ? loadConfigFile(opts.configFile) : {};
+  const clock = opts.clock ?? new RealClock();
+  const seed = opts.seed ?? file.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const timeScale = opts.timeScale ?? file.timeScale ?? 1;
+  if (!(timeScale > 0)) throw new Error(`timeScale must be > 0, got ${timeScale}`);
+  const initialFaults = checkFaults(structuredClone(opts.faults ?? file.faults ?? {}));
+  const region = opts.region ?? file.region ?? 'us-east-1';
+  const sim = new Simulator({
+    clock,
+    seed,
+    timeScale,
+    durations: { ...DEFAULT_DURATIONS, ...file.durations, ...opts.durations },
+    limits: { ...DEFAULT_LIMITS, ...file.limits, ...opts.limits },
+    faults: structuredClone(initialFaults),
+    clusterName: opts.clusterName ?? file.clusterName ?? 'llmcap-local',
+    clusterVersion: opts.clusterVersion ?? file.clusterVersion ?? '1.33',
+    region,
+    accountId: opts.accountId ?? file.accountId ?? '000000000000',
+  });
+  const log = opts.log ?? (() => {});
+
+  const admin: CloudSimAdmin = {
+    state: () => {
+      sim.catchUp();
+      return stateView(sim, clock, seed, timeScale);
+    },
+    getFaults: () => structuredClone(sim.faults),
+    setFaults: (f) => {
+      sim.faults = checkFaults(structuredClone(f));
+    },
+    patchFaults: (f) => {
+      sim.faults = checkFaults({ ...sim.faults, ...structuredClone(f) });
+    },
+    deleteNodegroup: (name) => {
+      sim.catchUp();
+      return sim.deleteOutOfBand(name);
+    },
+    reset: () => sim.reset(structuredClone(initialFaults)),
+  };
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        handle(req, res, Buffer.concat(chunks).toString('utf8'));
+      } catch (e) {
+        sendJson(
+          res,
+          500,
+          { message: `cloud-sim internal error: ${(e as Error).message}` },
+          'ServerException',
+        );
+      }
+    });
+  });
+
+  function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const method = req.method ?? 'GET';
+    if (url.pathname.startsWith('/_sim')) {
+      handleAdmin(method, url.pathname, raw, res);
+      return;
+    }
+    sim.catchUp();
+    if (isQueryRequest(method, url.pathname, req.headers['content-type'])) {
+      const requestId = randomUUID();
+      const { operation, handle: run } = handleQuery(sim, new URLSearchParams(raw));
+      try {
+        const fault = sim.drawFault(operation);
+        if (fault === 'throttle') throw new AsgError(400, 'Throttling', 'Rate exceeded');
+        if (fault === 'server')
+          throw sim.faults.serverErrorType === 'ServiceUnavailableException'
+            ? new AsgError(503, 'ServiceUnavailable', 'Service is unavailable. Please try again later.')
+            : new AsgError(500, 'InternalFailure', 'An internal error has occurred.');
+        const xml = run();
+        log(`AutoScaling ${operation} 200`);
+        res.writeHead(200, { 'content-type': 'text/xml', 'x-amzn-requestid': requestId });
+        res.end(xml);
+      } catch (e) {
+        if (!(e instanceof AsgError)) throw e;
+        log(`AutoScaling ${operation} ${e.status} ${e.code}`);
+        res.writeHead(e.status, { 'content-type': 'text/xml', 'x-amzn-requestid': requestId });
+        res.end(asgErrorXml(e, requestId));
+      }
+      return;
+    }
+    let body: Record<string, unknown> = {};
+    let route: ReturnType<typeof routeEks>;
+    try {
+      if (raw.trim() !== '') {
+        const parsed = JSON.parse(raw);
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          throw new EksError('SerializationException', 'The request body must be a JSON object');
+        body = parsed;
+      }
+      route = routeEks(sim, { method, path: url.pathname, query: url.searchParams, body });
+      if (!route)
+        throw new EksError('UnknownOperationException', `No EKS operation for ${method} ${url.pathname}`);
+      const fault = sim.drawFault(route.operation);
+      if (fault === 'throttle')
+        throw new EksError('ThrottlingException', 'Rate exceeded', { clusterName: sim.opts.clusterName });
+      if (fault === 'server')
+        throw sim.faults.serverErrorType === 'ServiceUnavailableException'
+          ? new EksError('ServiceUnavailableException', 'Service Unavailable. Please try again later.')
+          : new EksError('ServerException', 'An internal error occurred. Please try again later.');
+      const out = route.handle();
+      log(`EKS ${route.operation} 200${describeTarget(url.pathname)}`);
+      sendJson(res, 200, out);
+    } catch (caught) {
+      const e =
+        caught instanceof SyntaxError
+          ? new EksError('SerializationException', 'The request body is not valid JSON')
+          : caught;
+      if (!(e instanceof EksError)) throw e;
+      log(`EKS ${route?.operation ?? `${method} ${url.pathname}`} ${e.status} ${e.type}: ${e.message}`);
+      sendJson(res, e.status, e.body(), e.type);
+    }
+  }
+
+  function handleAdmin(method: string, path: string, raw: string, res: ServerResponse): void {
+    let answer: [number, unknown];
+    try {
+      answer = adminRoute(method, path, raw.trim() ? JSON.parse(raw) : {});
+    } catch (e) {
+      answer = [400, { message: (e as Error).message }];
+    }
+    sendJson(res, answer[0], answer[1]);
+  }
+
+  function adminRoute(method: string, path: string, body: Record<string, unknown>): [number, unknown] {
+    const p = path.split('/').filter(Boolean).slice(1);
+    const route = `${method} /${p[0] ?? ''}`;
+    if (route === 'GET /health') return [200, { ok: true, cluster: sim.opts.clusterName }];
+    if (route === 'GET /state') return [200, admin.state()];
+    if (route === 'GET /faults') return [200, admin.getFaults()];
+    if (route === 'PUT /faults') {
+      admin.setFaults(body as FaultConfig);
+      return [200, admin.getFaults()];
+    }
+    if (route === 'PATCH /faults') {
+      admin.patchFaults(body as FaultConfig);
+      return [200, admin.getFaults()];
+    }
+    if (route === 'DELETE /nodegroups' && p[1]) {
+      const name = decodeURIComponent(p[1]);
+      if (!admin.deleteNodegroup(name)) return [404, { message: `No node group found for name: ${name}.` }];
+      return [200, { deleted: name }];
+    }
+    if (route === 'POST /clock' && p[1] === 'advance') {
+      if (!isDrivenClock(clock))
+        return [409, { message: 'the simulator runs on the real clock; start it with a driven clock' }];
+      const ms = Number(body.ms);
+      if (!Number.isFinite(ms) || ms < 0) return [400, { message: 'body must be {"ms": <number >= 0>}' }];
+      clock.advance(ms);
+      return [200, { now: new Date(clock.now()).toISOString() }];
+    }
+    if (route === 'POST /reset') {
+      admin.reset();
+      return [200, { reset: true }];
+    }
+    return [404, { message: `unknown admin route ${method} ${path}` }];
+  }
+
+  server.keepAliveTimeout = 65_000;
+  const host = opts.host ?? '127.0.0.1';
+  const wantPort = opts.port ?? file.port ?? 4510;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(wantPort, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    endpoint: `http://${host}:${port}`,
+    port,
+    clusterName: sim.opts.clusterName,
+    region,
+    clock,
+    seed,
+    admin,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function describeTarget(path: string): string {
+  const m = /\/node-groups\/([^/]+)/.exec(path);
+  return m ? ` ${decodeURIComponent(m[1] as string)}` : '';
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, errorType?: string): void {
+  const requestId = randomUUID();
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-amzn-requestid': requestId,
+    'x-amz-apigw-id': requestId.slice(0, 16),
+    'x-amzn-trace-id': `Root=1-${Math.floor(Date.now() / 1000).toString(16)}-${requestId.replace(/-/g, '').slice(0, 24)}`,
+  };
+  if (errorType) headers['x-amzn-errortype'] = errorType;
+  res.writeHead(status, headers);
+  res.end(JSON.stringify(body));
+}
+
+function stateView(sim: Simulator, clock: Clock, seed: number, timeScale: number): SimStateView {
+  return {
+    now: new Date(sim.now()).toISOString(),
+    clock: clock instanceof DrivenClock ? 'driven' : 'real',
+    seed,
+    timeScale,
+    cluster: sim.opts.clusterName,
+    region: sim.opts.region,
+    faults: structuredClone(sim.faults),
+    nodegroups: sim.list().map((ng) => {
+      const r = renderNodegroup(sim, ng);
+      return {
+        name: ng.name,
+        status: r.status,
+        scalingConfig: r.scalingConfig,
+        health: r.health,
+        autoScalingGroup: {
+          name: ng.asg.name,
+          desiredCapacity: ng.asg.desired,
+          instances: ng.asg.instances.map((i) => ({
+            id: i.id,
+            type: i.type,
+            az: i.az,
+            lifecycleState: i.state,
+          })),
+        },
+        updates: [...ng.updates.values()].map(renderUpdate),
+      };
+    }),
+    pendingEvents: sim.pendingEvents().map((e) => ({ at: new Date(e.at).toISOString(), label: e.label })),
+  };
+}

@@ -1,0 +1,610 @@
+import type { Clock } from './clock';
+import {
+  type DeleteFailureRule,
+  type Durations,
+  type FaultConfig,
+  type FaultSelector,
+  globMatch,
+  type LaunchFailureRule,
+  type Limits,
+} from './config';
+import { EksError, invalidParam } from './errors';
+import { Rng } from './rng';
+import type { CreateNodegroupInput, ScalingConfig, Taint, UpdateNodegroupConfigInput } from './validate';
+
+/**
+ * The simulated account: one cluster, its managed node groups and their Auto Scaling groups. Time moves as
+ * a queue of scheduled events that `catchUp()` runs, in order, up to the clock's now; requests call it first,
+ * so everything a client can observe is a pure function of the requests, the seed and the clock.
+ */
+
+export type LifecycleState = 'Pending' | 'InService' | 'Terminating';
+
+export interface SimInstance {
+  id: string;
+  type: string;
+  az: string;
+  subnet: string;
+  state: LifecycleState;
+  launchedAt: number;
+}
+
+export interface HealthIssue {
+  code: string;
+  message: string;
+  resourceIds: string[];
+}
+
+export interface SimUpdate {
+  id: string;
+  nodegroupName: string;
+  status: 'InProgress' | 'Failed' | 'Cancelled' | 'Successful';
+  type: 'ConfigUpdate';
+  params: { type: string; value: string }[];
+  createdAt: number;
+}
+
+type Phase = 'CREATING' | 'ACTIVE' | 'CREATE_FAILED' | 'DELETING' | 'DELETE_FAILED';
+
+export interface SimAsg {
+  name: string;
+  arn: string;
+  createdAt: number;
+  minSize: number;
+  maxSize: number;
+  desired: number;
+  instances: SimInstance[];
+  launchTemplate: { id: string; name: string; version: string };
+}
+
+export interface SimNodegroup {
+  seq: number;
+  name: string;
+  uuid: string;
+  arn: string;
+  createdAt: number;
+  modifiedAt: number;
+  phase: Phase;
+  degraded: boolean;
+  activeUpdate?: string;
+  /** A launch fault has scheduled CREATE_FAILED or DEGRADED and it has not fired yet. */
+  launchFailurePending: boolean;
+  input: CreateNodegroupInput;
+  scaling: ScalingConfig;
+  instanceTypes: string[];
+  labels: Record<string, string> | null;
+  taints: Taint[] | null;
+  updateConfig: Record<string, unknown>;
+  issues: HealthIssue[];
+  asg: SimAsg;
+  updates: Map<string, SimUpdate>;
+}
+
+export interface SimOptions {
+  clock: Clock;
+  seed: number;
+  timeScale: number;
+  durations: Durations;
+  limits: Limits;
+  faults: FaultConfig;
+  clusterName: string;
+  clusterVersion: string;
+  region: string;
+  accountId: string;
+}
+
+interface ScheduledEvent {
+  at: number;
+  seq: number;
+  label: string;
+  run: () => void;
+}
+
+interface TokenRecord {
+  hash: string;
+  at: number;
+  respond: () => Record<string, unknown>;
+}
+
+const TOKEN_TTL_MS = 10 * 60_000;
+const AZ_LETTERS = 'abcdef';
+
+export class Simulator {
+  readonly clusterCreatedAt: number;
+  faults: FaultConfig;
+  private groups = new Map<string, SimNodegroup>();
+  private events: ScheduledEvent[] = [];
+  private eventSeq = 0;
+  private ngSeq = 0;
+  private tokens = new Map<string, TokenRecord>();
+  private ids: Rng;
+  private faultRng: Rng;
+  /** Simulated "now": the time of the event being run, else the clock's now at the last catch-up. */
+  private t: number;
+
+  constructor(readonly opts: SimOptions) {
+    this.faults = opts.faults;
+    this.ids = new Rng(opts.seed);
+    this.faultRng = new Rng(opts.seed ^ 0x5bd1e995);
+    this.t = opts.clock.now();
+    this.clusterCreatedAt = this.t - 86_400_000;
+  }
+
+  reset(faults: FaultConfig): void {
+    this.groups.clear();
+    this.events = [];
+    this.tokens.clear();
+    this.faults = faults;
+    this.ids = new Rng(this.opts.seed);
+    this.faultRng = new Rng(this.opts.seed ^ 0x5bd1e995);
+    this.t = this.opts.clock.now();
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  /** Runs every event due by the clock's now, in time order (ties in scheduling order). */
+  catchUp(): void {
+    const now = this.opts.clock.now();
+    for (;;) {
+      const next = this.events[0];
+      if (!next || next.at > now) break;
+      this.events.shift();
+      this.t = Math.max(this.t, next.at);
+      next.run();
+    }
+    this.t = Math.max(this.t, now);
+  }
+
+  private schedule(delayMs: number, label: string, run: () => void): void {
+    const ev = { at: this.t + delayMs, seq: this.eventSeq++, label, run };
+    let i = this.events.length;
+    while (i > 0 && (this.events[i - 1] as ScheduledEvent).at > ev.at) i--;
+    this.events.splice(i, 0, ev);
+  }
+
+  /** A duration from the config, scaled by timeScale. */
+  private d(ms: number): number {
+    return Math.max(0, Math.round(ms * this.opts.timeScale));
+  }
+
+  /** One draw per API request: the same seed and request sequence throttle the same requests. */
+  drawFault(operation: string): 'throttle' | 'server' | undefined {
+    const f = this.faults;
+    const tr = f.throttleRate ?? 0;
+    const sr = f.serverErrorRate ?? 0;
+    if (tr + sr <= 0) return undefined;
+    if (f.operations && !f.operations.includes(operation)) return undefined;
+    const r = this.faultRng.next();
+    if (r < tr) return 'throttle';
+    if (r < tr + sr) return 'server';
+    return undefined;
+  }
+
+  // ---- queries ----
+
+  get(name: string): SimNodegroup | undefined {
+    return this.groups.get(name);
+  }
+
+  require(name: string): SimNodegroup {
+    const ng = this.groups.get(name);
+    if (!ng)
+      throw new EksError('ResourceNotFoundException', `No node group found for name: ${name}.`, {
+        clusterName: this.opts.clusterName,
+        nodegroupName: name,
+      });
+    return ng;
+  }
+
+  list(): SimNodegroup[] {
+    return [...this.groups.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  status(ng: SimNodegroup): string {
+    if (ng.phase !== 'ACTIVE') return ng.phase;
+    if (ng.activeUpdate) return 'UPDATING';
+    return ng.degraded ? 'DEGRADED' : 'ACTIVE';
+  }
+
+  pendingEvents(): { at: number; label: string }[] {
+    return this.events.map((e) => ({ at: e.at, label: e.label }));
+  }
+
+  // ---- idempotency ----
+
+  /** Returns the first response for a repeated token with the same body; refuses it with another body. */
+  replay(op: string, token: unknown, body: Record<string, unknown>): Record<string, unknown> | undefined {
+    if (typeof token !== 'string' || token === '') return undefined;
+    const rec = this.tokens.get(`${op}:${token}`);
+    if (!rec || this.t - rec.at > TOKEN_TTL_MS) return undefined;
+    if (rec.hash !== stableHash(body))
+      throw invalidParam(
+        `The client request token ${token} has already been used with different request parameters`,
+      );
+    return rec.respond();
+  }
+
+  remember(
+    op: string,
+    token: unknown,
+    body: Record<string, unknown>,
+    respond: () => Record<string, unknown>,
+  ): void {
+    if (typeof token !== 'string' || token === '') return;
+    for (const [k, r] of this.tokens) if (this.t - r.at > TOKEN_TTL_MS) this.tokens.delete(k);
+    this.tokens.set(`${op}:${token}`, { hash: stableHash(body), at: this.t, respond });
+  }
+
+  // ---- operations ----
+
+  create(input: CreateNodegroupInput): SimNodegroup {
+    const { clusterName, region, accountId, limits } = this.opts;
+    if (this.groups.has(input.nodegroupName))
+      throw new EksError(
+        'ResourceInUseException',
+        `NodeGroup already exists with name ${input.nodegroupName} and cluster name ${clusterName}`,
+        { clusterName, nodegroupName: input.nodegroupName },
+      );
+    if (this.groups.size >= limits.nodegroupsPerCluster)
+      throw new EksError(
+        'ResourceLimitExceededException',
+        `Nodegroup limit exceeded for cluster. A cluster can have at most ${limits.nodegroupsPerCluster} managed node groups.`,
+        { clusterName, nodegroupName: input.nodegroupName },
+      );
+    const uuid = this.ids.uuidLike();
+    const name = input.nodegroupName;
+    const scaling = input.scalingConfig ?? { minSize: 2, maxSize: 2, desiredSize: 2 };
+    const asgName = `eks-${name}-${uuid}`;
+    const ng: SimNodegroup = {
+      seq: this.ngSeq++,
+      name,
+      uuid,
+      arn: `arn:aws:eks:${region}:${accountId}:nodegroup/${clusterName}/${name}/${uuid}`,
+      createdAt: this.t,
+      modifiedAt: this.t,
+      phase: 'CREATING',
+      degraded: false,
+      launchFailurePending: false,
+      input,
+      scaling: { ...scaling },
+      instanceTypes:
+        input.launchTemplate && !input.instanceTypes ? [] : (input.instanceTypes ?? ['t3.medium']),
+      labels: input.labels ?? null,
+      taints: input.taints && input.taints.length > 0 ? input.taints : null,
+      updateConfig: { ...(input.updateConfig ?? { maxUnavailable: 1 }) },
+      issues: [],
+      asg: {
+        name: asgName,
+        arn: `arn:aws:autoscaling:${region}:${accountId}:autoScalingGroup:${this.ids.uuidV4()}:autoScalingGroupName/${asgName}`,
+        createdAt: this.t,
+        minSize: scaling.minSize,
+        maxSize: scaling.maxSize,
+        desired: scaling.desiredSize,
+        instances: [],
+        launchTemplate: { id: `lt-${this.ids.hex(17)}`, name: `eks-${uuid}`, version: '1' },
+      },
+      updates: new Map(),
+    };
+    this.groups.set(name, ng);
+    const launched = this.launch(ng, scaling.desiredSize);
+    if (launched !== undefined) {
+      const { createMs, instanceLaunchMs, instanceStaggerMs } = this.opts.durations;
+      const nodesReady =
+        scaling.desiredSize > 0
+          ? this.d(instanceLaunchMs) + (scaling.desiredSize - 1) * this.d(instanceStaggerMs)
+          : 0;
+      this.schedule(Math.max(this.d(createMs), nodesReady), `${name}: ACTIVE`, () => {
+        if (!this.alive(ng) || ng.phase !== 'CREATING') return;
+        ng.phase = 'ACTIVE';
+        ng.modifiedAt = this.t;
+      });
+    }
+    for (const rule of this.faults.vanish ?? []) {
+      if (!matches(rule, ng)) continue;
+      this.schedule(this.d(rule.afterMs), `${name}: deleted out of band`, () => {
+        if (this.alive(ng)) this.groups.delete(name);
+      });
+      break;
+    }
+    return ng;
+  }
+
+  update(ng: SimNodegroup, input: UpdateNodegroupConfigInput, merged: ScalingConfig): SimUpdate {
+    const status = this.status(ng);
+    if (status !== 'ACTIVE' && status !== 'DEGRADED')
+      throw new EksError(
+        'ResourceInUseException',
+        'Nodegroup cannot be updated as it is currently not in Active State',
+        {
+          clusterName: this.opts.clusterName,
+          nodegroupName: ng.name,
+        },
+      );
+    const params: SimUpdate['params'] = [];
+    const sc = input.scalingConfig;
+    if (sc?.minSize != null) params.push({ type: 'MinSize', value: String(sc.minSize) });
+    if (sc?.maxSize != null) params.push({ type: 'MaxSize', value: String(sc.maxSize) });
+    if (sc?.desiredSize != null) params.push({ type: 'DesiredSize', value: String(sc.desiredSize) });
+
+    let labels = ng.labels;
+    const addLabels = input.labels?.addOrUpdateLabels;
+    const removeLabels = input.labels?.removeLabels;
+    if (addLabels && Object.keys(addLabels).length > 0) {
+      labels = { ...(labels ?? {}), ...addLabels };
+      params.push({ type: 'LabelsToAdd', value: JSON.stringify(addLabels) });
+    }
+    if (removeLabels && removeLabels.length > 0) {
+      labels = Object.fromEntries(Object.entries(labels ?? {}).filter(([k]) => !removeLabels.includes(k)));
+      params.push({ type: 'LabelsToRemove', value: JSON.stringify(removeLabels) });
+    }
+    // Taints are identified by (key, effect), as EKS, Terraform and eksctl do.
+    let taints = ng.taints ?? [];
+    const addTaints = input.taints?.addOrUpdateTaints;
+    const removeTaints = input.taints?.removeTaints;
+    if (addTaints && addTaints.length > 0) {
+      taints = [...taints.filter((t) => !addTaints.some((a) => sameTaint(a, t))), ...addTaints];
+      params.push({ type: 'TaintsToAdd', value: JSON.stringify(addTaints) });
+    }
+    if (removeTaints && removeTaints.length > 0) {
+      taints = taints.filter((t) => !removeTaints.some((r) => sameTaint(r, t)));
+      params.push({ type: 'TaintsToRemove', value: JSON.stringify(removeTaints) });
+    }
+    if (taints.length > 50) throw invalidParam("Nodegroup can't have more than 50 taints");
+    const uc = input.updateConfig;
+    if (uc?.maxUnavailable != null) params.push({ type: 'MaxUnavailable', value: String(uc.maxUnavailable) });
+    if (uc?.maxUnavailablePercentage != null)
+      params.push({ type: 'MaxUnavailablePercentage', value: String(uc.maxUnavailablePercentage) });
+    if (uc?.updateStrategy != null) params.push({ type: 'UpdateStrategy', value: uc.updateStrategy });
+    const repair = input.nodeRepairConfig as { enabled?: boolean } | undefined;
+    if (repair?.enabled != null) params.push({ type: 'NodeRepairEnabled', value: String(repair.enabled) });
+
+    const upd: SimUpdate = {
+      id: this.ids.uuidV4(),
+      nodegroupName: ng.name,
+      status: 'InProgress',
+      type: 'ConfigUpdate',
+      params,
+      createdAt: this.t,
+    };
+    ng.updates.set(upd.id, upd);
+    ng.activeUpdate = upd.id;
+    ng.modifiedAt = this.t;
+    ng.scaling = { ...merged };
+    ng.labels = labels;
+    ng.taints = taints.length > 0 ? taints : ng.taints === null ? null : [];
+    if (uc) {
+      const next: Record<string, unknown> = { ...ng.updateConfig };
+      if (uc.maxUnavailable != null) {
+        next.maxUnavailable = uc.maxUnavailable;
+        delete next.maxUnavailablePercentage;
+      }
+      if (uc.maxUnavailablePercentage != null) {
+        next.maxUnavailablePercentage = uc.maxUnavailablePercentage;
+        delete next.maxUnavailable;
+      }
+      if (uc.updateStrategy != null) next.updateStrategy = uc.updateStrategy;
+      ng.updateConfig = next;
+    }
+    if (repair) ng.input = { ...ng.input, nodeRepairConfig: repair };
+    ng.asg.minSize = merged.minSize;
+    ng.asg.maxSize = merged.maxSize;
+    ng.asg.desired = merged.desiredSize;
+    this.reconcileAsg(ng);
+    this.schedule(this.d(this.opts.durations.updateMs), `${ng.name}: update ${upd.id} Successful`, () => {
+      upd.status = 'Successful';
+      if (!this.alive(ng) || ng.activeUpdate !== upd.id) return;
+      ng.activeUpdate = undefined;
+      ng.modifiedAt = this.t;
+    });
+    return upd;
+  }
+
+  delete(ng: SimNodegroup): void {
+    const status = this.status(ng);
+    if (!['ACTIVE', 'DEGRADED', 'CREATE_FAILED', 'DELETE_FAILED'].includes(status))
+      throw new EksError(
+        'ResourceInUseException',
+        'Nodegroup cannot be deleted as it is currently not in Active State',
+        {
+          clusterName: this.opts.clusterName,
+          nodegroupName: ng.name,
+        },
+      );
+    ng.phase = 'DELETING';
+    ng.modifiedAt = this.t;
+    // EKS sets the ASG to 0/0/0 and lets Auto Scaling drain and terminate every node.
+    ng.asg.minSize = 0;
+    ng.asg.maxSize = 0;
+    ng.asg.desired = 0;
+    this.reconcileAsg(ng);
+    this.schedule(this.d(this.opts.durations.deleteMs), `${ng.name}: deleted`, () => {
+      if (!this.alive(ng) || ng.phase !== 'DELETING') return;
+      const rule = (this.faults.deleteFailures ?? []).find((r) => matches(r, ng));
+      if (rule) {
+        ng.phase = 'DELETE_FAILED';
+        ng.modifiedAt = this.t;
+        ng.issues = [deleteIssue(rule, this.ids)];
+        return;
+      }
+      this.groups.delete(ng.name);
+    });
+  }
+
+  /** Deletes a node group and its ASG at once, as someone with console access would. */
+  deleteOutOfBand(name: string): boolean {
+    return this.groups.delete(name);
+  }
+
+  // ---- Auto Scaling behaviour ----
+
+  private alive(ng: SimNodegroup): boolean {
+    return this.groups.get(ng.name) === ng;
+  }
+
+  private reconcileAsg(ng: SimNodegroup): void {
+    const live = ng.asg.instances.filter((i) => i.state !== 'Terminating');
+    if (live.length < ng.asg.desired) this.launch(ng, ng.asg.desired - live.length);
+    else if (live.length > ng.asg.desired) this.terminate(ng, live.length - ng.asg.desired);
+  }
+
+  /** Launches `count` instances, or schedules the failure a launch fault calls for; undefined means failed. */
+  private launch(ng: SimNodegroup, count: number): SimInstance[] | undefined {
+    if (count <= 0) return [];
+    const rule = this.launchFailure(ng);
+    if (rule) {
+      if (!ng.launchFailurePending) {
+        ng.launchFailurePending = true;
+        const creating = ng.phase === 'CREATING';
+        const { createFailureMs, scaleOutFailureMs } = this.opts.durations;
+        const delay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
+        this.schedule(
+          delay,
+          `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
+          () => {
+            if (!this.alive(ng)) return;
+            ng.launchFailurePending = false;
+            const issue = launchIssue(rule, ng, this.opts.region);
+            if (ng.phase === 'CREATING') {
+              ng.phase = 'CREATE_FAILED';
+            } else if (ng.phase === 'ACTIVE') {
+              ng.degraded = true;
+            } else return;
+            ng.issues = [issue];
+            ng.modifiedAt = this.t;
+          },
+        );
+      }
+      return undefined;
+    }
+    const { instanceLaunchMs, instanceStaggerMs } = this.opts.durations;
+    const batch: SimInstance[] = [];
+    for (let k = 0; k < count; k++) {
+      const { subnet, az } = this.placeInstance(ng);
+      const inst: SimInstance = {
+        id: `i-${this.ids.hex(17)}`,
+        type: ng.instanceTypes[0] ?? 't3.medium',
+        az,
+        subnet,
+        state: 'Pending',
+        launchedAt: this.t,
+      };
+      ng.asg.instances.push(inst);
+      batch.push(inst);
+      this.schedule(this.d(instanceLaunchMs) + k * this.d(instanceStaggerMs), `${inst.id}: InService`, () => {
+        if (!this.alive(ng) || inst.state !== 'Pending') return;
+        inst.state = 'InService';
+        this.maybeRecover(ng);
+      });
+    }
+    return batch;
+  }
+
+  /** DEGRADED clears only when a scale-out succeeds: every wanted node is InService and no failure is due. */
+  private maybeRecover(ng: SimNodegroup): void {
+    if (!ng.degraded || ng.launchFailurePending) return;
+    const live = ng.asg.instances.filter((i) => i.state !== 'Terminating');
+    if (live.length >= ng.asg.desired && live.every((i) => i.state === 'InService')) {
+      ng.degraded = false;
+      ng.issues = [];
+      ng.modifiedAt = this.t;
+    }
+  }
+
+  /** Scale-in takes Pending instances first, then the newest, each one Terminating before it disappears. */
+  private terminate(ng: SimNodegroup, count: number): void {
+    const live = ng.asg.instances.filter((i) => i.state !== 'Terminating');
+    const order = [
+      ...live.filter((i) => i.state === 'Pending').reverse(),
+      ...live.filter((i) => i.state === 'InService').reverse(),
+    ];
+    const { instanceTerminateMs, instanceStaggerMs } = this.opts.durations;
+    order.slice(0, count).forEach((inst, k) => {
+      inst.state = 'Terminating';
+      this.schedule(
+        this.d(instanceTerminateMs) + k * this.d(instanceStaggerMs),
+        `${inst.id}: terminated`,
+        () => {
+          ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
+        },
+      );
+    });
+  }
+
+  /** Auto Scaling balances instances across the subnets' Availability Zones. */
+  private placeInstance(ng: SimNodegroup): { subnet: string; az: string } {
+    const subnets = ng.input.subnets;
+    let best = 0;
+    let bestCount = Number.POSITIVE_INFINITY;
+    subnets.forEach((s, i) => {
+      const n = ng.asg.instances.filter((x) => x.subnet === s && x.state !== 'Terminating').length;
+      if (n < bestCount) {
+        best = i;
+        bestCount = n;
+      }
+    });
+    return { subnet: subnets[best] as string, az: azFor(this.opts.region, best) };
+  }
+
+  private launchFailure(ng: SimNodegroup): LaunchFailureRule | undefined {
+    const rules: LaunchFailureRule[] = [
+      ...(this.faults.launchFailures ?? []),
+      ...(this.faults.unavailableInstanceTypes ?? []).map((instanceType) => ({ instanceType })),
+    ];
+    return rules.find((r) => matches(r, ng));
+  }
+}
+
+export function azFor(region: string, index: number): string {
+  return `${region}${AZ_LETTERS[index % AZ_LETTERS.length]}`;
+}
+
+function matches(rule: FaultSelector, ng: SimNodegroup): boolean {
+  if (rule.nodegroup !== undefined && !globMatch(rule.nodegroup, ng.name)) return false;
+  if (rule.instanceType !== undefined && !ng.instanceTypes.includes(rule.instanceType)) return false;
+  return true;
+}
+
+function sameTaint(a: Taint, b: Taint): boolean {
+  return a.key === b.key && a.effect === b.effect;
+}
+
+function launchIssue(rule: LaunchFailureRule, ng: SimNodegroup, region: string): HealthIssue {
+  const code = rule.code ?? 'AsgInstanceLaunchFailures';
+  const type = rule.instanceType ?? ng.instanceTypes[0] ?? 't3.medium';
+  const market = ng.input.capacityType === 'SPOT' ? 'Spot' : 'On-Demand';
+  const azs = ng.input.subnets.map((_, i) => azFor(region, i));
+  const others = azs.slice(1).join(', ') || azFor(region, 1);
+  const message =
+    rule.message ??
+    (code === 'AsgInstanceLaunchFailures'
+      ? `Could not launch ${market} Instances. InsufficientInstanceCapacity - We currently do not have sufficient ${type} capacity in the Availability Zone you requested (${azs[0]}). Our system will be working on provisioning additional capacity. You can currently get ${type} capacity by not specifying an Availability Zone in your request or choosing ${others}. Launching EC2 instance failed.`
+      : `Could not launch ${market} Instances. ${code}. Launching EC2 instance failed.`);
+  return { code, message, resourceIds: [ng.asg.name] };
+}
+
+function deleteIssue(rule: DeleteFailureRule, ids: Rng): HealthIssue {
+  const sg = `sg-${ids.hex(17)}`;
+  return {
+    code: rule.code ?? 'Ec2SecurityGroupDeletionFailure',
+    message: rule.message ?? `DependencyViolation - resource has a dependent object`,
+    resourceIds: [sg],
+  };
+}
+
+function stableHash(body: Record<string, unknown>): string {
+  const { clientRequestToken: _ignored, ...rest } = body;
+  return JSON.stringify(sortKeys(rest));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v as object)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  return v;
+}
