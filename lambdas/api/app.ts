@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
-import { seedBuiltins } from '../store/computes';
+import { seedBuiltins, setComputeUsers } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
+import { modelsUsing } from '../store/models';
 import { Caller, NO_TENANCY, type Tenancy } from './access';
 import {
   type ApiRequest,
@@ -13,8 +14,10 @@ import {
   problem,
   type Result,
 } from './http';
+import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
+import { modelRoutes } from './routes/models';
 
 /**
  * The API application: builds the router once per container and turns API Gateway v2 events into route calls.
@@ -34,8 +37,23 @@ const callerOf = async (req: ApiRequest) => new Caller(req.principal, await tena
 
 export function buildRouter(): Router {
   const router = new Router();
-  router.add('GET', '/v1/healthz', async () => ({ status: 200, body: { status: 'ok' } }));
+  router.add('GET', '/v1/healthz', async () => ({ status: 200, body: { status: 'ok' } }), {
+    summary: 'Liveness',
+  });
+  let spec: Record<string, unknown> | undefined;
+  router.add(
+    'GET',
+    '/v1/openapi.json',
+    async () => {
+      spec ??= openApiDocument(router);
+      return { status: 200, body: spec };
+    },
+    { summary: 'This OpenAPI document' },
+  );
   computeRoutes(router, callerOf);
+  modelRoutes(router, callerOf);
+  // A compute is not deleted or renamed while a model pins it or has no other compute to run on.
+  setComputeUsers(modelsUsing);
   return router;
 }
 

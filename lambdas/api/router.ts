@@ -1,7 +1,17 @@
+import type * as z from 'zod';
 import type { ApiRequest, ApiResponse } from './http';
 import { HttpError } from './http';
 
 export type RouteHandler = (req: ApiRequest) => Promise<ApiResponse>;
+
+/** What the OpenAPI document says of a route; the body schema is the very one the handler parses with. */
+export interface RouteDoc {
+  summary?: string;
+  body?: z.ZodType;
+  /** Success status and what it returns, e.g. `{ 200: 'the compute' }`. */
+  responses?: Record<number, string>;
+  tag?: string;
+}
 
 export interface Route {
   method: string;
@@ -10,6 +20,7 @@ export interface Route {
   handler: RouteHandler;
   /** Writes accept Idempotency-Key; reads do not need it. */
   write: boolean;
+  doc: RouteDoc;
 }
 
 interface Compiled extends Route {
@@ -24,7 +35,7 @@ interface Compiled extends Route {
 export class Router {
   private readonly routes: Compiled[] = [];
 
-  add(method: string, path: string, handler: RouteHandler): this {
+  add(method: string, path: string, handler: RouteHandler, doc: RouteDoc = {}): this {
     const names: string[] = [];
     const pattern = path.replace(/\{(\w+)\}/g, (_, n: string) => {
       names.push(n);
@@ -35,6 +46,7 @@ export class Router {
       path,
       handler,
       write: method !== 'GET' && method !== 'HEAD',
+      doc,
       regex: new RegExp(`^${pattern}/?$`),
       names,
     });
@@ -42,7 +54,13 @@ export class Router {
   }
 
   list(): Route[] {
-    return this.routes.map(({ method, path, handler, write }) => ({ method, path, handler, write }));
+    return this.routes.map(({ method, path, handler, write, doc }) => ({
+      method,
+      path,
+      handler,
+      write,
+      doc,
+    }));
   }
 
   match(method: string, path: string): { route: Route; params: Record<string, string> } {

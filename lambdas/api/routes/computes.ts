@@ -66,135 +66,189 @@ function requireWrite(
 }
 
 export function computeRoutes(router: Router, callerOf: CallerOf): void {
-  router.add('GET', '/v1/computes', async (req) => {
-    const caller = await callerOf(req);
-    const items = (await listComputes()).filter((c) => caller.canSee(c.owner));
-    items.sort((a, b) => a.name.localeCompare(b.name));
-    return json(200, { items: items.map(manifest) });
-  });
+  router.add(
+    'GET',
+    '/v1/computes',
+    async (req) => {
+      const caller = await callerOf(req);
+      const items = (await listComputes()).filter((c) => caller.canSee(c.owner));
+      items.sort((a, b) => a.name.localeCompare(b.name));
+      return json(200, { items: items.map(manifest) });
+    },
+    { summary: 'List the computes you can see', responses: { 200: 'the computes' } },
+  );
 
-  router.add('POST', '/v1/computes', async (req) => {
-    const caller = await callerOf(req);
-    const m = parseBody(ComputeManifestInput, req.body);
-    requireWrite(caller, { builtin: false, owner: m.metadata.owner, name: m.metadata.name }, 'create');
-    const c = await createCompute({
-      name: m.metadata.name,
-      owner: m.metadata.owner,
-      builtin: false,
-      spec: m.spec,
-      by: req.principal,
-    });
-    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
-  });
-
-  router.add('GET', '/v1/computes/{name}', async (req) => {
-    const caller = await callerOf(req);
-    return withEtag(200, await visible(caller, req.params.name!));
-  });
-
-  router.add('PUT', '/v1/computes/{name}', async (req) => {
-    const caller = await callerOf(req);
-    const m = parseBody(ComputeManifestInput, req.body);
-    const name = req.params.name!;
-    if (m.metadata.name !== name) {
-      throw new HttpError(
-        400,
-        `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
-        {
-          errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
-        },
-      );
-    }
-    const current = await getCompute(name);
-    const expected = expectedVersion(req, m.metadata.version);
-    if (!current || (current.owner && !caller.canSee(current.owner))) {
-      if (current) throw notFound(`compute ${name} does not exist`);
-      if (expected !== undefined)
-        throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
-      requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
+  router.add(
+    'POST',
+    '/v1/computes',
+    async (req) => {
+      const caller = await callerOf(req);
+      const m = parseBody(ComputeManifestInput, req.body);
+      requireWrite(caller, { builtin: false, owner: m.metadata.owner, name: m.metadata.name }, 'create');
       const c = await createCompute({
-        name,
+        name: m.metadata.name,
         owner: m.metadata.owner,
         builtin: false,
         spec: m.spec,
         by: req.principal,
       });
-      return withEtag(201, c);
-    }
-    requireWrite(caller, current, 'change');
-    if (m.metadata.owner !== current.owner)
-      requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
-    if (current.deletionRequested) {
-      throw conflict(
-        `compute ${name} is being deleted; wait until it is gone, then create it again`,
-        'Deleting',
-      );
-    }
-    if (expected !== undefined && expected !== current.version) {
-      throw new DomainError(
-        'precondition',
-        `compute ${name} is at version ${current.version}, not ${expected}`,
-        {
-          reason: 'VersionMismatch',
-        },
-      );
-    }
-    const frozen = frozenFieldChanges(current.spec, m.spec);
-    if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
-      throw new DomainError(
-        'conflict',
-        `compute ${name} has a node group (${current.status.nodegroupStatus}), so ${frozen.join(', ')} cannot change; ` +
-          'only nodeGroup.maxNodes and cost can. Clone it under a new name with the new hardware instead',
-        {
-          reason: 'NodegroupExists',
-          errors: frozen.map((path) => ({ path, message: 'frozen while the node group exists' })),
-        },
-      );
-    }
-    const c = await replaceCompute({
-      name,
-      owner: m.metadata.owner,
-      spec: m.spec,
-      by: req.principal,
-      expectedVersion: expected ?? current.version,
-      requireNoNodegroup: frozen.length > 0,
-    });
-    return withEtag(200, c);
-  });
+      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+    },
+    {
+      summary: 'Create a compute (409 if it exists)',
+      body: ComputeManifestInput,
+      responses: { 201: 'the compute' },
+    },
+  );
 
-  router.add('DELETE', '/v1/computes/{name}', async (req) => {
-    const caller = await callerOf(req);
-    const current = await visible(caller, req.params.name!);
-    requireWrite(caller, current, 'delete');
-    const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
-    // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
-    return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
-  });
+  router.add(
+    'GET',
+    '/v1/computes/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      return withEtag(200, await visible(caller, req.params.name!));
+    },
+    { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
+  );
 
-  router.add('POST', '/v1/computes/{name}/clone', async (req) => {
-    const caller = await callerOf(req);
-    const body = parseBody(CloneBody, req.body);
-    const source = await visible(caller, req.params.name!);
-    const owner = body.owner ?? (source.builtin ? undefined : source.owner);
-    requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
-    // A clone copies the spec only: never the node group, its status or its history.
-    const c = await createCompute({
-      name: body.name,
-      owner,
-      builtin: false,
-      spec: source.spec,
-      by: req.principal,
-    });
-    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
-  });
+  router.add(
+    'PUT',
+    '/v1/computes/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      const m = parseBody(ComputeManifestInput, req.body);
+      const name = req.params.name!;
+      if (m.metadata.name !== name) {
+        throw new HttpError(
+          400,
+          `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
+          {
+            errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
+          },
+        );
+      }
+      const current = await getCompute(name);
+      const expected = expectedVersion(req, m.metadata.version);
+      if (!current || (current.owner && !caller.canSee(current.owner))) {
+        if (current) throw notFound(`compute ${name} does not exist`);
+        if (expected !== undefined)
+          throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
+        requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
+        const c = await createCompute({
+          name,
+          owner: m.metadata.owner,
+          builtin: false,
+          spec: m.spec,
+          by: req.principal,
+        });
+        return withEtag(201, c);
+      }
+      requireWrite(caller, current, 'change');
+      if (m.metadata.owner !== current.owner)
+        requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
+      if (current.deletionRequested) {
+        throw conflict(
+          `compute ${name} is being deleted; wait until it is gone, then create it again`,
+          'Deleting',
+        );
+      }
+      if (expected !== undefined && expected !== current.version) {
+        throw new DomainError(
+          'precondition',
+          `compute ${name} is at version ${current.version}, not ${expected}`,
+          {
+            reason: 'VersionMismatch',
+          },
+        );
+      }
+      const frozen = frozenFieldChanges(current.spec, m.spec);
+      if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
+        throw new DomainError(
+          'conflict',
+          `compute ${name} has a node group (${current.status.nodegroupStatus}), so ${frozen.join(', ')} cannot change; ` +
+            'only nodeGroup.maxNodes and cost can. Clone it under a new name with the new hardware instead',
+          {
+            reason: 'NodegroupExists',
+            errors: frozen.map((path) => ({ path, message: 'frozen while the node group exists' })),
+          },
+        );
+      }
+      const c = await replaceCompute({
+        name,
+        owner: m.metadata.owner,
+        spec: m.spec,
+        by: req.principal,
+        expectedVersion: expected ?? current.version,
+        requireNoNodegroup: frozen.length > 0,
+      });
+      return withEtag(200, c);
+    },
+    {
+      summary: 'Create or replace a compute (apply)',
+      body: ComputeManifestInput,
+      responses: { 200: 'the replaced compute', 201: 'the created compute' },
+    },
+  );
 
-  router.add('POST', '/v1/computes/{name}/rename', async (req) => {
-    const caller = await callerOf(req);
-    const body = parseBody(RenameBody, req.body);
-    const source = await visible(caller, req.params.name!);
-    requireWrite(caller, source, 'rename');
-    if (body.name === source.name) return withEtag(200, source);
-    const c = await renameCompute(source.name, body.name, req.principal);
-    return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
-  });
+  router.add(
+    'DELETE',
+    '/v1/computes/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      const current = await visible(caller, req.params.name!);
+      requireWrite(caller, current, 'delete');
+      const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
+      // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
+      return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
+    },
+    {
+      summary: 'Delete a compute; with a node group, the node group is deleted first',
+      responses: { 202: 'deletion requested: the node group is being deleted', 204: 'deleted' },
+    },
+  );
+
+  router.add(
+    'POST',
+    '/v1/computes/{name}/clone',
+    async (req) => {
+      const caller = await callerOf(req);
+      const body = parseBody(CloneBody, req.body);
+      const source = await visible(caller, req.params.name!);
+      const owner = body.owner ?? (source.builtin ? undefined : source.owner);
+      requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
+      // A clone copies the spec only: never the node group, its status or its history.
+      const c = await createCompute({
+        name: body.name,
+        owner,
+        builtin: false,
+        spec: source.spec,
+        by: req.principal,
+      });
+      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+    },
+    {
+      summary: 'Clone the spec of a compute under a new name',
+      body: CloneBody,
+      responses: { 201: 'the clone' },
+    },
+  );
+
+  router.add(
+    'POST',
+    '/v1/computes/{name}/rename',
+    async (req) => {
+      const caller = await callerOf(req);
+      const body = parseBody(RenameBody, req.body);
+      const source = await visible(caller, req.params.name!);
+      requireWrite(caller, source, 'rename');
+      if (body.name === source.name) return withEtag(200, source);
+      const c = await renameCompute(source.name, body.name, req.principal);
+      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+    },
+    {
+      summary: 'Rename a compute (refused while it has a node group or models use it)',
+      body: RenameBody,
+      responses: { 201: 'the renamed compute' },
+    },
+  );
 }
