@@ -1,9 +1,9 @@
 // Three projects so that `npm test` runs them all and each can be run alone while working.
 const transform = { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
-// middy is ESM-only; swc turns it into CommonJS like our own files.
+// middy and the OpenAPI validator are ESM-only; swc turns them into CommonJS like our own files.
 const common = {
   transform,
-  transformIgnorePatterns: ['/node_modules/(?!(@middy)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|@seriousme)/)'],
   testEnvironment: 'node',
   setupFiles: ['<rootDir>/test/helpers/setup-env.ts'],
 };
