@@ -5,6 +5,7 @@ import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
+import { type CloudSim, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 
 /**
@@ -20,6 +21,10 @@ export interface ControlPlaneOptions {
   dynamodbEndpoint?: string;
   table?: string;
   admins?: string[];
+  /** Cloud simulator port (0 = free); default LLMCAP_SIM_PORT or 4510. */
+  simPort?: number;
+  /** Multiplies the simulator's EKS durations; default LLMCAP_SIM_TIME_SCALE or 0.1 (a create takes 12 s). */
+  simTimeScale?: number;
   log?: (line: string) => void;
 }
 
@@ -27,6 +32,7 @@ export interface ControlPlane {
   apiUrl: string;
   dynamodbEndpoint: string;
   table: string;
+  sim: CloudSim;
   stop(): Promise<void>;
 }
 
@@ -45,7 +51,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     );
   }
   const table = opts.table ?? 'llmcap-local';
+  const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
+  const sim = await startCloudSim({
+    port: opts.simPort ?? Number(process.env.LLMCAP_SIM_PORT ?? 4510),
+    timeScale,
+    clusterName: 'llmcap-local',
+  });
+  log(`cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling; time scale ${timeScale})`);
   Object.assign(process.env, {
+    LLMCAP_EKS_ENDPOINT: sim.endpoint,
+    LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
     LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
@@ -66,8 +81,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     apiUrl: api.url,
     dynamodbEndpoint: endpoint,
     table,
+    sim,
     stop: async () => {
       await api.close();
+      await sim.stop();
       await ddb?.stop();
     },
   };

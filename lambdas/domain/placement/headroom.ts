@@ -32,6 +32,11 @@ class Slots {
   failG = Number.POSITIVE_INFINITY;
   failM = Number.POSITIVE_INFINITY;
   failMi = Number.POSITIVE_INFINITY;
+  // Upper bounds of any slot's free room per dimension: exact after a failed full scan, raised by releases,
+  // left alone by placements (which only lower the truth). They turn a scan of a full compute into 3 compares.
+  maxG: number;
+  maxM: number;
+  maxMi: number;
 
   constructor(owner: object, info: ComputeInfo | Slots) {
     this.owner = owner;
@@ -45,12 +50,18 @@ class Slots {
       this.failG = info.failG;
       this.failM = info.failM;
       this.failMi = info.failMi;
+      this.maxG = info.maxG;
+      this.maxM = info.maxM;
+      this.maxMi = info.maxMi;
     } else {
       const n = info.maxNodes;
       this.freeG = new Int32Array(n).fill(info.alloc.gpus);
       this.freeM = new Int32Array(n).fill(info.alloc.millicores);
       this.freeMi = new Int32Array(n).fill(info.alloc.memoryMiB);
       this.count = new Int32Array(n);
+      this.maxG = info.alloc.gpus;
+      this.maxM = info.alloc.millicores;
+      this.maxMi = info.alloc.memoryMiB;
     }
   }
 
@@ -59,10 +70,25 @@ class Slots {
    * which is true of this state whoever shares it. The caller vouches that no slot before `from` fits.
    */
   find(g: number, m: number, mi: number, from: number): number {
+    if (g > this.maxG || m > this.maxM || mi > this.maxMi) return -1;
     if (g >= this.failG && m >= this.failM && mi >= this.failMi) return -1;
     const { freeG, freeM, freeMi } = this;
+    let xg = 0;
+    let xm = 0;
+    let xmi = 0;
     for (let s = from; s < freeG.length; s++) {
-      if (freeG[s]! >= g && freeM[s]! >= m && freeMi[s]! >= mi) return s;
+      const fg = freeG[s]!;
+      const fm = freeM[s]!;
+      const fmi = freeMi[s]!;
+      if (fg >= g && fm >= m && fmi >= mi) return s;
+      if (fg > xg) xg = fg;
+      if (fm > xm) xm = fm;
+      if (fmi > xmi) xmi = fmi;
+    }
+    if (from === 0) {
+      this.maxG = xg;
+      this.maxM = xm;
+      this.maxMi = xmi;
     }
     this.failG = g;
     this.failM = m;
@@ -84,6 +110,9 @@ class Slots {
     this.freeMi[s]! += mi;
     if (--this.count[s]! === 0) this.usedNodes--;
     this.replicas--;
+    if (this.freeG[s]! > this.maxG) this.maxG = this.freeG[s]!;
+    if (this.freeM[s]! > this.maxM) this.maxM = this.freeM[s]!;
+    if (this.freeMi[s]! > this.maxMi) this.maxMi = this.freeMi[s]!;
     this.failG = this.failM = this.failMi = Number.POSITIVE_INFINITY;
   }
 }
@@ -102,17 +131,16 @@ const TOMB = Symbol('released');
 interface Layer<V> {
   map: Map<string, V | typeof TOMB>;
   parent: Layer<V> | undefined;
-  depth: number;
 }
-const MAX_DEPTH = 32;
 
 /**
- * A map that forks in O(1): a fork freezes the current layer and both sides write to new layers above it.
- * Lookups walk at most MAX_DEPTH layers; deeper chains are flattened, so a fork costs O(size / MAX_DEPTH)
- * amortized even when every trial plan is adopted.
+ * A map that forks cheaply: a fork freezes the current layer and both sides write to new layers above it.
+ * Frozen layers are merged (into new maps, since other forks may share them) while a layer is at least half
+ * the size of the one below, like a binary counter, so the chain stays O(log n) deep and each entry is
+ * copied O(log n) times however many trial plans are adopted.
  */
 class ForkableMap<V> {
-  constructor(private top: Layer<V> = { map: new Map(), parent: undefined, depth: 0 }) {}
+  constructor(private top: Layer<V> = { map: new Map(), parent: undefined }) {}
 
   get(k: string): V | undefined {
     for (let l: Layer<V> | undefined = this.top; l; l = l.parent) {
@@ -133,11 +161,20 @@ class ForkableMap<V> {
 
   fork(): ForkableMap<V> {
     // Nothing written since the last fork: the clone can share the frozen chain below our empty layer.
-    if (this.top.map.size === 0) return new ForkableMap({ map: new Map(), parent: this.top.parent, depth: this.top.depth });
+    if (this.top.map.size === 0) return new ForkableMap({ map: new Map(), parent: this.top.parent });
     let frozen = this.top;
-    if (frozen.depth >= MAX_DEPTH) frozen = { map: this.flat(), parent: undefined, depth: 0 };
-    this.top = { map: new Map(), parent: frozen, depth: frozen.depth + 1 };
-    return new ForkableMap({ map: new Map(), parent: frozen, depth: frozen.depth + 1 });
+    while (frozen.parent && frozen.parent.map.size <= 2 * frozen.map.size) {
+      const below = frozen.parent;
+      const merged = new Map(below.map);
+      for (const [k, v] of frozen.map) {
+        // At the bottom a tombstone has nothing left to hide.
+        if (v === TOMB && !below.parent) merged.delete(k);
+        else merged.set(k, v);
+      }
+      frozen = { map: merged, parent: below.parent };
+    }
+    this.top = { map: new Map(), parent: frozen };
+    return new ForkableMap({ map: new Map(), parent: frozen });
   }
 
   /** Live entries, in insertion order of the oldest layer first. */
@@ -205,7 +242,11 @@ export class PlacementHeadroom implements Headroom {
 
   place(unit: ReplicaUnit): PlaceResult {
     if (this.units.get(unit.id)) {
-      return { ok: false, message: `unit ${unit.id} is already placed; release it first`, candidateComputes: [] };
+      return {
+        ok: false,
+        message: `unit ${unit.id} is already placed; release it first`,
+        candidateComputes: [],
+      };
     }
     const reasons: string[] = [];
     const n = unit.replicas;
@@ -240,7 +281,14 @@ export class PlacementHeadroom implements Headroom {
       }
       if (done === n) {
         const placements = groupPlacements(this.shared.infos, profile.name, computes, n);
-        this.units.set(unit.id, { unitId: unit.id, profile, request: cand.request, computes, slots, placements });
+        this.units.set(unit.id, {
+          unitId: unit.id,
+          profile,
+          request: cand.request,
+          computes,
+          slots,
+          placements,
+        });
         return { ok: true, profile, placements };
       }
       for (let i = done - 1; i >= 0; i--) this.slots[computes[i]!]!.give(g, m, mi, slots[i]!);
@@ -253,12 +301,21 @@ export class PlacementHeadroom implements Headroom {
     };
   }
 
-  private capacityReason(p: Profile, n: number, cands: ComputeInfo[], room: number[], named: boolean): string {
+  private capacityReason(
+    p: Profile,
+    n: number,
+    cands: ComputeInfo[],
+    room: number[],
+    named: boolean,
+  ): string {
     const parts = cands.slice(0, NAMED_IN_MESSAGE).map((c, i) => {
       const r = room[i] ?? 0;
-      return r === 0 ? `${c.name} is at its maxNodes ${c.maxNodes}` : `${c.name} has room for ${r} within its maxNodes ${c.maxNodes}`;
+      return r === 0
+        ? `${c.name} is at its maxNodes ${c.maxNodes}`
+        : `${c.name} has room for ${r} within its maxNodes ${c.maxNodes}`;
     });
-    if (cands.length > NAMED_IN_MESSAGE) parts.push(`and ${cands.length - NAMED_IN_MESSAGE} more computes are full`);
+    if (cands.length > NAMED_IN_MESSAGE)
+      parts.push(`and ${cands.length - NAMED_IN_MESSAGE} more computes are full`);
     const what = `no compute can take ${describeReplicas(p, n)}${named ? ` (profile ${p.name})` : ''}`;
     return `${what}: ${parts.join(', ')}`;
   }
@@ -267,7 +324,8 @@ export class PlacementHeadroom implements Headroom {
     const rec = this.units.get(unitId);
     if (!rec) return;
     const { gpus: g, millicores: m, memoryMiB: mi } = rec.request;
-    for (let i = 0; i < rec.computes.length; i++) this.writable(rec.computes[i]!).give(g, m, mi, rec.slots[i]!);
+    for (let i = 0; i < rec.computes.length; i++)
+      this.writable(rec.computes[i]!).give(g, m, mi, rec.slots[i]!);
     this.units.delete(unitId);
   }
 
@@ -318,7 +376,12 @@ export class PlacementHeadroom implements Headroom {
   }
 }
 
-function groupPlacements(infos: ComputeInfo[], profile: string, computes: Int32Array, n: number): UnitPlacement[] {
+function groupPlacements(
+  infos: ComputeInfo[],
+  profile: string,
+  computes: Int32Array,
+  n: number,
+): UnitPlacement[] {
   const out: UnitPlacement[] = [];
   for (let i = 0; i < n; i++) {
     const name = infos[computes[i]!]!.name;

@@ -4,7 +4,15 @@
  */
 export { applyCooldown, type CooldownState, DEFAULT_COOLDOWN_MS } from './cooldown';
 export { PlacementHeadroom, type UnitRecord } from './headroom';
-export { type Items, lowerBound, makeItems, type Packing, pack, type Strategy } from './pack';
+export {
+  type Items,
+  lowerBound,
+  makeItems,
+  type Packing,
+  pack,
+  type Strategy,
+  strongLowerBound,
+} from './pack';
 export {
   type ComputePlan,
   capacityView,

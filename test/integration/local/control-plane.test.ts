@@ -6,6 +6,7 @@ beforeAll(async () => {
   cp = await startControlPlane({
     port: 0,
     dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
+    simPort: 0,
     table: `cp-${randomUUID().slice(0, 8)}`,
   });
 });
@@ -20,8 +21,8 @@ const req = (method: string, path: string, body?: unknown, headers: Record<strin
 
 describe('the local control plane over HTTP', () => {
   it('answers healthz and serves the built-ins with derived fields', async () => {
-    expect((await (await req('GET', '/v1/healthz')).json()).status).toBe('ok');
-    const list = await (await req('GET', '/v1/computes')).json();
+    expect(((await (await req('GET', '/v1/healthz')).json()) as any).status).toBe('ok');
+    const list = (await (await req('GET', '/v1/computes')).json()) as any;
     expect(list.items).toHaveLength(7);
     const cpu = list.items.find((c: any) => c.metadata.name === 'cpu-medium');
     expect(cpu.status.allocatable).toEqual({ millicores: 7340, memoryMiB: 30249, gpus: 0 });
@@ -58,7 +59,7 @@ describe('the local control plane over HTTP', () => {
   it('answers malformed JSON and oversized bodies with problem+json', async () => {
     const bad = await req('POST', '/v1/computes', '{"kind":');
     expect(bad.status).toBe(400);
-    expect((await bad.json()).errors[0].message).toBe('malformed JSON');
+    expect(((await bad.json()) as any).errors[0].message).toBe('malformed JSON');
     const big = await req('POST', '/v1/computes', JSON.stringify({ x: 'y'.repeat(257 * 1024) }));
     expect(big.status).toBe(413);
   });

@@ -1,0 +1,313 @@
+import { performance } from 'node:perf_hooks';
+import type { ReplicaUnit } from '../lambdas/domain/headroom';
+import type { Profile } from '../lambdas/domain/model';
+import {
+  type ComputeLike,
+  computeInfos,
+  lowerBound,
+  makeItems,
+  PlacementHeadroom,
+  type PlacementPlan,
+  planPlacement,
+  rankCandidates,
+  replicaRequest,
+  strongLowerBound,
+} from '../lambdas/domain/placement';
+import { BUILTIN_COMPUTES, type NamedCompute } from '../test/helpers/computes';
+
+/**
+ * Placement benchmark (issue 5): generated, seeded mixes of realistic LLM replicas over the built-in compute
+ * shapes. Quality is nodes and cost against the per-compute lower bound; speed is replicas placed per second
+ * for reconcile's batch plan and for admission's incremental pass. Run alone: `npx tsx bench/placement.ts`.
+ */
+
+/** Karpenter's published packing rate, pods per second; the target is 50 times it. */
+const KARPENTER_PODS_PER_S = 680;
+const TARGET_PER_S = 50 * KARPENTER_PODS_PER_S;
+
+// Tensor-parallel sizes are 1, 2, 4 or 8 GPUs in practice (vLLM and SGLang need them to divide the heads).
+const GPU_PROFILES: Profile[] = [
+  { name: 'l4-8b', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 },
+  { name: 'l4-3b', gpus: 1, gpuType: 'L4', cpuCores: 2, minMemoryGb: 8 },
+  { name: 'a10g-8b', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 24 },
+  { name: 'l40s-13b', gpus: 1, gpuType: 'L40S', cpuCores: 6, minMemoryGb: 48 },
+  { name: 'l40s-34b', gpus: 2, gpuType: 'L40S', cpuCores: 12, minMemoryGb: 96 },
+  { name: 'l40s-70b', gpus: 4, gpuType: 'L40S', cpuCores: 24, minMemoryGb: 192 },
+  { name: 'h100-8b', gpus: 1, gpuType: 'H100', cpuCores: 8, minMemoryGb: 96 },
+  { name: 'h100-70b-2', gpus: 2, gpuType: 'H100', cpuCores: 16, minMemoryGb: 256 },
+  { name: 'h100-70b', gpus: 4, gpuType: 'H100', cpuCores: 32, minMemoryGb: 512 },
+  { name: 'h100-405b', gpus: 8, gpuType: 'H100', cpuCores: 96, minMemoryGb: 1200 },
+];
+// Small models on CPU (llama.cpp, ollama, embedders, rerankers).
+const CPU_PROFILES: Profile[] = [
+  { name: 'cpu-embed', gpus: 0, cpuCores: 0.5, minMemoryGb: 1 },
+  { name: 'cpu-rerank', gpus: 0, cpuCores: 1, minMemoryGb: 2 },
+  { name: 'cpu-1b', gpus: 0, cpuCores: 1, minMemoryGb: 4 },
+  { name: 'cpu-3b', gpus: 0, cpuCores: 2, minMemoryGb: 6 },
+  { name: 'cpu-7b-q4', gpus: 0, cpuCores: 4, minMemoryGb: 8 },
+  { name: 'cpu-8b-q8', gpus: 0, cpuCores: 4, minMemoryGb: 12 },
+];
+
+interface Mix {
+  name: string;
+  replicas: number;
+  /** Share of replicas that ask for GPUs, and among them the GPU-count weights for 1, 2, 4 and 8. */
+  gpuShare: number;
+  gpuCounts: [number, number, number, number];
+  /** Use the built-ins exactly as configured (maxNodes 1..4) instead of a compute set sized to the mix. */
+  builtinsAsIs?: boolean;
+}
+
+const MIXES: Mix[] = [
+  {
+    name: 'built-ins as configured',
+    replicas: 30,
+    gpuShare: 0.5,
+    gpuCounts: [6, 2, 1, 0.5],
+    builtinsAsIs: true,
+  },
+  { name: 'small team', replicas: 100, gpuShare: 0.5, gpuCounts: [6, 2, 1, 0.5] },
+  { name: 'GPU 1 to 8', replicas: 1_000, gpuShare: 1, gpuCounts: [4, 3, 2, 1] },
+  { name: 'mixed 3k', replicas: 3_000, gpuShare: 0.35, gpuCounts: [6, 2, 1, 0.5] },
+  { name: 'CPU fleet', replicas: 10_000, gpuShare: 0, gpuCounts: [1, 0, 0, 0] },
+  { name: 'mixed 30k', replicas: 30_000, gpuShare: 0.3, gpuCounts: [6, 2, 1, 0.5] },
+];
+
+/** mulberry32: a tiny seeded generator, so every run benchmarks the same mixes. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pick = <T>(r: () => number, xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+function weighted(r: () => number, weights: readonly number[]): number {
+  const total = weights.reduce((a, b) => a + b, 0);
+  let x = r() * total;
+  for (let i = 0; i < weights.length; i++) {
+    x -= weights[i]!;
+    if (x < 0) return i;
+  }
+  return weights.length - 1;
+}
+
+/** Units of 1 to 6 identical replicas; a profile's cores and memory vary a little, as teams tune them. */
+export function generateUnits(mix: Mix, seed = 42): ReplicaUnit[] {
+  const r = rng(seed);
+  const units: ReplicaUnit[] = [];
+  let left = mix.replicas;
+  for (let m = 0; left > 0; m++) {
+    const replicas = Math.min(left, 1 + Math.floor(r() * 6));
+    left -= replicas;
+    const gpu = r() < mix.gpuShare;
+    let base: Profile;
+    if (gpu) {
+      const gpus = [1, 2, 4, 8][weighted(r, mix.gpuCounts)]!;
+      base = pick(
+        r,
+        GPU_PROFILES.filter((p) => p.gpus === gpus),
+      );
+    } else base = pick(r, CPU_PROFILES);
+    const profile: Profile = {
+      ...base,
+      cpuCores: base.cpuCores * pick(r, [1, 1, 1.5, 0.75]),
+      minMemoryGb: (base.minMemoryGb ?? 1) * pick(r, [1, 1, 1.25, 0.75]),
+    };
+    // A third of the GPU models accept any GPU type as a second choice.
+    const profiles =
+      gpu && r() < 0.33
+        ? [profile, { ...profile, name: `${profile.name}-any`, gpuType: undefined }]
+        : [profile];
+    units.push({ id: `m${m}#min`, model: `m${m}`, replicas, profiles });
+  }
+  return units;
+}
+
+/**
+ * The built-in shapes and prices with maxNodes 100, each duplicated as many times as the mix needs (pools
+ * named `<kind>-<i>`): a 30,000-replica mix needs thousands of nodes, and the schema caps maxNodes at 100.
+ * Pools are sized from the lower bound of the replicas whose first choice is that kind, with 25% spare.
+ */
+export function benchComputes(units: readonly ReplicaUnit[]): NamedCompute[] {
+  const infos = computeInfos(BUILTIN_COMPUTES);
+  const sums = infos.map(() => ({ g: 0, m: 0, mi: 0 }));
+  for (const u of units) {
+    const c = rankCandidates(infos, u.profiles[0]!);
+    if (!c.ok) continue;
+    const s = sums[c.computes[0]!.index]!;
+    s.g += c.request.gpus * u.replicas;
+    s.m += c.request.millicores * u.replicas;
+    s.mi += c.request.memoryMiB * u.replicas;
+  }
+  const out: NamedCompute[] = [];
+  BUILTIN_COMPUTES.forEach((b, i) => {
+    const items = makeItems(1);
+    items.g[0] = sums[i]!.g;
+    items.m[0] = sums[i]!.m;
+    items.mi[0] = sums[i]!.mi;
+    const lb = lowerBound(items, infos[i]!.alloc);
+    const pools = Math.max(1, Math.ceil((lb * 1.25) / 100));
+    for (let p = 0; p < pools; p++) {
+      out.push({
+        name: pools === 1 ? b.name : `${b.name}-${p}`,
+        spec: { ...b.spec, nodeGroup: { ...b.spec.nodeGroup, maxNodes: 100 } },
+      });
+    }
+  });
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** Runs fn `runs` times after one warm-up and returns the median milliseconds. */
+function time(fn: () => void, runs: number): number {
+  fn();
+  const ms: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    fn();
+    ms.push(performance.now() - t);
+  }
+  return median(ms);
+}
+
+export interface PlacementBenchRow {
+  mix: string;
+  replicas: number;
+  units: number;
+  computes: number;
+  headroomUnits: number;
+  lowerBoundNodes: number;
+  ffdNodes: number;
+  bestNodes: number;
+  ffdRatio: number;
+  bestRatio: number;
+  worstComputeRatio: number;
+  /** Martello–Toth L2 per compute, summed: a tighter bound that counts replicas above half a node alone. */
+  l2Nodes: number;
+  bestOverL2: number;
+  ffdCostRatio: number;
+  bestCostRatio: number;
+  planMs: number;
+  planReplicasPerS: number;
+  admissionMs: number;
+  admissionReplicasPerS: number;
+  admissionWithTrialsMs: number;
+}
+
+const ratio = (a: number, b: number) => (b === 0 ? 1 : a / b);
+
+function worstCompute(plan: PlacementPlan): number {
+  return Math.max(
+    1,
+    ...plan.computes.filter((c) => c.lowerBoundNodes > 0).map((c) => c.neededNodes / c.lowerBoundNodes),
+  );
+}
+
+/** Sum over computes of the L2 bound of the replicas the plan put there. */
+function l2Total(plan: PlacementPlan, units: readonly ReplicaUnit[]): number {
+  const byId = new Map(units.map((u) => [u.id, u]));
+  const profileOf = new Map(plan.placements.map((p) => [p.unitId, p.profile]));
+  let total = 0;
+  for (const c of plan.computes) {
+    const items = makeItems(c.replicas);
+    let k = 0;
+    for (const node of c.nodes) {
+      for (const r of node.replicas) {
+        const profile = byId.get(r.unitId)!.profiles.find((p) => p.name === profileOf.get(r.unitId))!;
+        const req = replicaRequest(profile);
+        for (let i = 0; i < r.count; i++, k++) {
+          items.g[k] = req.gpus;
+          items.m[k] = req.millicores;
+          items.mi[k] = req.memoryMiB;
+        }
+      }
+    }
+    total += strongLowerBound(items, c.allocatable);
+  }
+  return total;
+}
+
+function benchMix(mix: Mix): PlacementBenchRow {
+  const units = generateUnits(mix);
+  const computes: ComputeLike[] = mix.builtinsAsIs ? [...BUILTIN_COMPUTES] : benchComputes(units);
+  const ffd = planPlacement(computes, units, { strategy: 'ffd' });
+  const best = planPlacement(computes, units, { strategy: 'best' });
+  const placed = best.totals.replicas;
+  const l2 = l2Total(best, units);
+  const runs = mix.replicas >= 10_000 ? 7 : 15;
+  const planMs = time(() => planPlacement(computes, units), runs);
+  // Admission's pass: one place() per unit on one headroom (what admission does before any take-back).
+  const admissionMs = time(() => {
+    const h = PlacementHeadroom.create(computes);
+    for (const u of units) h.place(u);
+  }, runs);
+  // Worst case for copy-on-write: every unit tried on a clone that is then adopted.
+  const admissionWithTrialsMs = time(() => {
+    let h = PlacementHeadroom.create(computes);
+    for (const u of units) {
+      const trial = h.clone();
+      if (trial.place(u).ok) h = trial;
+    }
+  }, runs);
+  return {
+    mix: mix.name,
+    replicas: mix.replicas,
+    units: units.length,
+    computes: computes.length,
+    headroomUnits: best.headroom.length,
+    lowerBoundNodes: best.totals.lowerBoundNodes,
+    ffdNodes: ffd.totals.neededNodes,
+    bestNodes: best.totals.neededNodes,
+    ffdRatio: ratio(ffd.totals.neededNodes, ffd.totals.lowerBoundNodes),
+    bestRatio: ratio(best.totals.neededNodes, best.totals.lowerBoundNodes),
+    worstComputeRatio: worstCompute(best),
+    l2Nodes: l2,
+    bestOverL2: ratio(best.totals.neededNodes, l2),
+    ffdCostRatio: ratio(ffd.totals.costPerHour, ffd.totals.lowerBoundCost),
+    bestCostRatio: ratio(best.totals.costPerHour, best.totals.lowerBoundCost),
+    planMs,
+    planReplicasPerS: placed / (planMs / 1000),
+    admissionMs,
+    admissionReplicasPerS: placed / (admissionMs / 1000),
+    admissionWithTrialsMs,
+  };
+}
+
+const f3 = (x: number) => x.toFixed(3);
+const int = (x: number) => Math.round(x).toLocaleString('en-US');
+const ms = (x: number) => x.toFixed(x < 10 ? 2 : 1);
+
+export function placementMarkdown(rows: PlacementBenchRow[]): string {
+  const lines = [
+    '### Placement and node sizing',
+    '',
+    `Seeded mixes over the built-in compute shapes (maxNodes raised to 100 and pools duplicated to fit the mix, except the first row). Nodes and cost are against the sum of per-compute lower bounds (LB, DESIGN.md §3.4); "worst" is the highest needed / LB of any one compute; L2 is Martello and Toth's tighter bound (replicas above half a node counted one per node). FFD is plain first-fit decreasing; best adds best fit, two more orders, bin elimination and an exact search for small computes. Times are medians after a warm-up; "admission" is one place() per unit, as admission's pass; the last column adopts a clone per unit, the worst case for copy-on-write. Speed target: ${int(TARGET_PER_S)} replicas/s (50 × Karpenter's ${KARPENTER_PODS_PER_S} pods/s).`,
+    '',
+    '| mix | replicas | units | computes | headroom units | lower bound | FFD nodes | best nodes | FFD / LB | best / LB | worst compute | L2 bound | best / L2 | FFD cost / LB | best cost / LB | plan ms | plan replicas/s | admission ms | admission replicas/s | admission with a trial clone per unit, ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.mix} | ${int(r.replicas)} | ${int(r.units)} | ${r.computes} | ${r.headroomUnits} | ${int(r.lowerBoundNodes)} | ${int(r.ffdNodes)} | ${int(r.bestNodes)} | ${f3(r.ffdRatio)} | ${f3(r.bestRatio)} | ${f3(r.worstComputeRatio)} | ${int(r.l2Nodes)} | ${f3(r.bestOverL2)} | ${f3(r.ffdCostRatio)} | ${f3(r.bestCostRatio)} | ${ms(r.planMs)} | ${int(r.planReplicasPerS)} | ${ms(r.admissionMs)} | ${int(r.admissionReplicasPerS)} | ${ms(r.admissionWithTrialsMs)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export async function benchPlacement(): Promise<{ rows: PlacementBenchRow[]; markdown: string }> {
+  const rows = MIXES.map(benchMix);
+  return { rows, markdown: placementMarkdown(rows) };
+}
+
+if (require.main === module) {
+  benchPlacement().then(({ markdown }) => console.log(markdown));
+}
