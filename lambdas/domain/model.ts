@@ -59,7 +59,8 @@ export const ModelSpecSchema = z.strictObject({
   class: ClassSchema,
   fallback: modelName.optional(),
 });
-export type ModelSpec = z.output<typeof ModelSpecSchema>;
+// `class` is optional on output too: a transform makes zod type it as present-but-undefined.
+export type ModelSpec = Omit<z.output<typeof ModelSpecSchema>, 'class'> & { class?: ModelClass };
 
 /** `org:<id>`, `team:<id>`, `project:<id>`, or empty (or absent) for a shared model. */
 export const ModelOwnerSchema = z.union([scopeName, z.literal('')]).optional();

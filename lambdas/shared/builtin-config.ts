@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
 import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
 
 /**
@@ -41,4 +42,34 @@ export function builtinComputes(): { name: string; spec: ComputeSpec }[] {
     builtins = parseBuiltins(inlined ? JSON.parse(inlined) : readConfigFile('computes.yaml'));
   }
   return builtins;
+}
+
+/**
+ * The declared models of config/catalog.yaml (LLMCAP_CONFIG_CATALOG at deploy). Checked as a whole catalog
+ * against the built-in computes, so that a declared model that could never be placed fails the deploy (CDK
+ * calls this) or the start, not a request.
+ */
+export function parseDeclaredModels(raw: unknown, computes = builtinComputes()): DeclaredModel[] {
+  const r = z.array(DeclaredModelSchema).safeParse(raw ?? []);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`${DECLARED_FILE} is invalid: ${lines}`);
+  }
+  const issues = validateCatalog(r.data, computes);
+  if (issues.length) {
+    throw new Error(
+      `${DECLARED_FILE} is invalid against the built-in computes: ${issues.map((i) => i.message).join('; ')}`,
+    );
+  }
+  return r.data;
+}
+
+let declared: DeclaredModel[] | undefined;
+
+export function declaredModels(): DeclaredModel[] {
+  if (!declared) {
+    const inlined = process.env.LLMCAP_CONFIG_CATALOG;
+    declared = parseDeclaredModels(inlined ? JSON.parse(inlined) : readConfigFile('catalog.yaml'));
+  }
+  return declared;
 }

@@ -1,0 +1,261 @@
+import * as z from 'zod';
+import { sourcesIndex } from '../../domain/catalog';
+import { scopeName } from '../../domain/compute';
+import { notFound } from '../../domain/errors';
+import {
+  type AdmissionSummary,
+  CLASSES,
+  type Model,
+  ModelManifestInput,
+  modelManifest,
+  ScalingSchema,
+} from '../../domain/model';
+import { changeCatalog, getModel, loadCatalog } from '../../store/models';
+import type { Caller } from '../access';
+import { type ApiRequest, type ApiResponse, HttpError, json, parseBody } from '../http';
+import type { Router } from '../router';
+import { expectedVersion } from './computes';
+
+/** One schema per payload, exported for the OpenAPI generator and the CLI. */
+export const ModelBody = ModelManifestInput;
+export const ScalingBody = ScalingSchema;
+export const ResourcesBody = z.strictObject({
+  /** Absent: every profile. */
+  profile: z.string().min(1).max(31).optional(),
+  memoryGb: z.number().positive().max(32768),
+  cpuCores: z.number().positive().max(1024),
+});
+export const ClassBody = z.strictObject({
+  class: z.union([z.enum(CLASSES), z.literal(''), z.null()]).describe('empty or null: implied by scaling'),
+});
+export const OwnerBody = z.strictObject({
+  owner: z.union([scopeName, z.literal(''), z.null()]).describe('empty or null: a shared model'),
+});
+
+type CallerOf = (req: ApiRequest) => Promise<Caller>;
+
+/**
+ * The admission fields of a model's status come from its admission record (keys.admission(model)); until the
+ * admission module supplies them, manifests carry the catalog fields only.
+ */
+export type AdmissionLookup = (model: string) => Promise<AdmissionSummary | undefined>;
+
+let admissionOf: AdmissionLookup = async () => undefined;
+
+export function setAdmissionLookup(fn: AdmissionLookup): void {
+  admissionOf = fn;
+}
+
+async function manifest(m: Model) {
+  return modelManifest(m, await admissionOf(m.name));
+}
+
+async function withEtag(status: number, m: Model, extra: Record<string, string> = {}): Promise<ApiResponse> {
+  return json(status, await manifest(m), { etag: `"${m.version}"`, ...extra });
+}
+
+// Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
+const visibleTo = (caller: Caller, m: Model) => m.declared || caller.canSee(m.owner);
+
+export function modelRoutes(router: Router, callerOf: CallerOf): void {
+  router.add(
+    'GET',
+    '/v1/models',
+    async (req) => {
+      const caller = await callerOf(req);
+      const c = await loadCatalog();
+      const items = c.models.filter((m) => visibleTo(caller, m)).sort((a, b) => a.name.localeCompare(b.name));
+      return json(200, {
+        items: await Promise.all(items.map(manifest)),
+        // Rows left out of the catalog are an operator's concern: shown to platform admins, logged for everyone.
+        ...(caller.isPlatformAdmin && c.skipped.length
+          ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) }
+          : {}),
+      });
+    },
+    {
+      summary: 'The catalog: declared and added models you can see (status.declared)',
+      responses: { 200: 'the models' },
+    },
+  );
+
+  router.add(
+    'POST',
+    '/v1/models',
+    async (req) => {
+      const caller = await callerOf(req);
+      const m = parseBody(ModelBody, req.body);
+      const r = await changeCatalog(
+        { verb: 'add', name: m.metadata.name, owner: m.metadata.owner || undefined, spec: m.spec },
+        { by: req.principal, access: caller },
+      );
+      return withEtag(201, r.after!, { location: `/v1/models/${r.after!.name}` });
+    },
+    {
+      summary: 'Add a model (409 if declared or it exists)',
+      body: ModelBody,
+      responses: { 201: 'the model' },
+    },
+  );
+
+  router.add(
+    'GET',
+    '/v1/models/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      const name = req.params.name!;
+      const { model, skipped } = await getModel(name);
+      if (model && visibleTo(caller, model)) return withEtag(200, model);
+      if (skipped && caller.canSee(skipped.owner)) {
+        throw notFound(
+          `model ${name} is stored but left out of the catalog because ${skipped.problem}; replace it with PUT /v1/models/${name} or remove it with DELETE`,
+        );
+      }
+      throw notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
+    },
+    { summary: 'Read a model with its status', responses: { 200: 'the model' } },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/models/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      const m = parseBody(ModelBody, req.body);
+      const name = req.params.name!;
+      if (m.metadata.name !== name) {
+        throw new HttpError(
+          400,
+          `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
+          {
+            errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
+          },
+        );
+      }
+      const r = await changeCatalog(
+        {
+          verb: 'replace',
+          name,
+          owner: m.metadata.owner || undefined,
+          spec: m.spec,
+          expectedVersion: expectedVersion(req, m.metadata.version),
+        },
+        { by: req.principal, access: caller },
+      );
+      const created = !r.before && !r.replacesSkipped;
+      return withEtag(created ? 201 : 200, r.after!, created ? { location: `/v1/models/${name}` } : {});
+    },
+    {
+      summary: 'Replace an added model (adds it when missing)',
+      body: ModelBody,
+      responses: { 200: 'the model', 201: 'the model, added' },
+    },
+  );
+
+  router.add(
+    'DELETE',
+    '/v1/models/{name}',
+    async (req) => {
+      const caller = await callerOf(req);
+      await changeCatalog(
+        { verb: 'remove', name: req.params.name!, expectedVersion: expectedVersion(req) },
+        { by: req.principal, access: caller },
+      );
+      return { status: 204 };
+    },
+    { summary: 'Remove an added model', responses: { 204: 'removed' } },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/models/{name}/scaling',
+    async (req) => {
+      const caller = await callerOf(req);
+      const scaling = parseBody(ScalingBody, req.body);
+      const r = await changeCatalog(
+        { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
+        { by: req.principal, access: caller },
+      );
+      return withEtag(200, r.after!);
+    },
+    { summary: 'Scale: min, max, target', body: ScalingBody, responses: { 200: 'the model' } },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/models/{name}/resources',
+    async (req) => {
+      const caller = await callerOf(req);
+      const body = parseBody(ResourcesBody, req.body);
+      const r = await changeCatalog(
+        { verb: 'resources', name: req.params.name!, ...body, expectedVersion: expectedVersion(req) },
+        { by: req.principal, access: caller },
+      );
+      return withEtag(200, r.after!);
+    },
+    {
+      summary: 'Memory and cores of one profile, or of every profile',
+      body: ResourcesBody,
+      responses: { 200: 'the model' },
+    },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/models/{name}/class',
+    async (req) => {
+      const caller = await callerOf(req);
+      const body = parseBody(ClassBody, req.body);
+      const r = await changeCatalog(
+        {
+          verb: 'class',
+          name: req.params.name!,
+          class: body.class || undefined,
+          expectedVersion: expectedVersion(req),
+        },
+        { by: req.principal, access: caller },
+      );
+      return withEtag(200, r.after!);
+    },
+    {
+      summary: 'Set the class, or clear it (implied by scaling)',
+      body: ClassBody,
+      responses: { 200: 'the model' },
+    },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/models/{name}/owner',
+    async (req) => {
+      const caller = await callerOf(req);
+      const body = parseBody(OwnerBody, req.body);
+      const r = await changeCatalog(
+        {
+          verb: 'owner',
+          name: req.params.name!,
+          owner: body.owner || undefined,
+          expectedVersion: expectedVersion(req),
+        },
+        { by: req.principal, access: caller },
+      );
+      return withEtag(200, r.after!);
+    },
+    {
+      summary: 'Hand a model to a scope, or make it shared',
+      body: OwnerBody,
+      responses: { 200: 'the model' },
+    },
+  );
+
+  router.add(
+    'GET',
+    '/v1/sources',
+    async (req) => {
+      const caller = await callerOf(req);
+      const c = await loadCatalog();
+      return json(200, { items: sourcesIndex(c.models.filter((m) => visibleTo(caller, m))) });
+    },
+    { summary: 'Each weights source and the models that use it', responses: { 200: 'the sources' } },
+  );
+}
