@@ -74,7 +74,7 @@ describe('reading the catalog', () => {
       kind: 'Model',
       metadata: { declared: true, createdBy: 'config', version: 1 },
       spec: { fallback: 'qwen3-8b', engine: 'vllm' },
-      status: { declared: true, effectiveClass: 'critical', targetReplicas: 1 },
+      status: { declared: true, effectiveClass: 'standard', targetReplicas: 0 },
     });
     // No class in the file: min 0 implies opportunistic.
     expect(byName['qwen2-5-1-5b-cpu'].status.effectiveClass).toBe('opportunistic');
