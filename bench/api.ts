@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { builtinComputes } from '../lambdas/shared/builtin-config';
+import { inlinedConfig } from '../lambdas/shared/builtin-config';
 import { startControlPlane } from '../local/control-plane';
 
 /**
@@ -26,7 +26,9 @@ export async function bundleApi(): Promise<{ file: string; bytes: number }> {
     format: 'cjs',
     outfile: file,
     external: ['@aws-sdk/*', '@smithy/*', 'yaml'],
-    define: { 'process.env.LLMCAP_CONFIG_COMPUTES': JSON.stringify(JSON.stringify(builtinComputes())) },
+    define: Object.fromEntries(
+      Object.entries(inlinedConfig()).map(([k, v]) => [`process.env.${k}`, JSON.stringify(v)]),
+    ),
     logLevel: 'silent',
   });
   return { file, bytes: statSync(file).size };

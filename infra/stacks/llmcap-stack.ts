@@ -7,7 +7,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { builtinComputes } from '../../lambdas/shared/builtin-config';
+import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import type { StageConfig } from '../stage-config';
 
@@ -58,7 +58,8 @@ export class LlmcapStack extends Stack {
         LLMCAP_SUBNETS: cfg.subnetIds.join(','),
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
       },
-      inline: { LLMCAP_CONFIG_COMPUTES: JSON.stringify(builtinComputes()) },
+      // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
+      inline: inlinedConfig(),
     });
     this.table.grantReadWriteData(this.apiFunction);
 

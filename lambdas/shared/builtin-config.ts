@@ -73,3 +73,11 @@ export function declaredModels(): DeclaredModel[] {
   }
   return declared;
 }
+
+/** The config files as the deploy inlines them into each bundle (see LlmcapFunction `inline`). */
+export function inlinedConfig(): Record<string, string> {
+  return {
+    LLMCAP_CONFIG_COMPUTES: JSON.stringify(builtinComputes()),
+    LLMCAP_CONFIG_CATALOG: JSON.stringify(declaredModels()),
+  };
+}

@@ -1,0 +1,115 @@
+import { DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
+import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
+import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
+import { nodegroupName } from '../domain/compute';
+import { autoScalingClient, eksClient } from '../shared/aws';
+import { config } from '../shared/config';
+
+/**
+ * Observes what AWS runs for each compute: DescribeNodegroup (bounded concurrency; the SDK retries throttling)
+ * and, for ready nodes, the InService instances of the node group's Auto Scaling group.
+ */
+
+export interface Observation {
+  compute: string;
+  status: ObservedStatus;
+  maxSize?: number;
+  /** True when the node group was expected but EKS no longer knows it (deleted out of band). */
+  vanished: boolean;
+  calls: number;
+}
+
+const MAX_CONCURRENCY = 8;
+
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function healthMessage(ng: Nodegroup): { message?: string; issues: { code: string; message: string }[] } {
+  const issues = (ng.health?.issues ?? []).map((i) => ({
+    code: i.code ?? 'Unknown',
+    message: i.message ?? '',
+  }));
+  if (!issues.length) return { issues };
+  return { issues, message: issues.map((i) => `${i.code}: ${i.message}`).join('; ') };
+}
+
+/** A compute is worth a DescribeNodegroup if llmcap believes a node group exists or is being made. */
+export function needsObservation(c: Pick<Compute, 'status' | 'workflow'>): boolean {
+  return c.status.nodegroupStatus !== 'ABSENT' || c.workflow?.state === 'RUNNING';
+}
+
+async function observeOne(
+  c: Pick<Compute, 'name' | 'status' | 'workflow'>,
+  now: string,
+): Promise<Observation> {
+  const name = nodegroupName(config().stage, c.name);
+  let calls = 1;
+  let ng: Nodegroup | undefined;
+  try {
+    const out = await eksClient().send(
+      new DescribeNodegroupCommand({ clusterName: config().cluster, nodegroupName: name }),
+    );
+    ng = out.nodegroup;
+  } catch (e) {
+    if ((e as Error).name !== 'ResourceNotFoundException') throw e;
+  }
+  if (!ng) {
+    const vanished = c.status.nodegroupStatus !== 'ABSENT' && c.status.nodegroupStatus !== 'DELETING';
+    return {
+      compute: c.name,
+      vanished,
+      calls,
+      status: {
+        nodegroupStatus: 'ABSENT',
+        desiredNodes: 0,
+        readyNodes: 0,
+        lastReconciledAt: now,
+        ...(vanished ? { statusMessage: `node group ${name} is gone: it was deleted outside llmcap` } : {}),
+      },
+    };
+  }
+  const asgName = ng.resources?.autoScalingGroups?.[0]?.name;
+  let ready = 0;
+  if (asgName) {
+    calls++;
+    const out = await autoScalingClient().send(
+      new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [asgName] }),
+    );
+    ready = (out.AutoScalingGroups?.[0]?.Instances ?? []).filter(
+      (i) => i.LifecycleState === 'InService' && i.HealthStatus !== 'Unhealthy',
+    ).length;
+  }
+  const health = healthMessage(ng);
+  return {
+    compute: c.name,
+    vanished: false,
+    calls,
+    maxSize: ng.scalingConfig?.maxSize,
+    status: {
+      nodegroupStatus: (ng.status ?? 'ACTIVE') as NodegroupStatus,
+      desiredNodes: ng.scalingConfig?.desiredSize ?? 0,
+      readyNodes: ready,
+      lastReconciledAt: now,
+      healthIssues: health.issues,
+      ...(health.message ? { statusMessage: health.message } : {}),
+    },
+  };
+}
+
+export async function observeAll(
+  computes: Pick<Compute, 'name' | 'status' | 'workflow'>[],
+  now: string,
+): Promise<Observation[]> {
+  const targets = computes.filter(needsObservation);
+  return mapLimit(targets, MAX_CONCURRENCY, (c) => observeOne(c, now));
+}
