@@ -8,7 +8,7 @@ function input(
   over: Partial<ActionInput['compute']> = {},
   desired = 0,
 ) {
-  const spec = builtin('gpu-l4-1x');
+  const { spec } = builtin('gpu-l4-1x');
   return {
     compute: {
       name: 'gpu-l4-1x',
