@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
+import { admissionSummary } from '../store/admission';
 import { seedBuiltins, setComputeUsers } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
-import { modelsUsing } from '../store/models';
-import { Caller, NO_TENANCY, type Tenancy } from './access';
+import { loadCatalog, modelsUsing } from '../store/models';
+import { loadTree, setOwnedModels } from '../store/tenancy';
+import { Caller } from './access';
 import {
   type ApiRequest,
   type Event,
@@ -17,23 +19,16 @@ import {
 import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
-import { modelRoutes } from './routes/models';
+import { modelRoutes, setAdmissionLookup } from './routes/models';
+import { tenancyRoutes } from './routes/tenancy';
 
 /**
  * The API application: builds the router once per container and turns API Gateway v2 events into route calls.
  * Everything here is transport; the rules live in the domain and the store.
  */
 
-export type TenancyLoader = () => Promise<Tenancy>;
-
-let tenancyLoader: TenancyLoader = async () => NO_TENANCY;
-
-/** The tenancy module registers how to load scopes and roles; until then only platform admins hold roles. */
-export function setTenancyLoader(fn: TenancyLoader): void {
-  tenancyLoader = fn;
-}
-
-const callerOf = async (req: ApiRequest) => new Caller(req.principal, await tenancyLoader());
+/** Roles come from the scope tree, loaded per request so a membership change holds at once. */
+const callerOf = async (req: ApiRequest) => new Caller(req.principal, await loadTree());
 
 export function buildRouter(): Router {
   const router = new Router();
@@ -52,8 +47,14 @@ export function buildRouter(): Router {
   );
   computeRoutes(router, callerOf);
   modelRoutes(router, callerOf);
+  tenancyRoutes(router);
   // A compute is not deleted or renamed while a model pins it or has no other compute to run on.
   setComputeUsers(modelsUsing);
+  // A scope is not deleted while it owns models.
+  setOwnedModels(async (scope) =>
+    (await loadCatalog()).models.filter((m) => m.owner === scope).map((m) => m.name),
+  );
+  setAdmissionLookup(admissionSummary);
   return router;
 }
 

@@ -162,6 +162,22 @@ function txItems(r: ChangeResult, computes: readonly Compute[]): TxItem[] {
   return items;
 }
 
+/**
+ * Admission registers here, so that a model's change and the admission it causes commit in one ledger
+ * transaction (a start that can never fit is refused before anything is stored). The hook may throw.
+ */
+export type AdmissionHook = (c: {
+  state: LoadedCatalog;
+  result: ChangeResult;
+  change: CatalogChange;
+}) => Promise<TxItem[]>;
+
+let admissionHook: AdmissionHook | undefined;
+
+export function setAdmissionHook(fn: AdmissionHook | undefined): void {
+  admissionHook = fn;
+}
+
 const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resources']);
 
 /**
@@ -195,7 +211,8 @@ export async function changeCatalog(
         }
         if (problems.length) throw checkRefusal(r.after.name, problems);
       }
-      return { items: txItems(r, state.computes), result: r };
+      const extra = admissionHook ? await admissionHook({ state, result: r, change }) : [];
+      return { items: [...txItems(r, state.computes), ...extra], result: r };
     },
     {
       by: opts.by,

@@ -38,7 +38,7 @@ type CallerOf = (req: ApiRequest) => Promise<Caller>;
  * The admission fields of a model's status come from its admission record (keys.admission(model)); until the
  * admission module supplies them, manifests carry the catalog fields only.
  */
-export type AdmissionLookup = (model: string) => Promise<AdmissionSummary | undefined>;
+export type AdmissionLookup = (model: Model) => Promise<AdmissionSummary | undefined>;
 
 let admissionOf: AdmissionLookup = async () => undefined;
 
@@ -47,7 +47,7 @@ export function setAdmissionLookup(fn: AdmissionLookup): void {
 }
 
 async function manifest(m: Model) {
-  return modelManifest(m, await admissionOf(m.name));
+  return modelManifest(m, await admissionOf(m));
 }
 
 async function withEtag(status: number, m: Model, extra: Record<string, string> = {}): Promise<ApiResponse> {

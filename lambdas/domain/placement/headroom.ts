@@ -320,6 +320,50 @@ export class PlacementHeadroom implements Headroom {
     return `${what}: ${parts.join(', ')}`;
   }
 
+  /**
+   * Puts back a unit admitted in an earlier pass exactly where it was (the store keeps its placements), so a
+   * new pass starts from the cluster as it is. Returns false, holding nothing, when it no longer fits there
+   * (the compute was removed or shrunk): the caller then treats the unit as not placed.
+   */
+  restore(unitId: string, profile: Profile, placements: readonly UnitPlacement[]): boolean {
+    if (this.units.get(unitId)) return false;
+    const cand = this.shared.candidates(profile);
+    if (!cand.ok) return false;
+    const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
+    const n = placements.reduce((k, pl) => k + pl.replicas, 0);
+    const computes = new Int32Array(n);
+    const slots = new Int32Array(n);
+    let done = 0;
+    for (const pl of placements) {
+      const info = cand.computes.find((c) => c.name === pl.compute);
+      let ok = info !== undefined;
+      for (let r = 0; ok && r < pl.replicas; r++) {
+        const s = this.slots[info!.index]!.find(g, m, mi, 0);
+        if (s < 0) {
+          ok = false;
+          break;
+        }
+        this.writable(info!.index).takeAt(g, m, mi, s);
+        computes[done] = info!.index;
+        slots[done] = s;
+        done++;
+      }
+      if (!ok) {
+        for (let i = done - 1; i >= 0; i--) this.writable(computes[i]!).give(g, m, mi, slots[i]!);
+        return false;
+      }
+    }
+    this.units.set(unitId, {
+      unitId,
+      profile,
+      request: cand.request,
+      computes,
+      slots,
+      placements: placements.map((pl) => ({ ...pl })),
+    });
+    return true;
+  }
+
   release(unitId: string): void {
     const rec = this.units.get(unitId);
     if (!rec) return;

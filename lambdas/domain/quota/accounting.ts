@@ -1,4 +1,4 @@
-import { RESOURCES, type Resources } from '../resources';
+import type { Resources } from '../resources';
 import type { QuotaBook } from './quota';
 import type { ScopeTree } from './tenancy';
 
@@ -101,6 +101,3 @@ export function scopeFigures(acc: Accounting, i: number): ScopeFigures {
     overLimit: acc.overLimit(i),
   };
 }
-
-export const RESOURCE_INDEX = { gpus: 0, cores: 1, memoryGb: 2 } as const;
-export { RESOURCES };

@@ -49,6 +49,11 @@ export class QuotaBook {
   readonly g: Float64Array;
   readonly l: Float64Array;
   readonly hasQuota: Uint8Array;
+  /**
+   * 1 where a quota on the scope's path speaks of the resource (a guarantee above 0 or a limit): only those
+   * count for "within its guarantee" and "borrowed", so GPU-only quotas leave cores and memory out of it.
+   */
+  readonly speaks: Uint8Array;
 
   constructor(
     readonly tree: ScopeTree,
@@ -72,7 +77,17 @@ export class QuotaBook {
     const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => tree.depthOf[b]! - tree.depthOf[a]!);
     for (const i of order) {
       if (this.hasQuota[i]) continue;
-      for (const c of tree.childrenOf[i]!) for (let k = 0; k < 3; k++) this.g[i * 3 + k]! += this.g[c * 3 + k]!;
+      for (const c of tree.childrenOf[i]!)
+        for (let k = 0; k < 3; k++) this.g[i * 3 + k]! += this.g[c * 3 + k]!;
+    }
+    this.speaks = new Uint8Array(n * 3);
+    for (let j = order.length - 1; j >= 0; j--) {
+      const i = order[j]!;
+      const p = tree.parentOf[i]!;
+      for (let k = 0; k < 3; k++) {
+        const own = this.g[i * 3 + k]! > 0 || Number.isFinite(this.l[i * 3 + k]!);
+        this.speaks[i * 3 + k] = own || (p >= 0 && this.speaks[p * 3 + k] === 1) ? 1 : 0;
+      }
     }
   }
 
@@ -129,7 +144,7 @@ export function validateQuotas(tree: ScopeTree, quotas: readonly Quota[]): Quota
         if (sum > g + 1e-9) {
           issues.push({
             scope: name,
-            message: `${name} guarantees ${amount(r, sum)} to its children but holds ${amount(r, g)}`,
+            message: `${name} guarantees ${amount(r, sum)} to its children but holds ${Math.round(g * 1000) / 1000}`,
           });
         }
       }
@@ -163,7 +178,11 @@ export type QuotaWriteResult =
  * broken rule, naming the numbers; problems that were there before the write (none, if every write went
  * through here) do not block a write that leaves them as they were. Returns the next set of quotas to store.
  */
-export function checkQuotaWrite(tree: ScopeTree, quotas: readonly Quota[], write: QuotaWrite): QuotaWriteResult {
+export function checkQuotaWrite(
+  tree: ScopeTree,
+  quotas: readonly Quota[],
+  write: QuotaWrite,
+): QuotaWriteResult {
   if (!tree.has(write.scope)) {
     return {
       ok: false,
@@ -174,7 +193,11 @@ export function checkQuotaWrite(tree: ScopeTree, quotas: readonly Quota[], write
   const rest = quotas.filter((q) => q.scope !== write.scope);
   const quota: Quota | undefined = write.delete
     ? undefined
-    : { scope: write.scope, guarantee: { ...write.guarantee }, ...(write.limit ? { limit: { ...write.limit } } : {}) };
+    : {
+        scope: write.scope,
+        guarantee: { ...write.guarantee },
+        ...(write.limit ? { limit: { ...write.limit } } : {}),
+      };
   const next = quota ? [...rest, quota] : rest;
   const before = new Set(validateQuotas(tree, quotas).map((i) => i.message));
   const added = validateQuotas(tree, next).filter((i) => !before.has(i.message));

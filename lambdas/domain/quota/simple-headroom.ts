@@ -31,6 +31,50 @@ export function describeShape(s: Shape): string {
   return s.gpus > 0 ? `${s.gpus}-gpu` : `${s.cores}-core`;
 }
 
+interface UnitRecord {
+  placements: UnitPlacement[];
+  shape: Shape;
+}
+
+/**
+ * The placed units, cheap to clone: a shared base that nobody changes plus small per-copy changes, folded
+ * back into a new base when they grow. Decisions clone the headroom for every plan they try.
+ */
+class Units {
+  constructor(
+    private base: Map<string, UnitRecord> = new Map(),
+    private own: Map<string, UnitRecord> = new Map(),
+    private gone: Set<string> = new Set(),
+  ) {}
+
+  get(id: string): UnitRecord | undefined {
+    if (this.gone.has(id)) return undefined;
+    return this.own.get(id) ?? this.base.get(id);
+  }
+
+  set(id: string, u: UnitRecord): void {
+    this.gone.delete(id);
+    this.own.set(id, u);
+  }
+
+  delete(id: string): void {
+    this.own.delete(id);
+    if (this.base.has(id)) this.gone.add(id);
+  }
+
+  clone(): Units {
+    if (this.own.size + this.gone.size > 64 + this.base.size / 16) {
+      const flat = new Map(this.base);
+      for (const id of this.gone) flat.delete(id);
+      for (const [id, u] of this.own) flat.set(id, u);
+      this.base = flat;
+      this.own = new Map();
+      this.gone = new Set();
+    }
+    return new Units(this.base, new Map(this.own), new Set(this.gone));
+  }
+}
+
 export interface ComputeUse {
   name: string;
   maxNodes: number;
@@ -46,7 +90,7 @@ export class SimpleHeadroom implements Headroom {
     private readonly computes: readonly SimpleCompute[],
     private readonly index: Map<string, number>,
     used: Float64Array | undefined,
-    private readonly units: Map<string, { placements: UnitPlacement[]; shape: Shape }>,
+    private readonly units: Units,
   ) {
     this.used = used ?? new Float64Array(computes.length * 3);
   }
@@ -56,13 +100,13 @@ export class SimpleHeadroom implements Headroom {
     const sorted = [...computes].sort(
       (a, b) => (a.perHour ?? 0) - (b.perHour ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
     );
-    return new SimpleHeadroom(sorted, new Map(sorted.map((c, i) => [c.name, i])), undefined, new Map());
+    return new SimpleHeadroom(sorted, new Map(sorted.map((c, i) => [c.name, i])), undefined, new Units());
   }
 
   private fitsNode(c: SimpleCompute, p: Profile, s: Shape): boolean {
     if (p.compute !== undefined && p.compute !== c.name) return false;
     // GPU nodes are tainted against CPU-only pods, and a GPU replica needs GPU nodes of its type.
-    if ((s.gpus > 0) !== (c.gpus > 0)) return false;
+    if (s.gpus > 0 !== c.gpus > 0) return false;
     if (s.gpus > 0 && p.gpuType && p.gpuType.toUpperCase() !== (c.gpuType ?? '').toUpperCase()) return false;
     return s.gpus <= c.gpus && s.cores <= c.cores && s.memoryGb <= c.memoryGb;
   }
@@ -151,7 +195,7 @@ export class SimpleHeadroom implements Headroom {
   }
 
   clone(): SimpleHeadroom {
-    return new SimpleHeadroom(this.computes, this.index, this.used.slice(), new Map(this.units));
+    return new SimpleHeadroom(this.computes, this.index, this.used.slice(), this.units.clone());
   }
 
   candidateComputes(unit: ReplicaUnit): string[] {
@@ -174,9 +218,17 @@ export class SimpleHeadroom implements Headroom {
       return {
         name: c.name,
         maxNodes: c.maxNodes,
-        neededNodes: Math.max(need(used.gpus, c.gpus), need(used.cores, c.cores), need(used.memoryGb, c.memoryGb)),
+        neededNodes: Math.max(
+          need(used.gpus, c.gpus),
+          need(used.cores, c.cores),
+          need(used.memoryGb, c.memoryGb),
+        ),
         used,
-        capacity: { gpus: c.gpus * c.maxNodes, cores: c.cores * c.maxNodes, memoryGb: c.memoryGb * c.maxNodes },
+        capacity: {
+          gpus: c.gpus * c.maxNodes,
+          cores: c.cores * c.maxNodes,
+          memoryGb: c.memoryGb * c.maxNodes,
+        },
       };
     });
   }

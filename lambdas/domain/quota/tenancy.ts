@@ -181,7 +181,14 @@ export class ScopeTree {
  * - `platform`: reconcile now, built-in computes, shared models (platform admins only).
  * An empty scope means a shared resource: everyone reads it, platform admins change it.
  */
-export type Action = 'read' | 'edit' | 'manage-members' | 'create-scope' | 'delete-scope' | 'set-quota' | 'platform';
+export type Action =
+  | 'read'
+  | 'edit'
+  | 'manage-members'
+  | 'create-scope'
+  | 'delete-scope'
+  | 'set-quota'
+  | 'platform';
 
 export interface AuthContext {
   admins: readonly string[];
@@ -203,7 +210,9 @@ export function can(principal: string, action: Action, scope: string | undefined
   if (!scope) return action === 'read';
   if (!ctx.scopes.has(scope)) return false;
   if (action === 'read') {
-    return ctx.scopes.roleIn(principal, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(principal, scope);
+    return (
+      ctx.scopes.roleIn(principal, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(principal, scope)
+    );
   }
   // Quotas and deletion are decided one level up: a scope admin cannot raise their own guarantee.
   const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
@@ -223,7 +232,12 @@ const WHAT: Record<Action, string> = {
 };
 
 /** Throws a 403 DomainError whose message says which role is missing and where. */
-export function authorize(principal: string, action: Action, scope: string | undefined, ctx: AuthContext): void {
+export function authorize(
+  principal: string,
+  action: Action,
+  scope: string | undefined,
+  ctx: AuthContext,
+): void {
   if (can(principal, action, scope, ctx)) return;
   if (action === 'platform' || !scope) throw forbidden(`${WHAT[action]} is reserved to platform admins`);
   if (!ctx.scopes.has(scope)) throw forbidden(`${principal} has no role in ${scope}`);
@@ -242,9 +256,10 @@ export function authorize(principal: string, action: Action, scope: string | und
 /** Validates creating `{name, parent}`; throws 400 for a bad shape, 409 for a conflict with the tree. */
 export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?: string }): void {
   if (!SCOPE_PATTERN.test(s.name)) {
-    throw invalid('a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)', [
-      { path: 'name', message: 'not a scope name' },
-    ]);
+    throw invalid(
+      'a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)',
+      [{ path: 'name', message: 'not a scope name' }],
+    );
   }
   if (tree.has(s.name)) throw conflict(`scope ${s.name} already exists`);
   const kind = scopeKind(s.name);
@@ -258,12 +273,15 @@ export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?:
     return;
   }
   if (allowed.length === 0) {
-    throw invalid('an org is at the top of the tree and has no parent', [{ path: 'parent', message: 'not allowed' }]);
+    throw invalid('an org is at the top of the tree and has no parent', [
+      { path: 'parent', message: 'not allowed' },
+    ]);
   }
   if (!allowed.includes(scopeKind(s.parent))) {
-    throw invalid(`a ${kind} sits under ${allowed.map((k) => `an ${k}`.replace('an t', 'a t')).join(' or ')}`, [
-      { path: 'parent', message: `${s.parent} cannot hold a ${kind}` },
-    ]);
+    throw invalid(
+      `a ${kind} sits under ${allowed.map((k) => `an ${k}`.replace('an t', 'a t')).join(' or ')}`,
+      [{ path: 'parent', message: `${s.parent} cannot hold a ${kind}` }],
+    );
   }
   if (!tree.has(s.parent)) throw notFound(`parent scope ${s.parent} does not exist`);
 }
@@ -275,7 +293,10 @@ export function validateScopeDelete(tree: ScopeTree, name: string, ownedModels: 
     const parts: string[] = [];
     if (children.length > 0) parts.push(`scopes ${list(children)}`);
     if (ownedModels.length > 0) parts.push(`models ${list(ownedModels)}`);
-    throw new DomainError('conflict', `${name} still holds ${parts.join(' and ')}; move or delete them first`);
+    throw new DomainError(
+      'conflict',
+      `${name} still holds ${parts.join(' and ')}; move or delete them first`,
+    );
   }
 }
 

@@ -21,7 +21,14 @@ export type VictimReason = 'TakenBackForScope' | 'DisplacedByHigherClass';
 
 /** What stopped a request, for the API's problem detail and for tests; `scope`/`resource` where one binds. */
 export interface Binding {
-  kind: 'own-limit' | 'critical-guarantee' | 'ancestor-limit' | 'headroom' | 'victim' | 'min-pending' | 'take-back';
+  kind:
+    | 'own-limit'
+    | 'critical-guarantee'
+    | 'ancestor-limit'
+    | 'headroom'
+    | 'victim'
+    | 'min-pending'
+    | 'take-back';
   scope?: string;
   resource?: Resource;
   /** How much more of `resource` the request needs than is left. */

@@ -1,6 +1,4 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { Role, Tenancy } from '../../../lambdas/api/access';
-import { setTenancyLoader } from '../../../lambdas/api/app';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { resetModelCheck, setModelCheck } from '../../../lambdas/store/models';
 import { ADMIN, type TestApi, testApi } from '../../helpers/api';
@@ -10,13 +8,6 @@ import { ADMIN, type TestApi, testApi } from '../../helpers/api';
 const EDITOR = 'arn:aws:iam::111111111111:role/ml-editor';
 const VIEWER = 'arn:aws:iam::111111111111:role/ml-viewer';
 const STRANGER = 'arn:aws:iam::111111111111:role/stranger';
-
-// team:ml has an editor and a viewer; nobody else holds a role (platform admins need none).
-const roles: Record<string, Role> = { [EDITOR]: 'editor', [VIEWER]: 'viewer' };
-const tenancy: Tenancy = {
-  roleIn: (p, scope) => (scope === 'team:ml' ? roles[p] : undefined),
-  isMemberAtOrBelow: (p, scope) => scope === 'team:ml' && p in roles,
-};
 
 const spec = (over: Record<string, unknown> = {}) => ({
   source: 'hf://mistralai/Mistral-7B-Instruct-v0.3',
@@ -55,7 +46,11 @@ async function refused(status: number, send: () => Promise<{ status: number; bod
 let api: TestApi;
 beforeAll(async () => {
   api = await testApi();
-  setTenancyLoader(async () => tenancy);
+  // team:ml (under org:acme) has an editor and a viewer; nobody else holds a role (platform admins need none).
+  expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
+  expect((await api.call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
+  await api.call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(EDITOR)}`, { role: 'editor' });
+  await api.call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(VIEWER)}`, { role: 'viewer' });
   // Seeds the built-in computes, so later "writes nothing" scans start from a settled table.
   await api.call('GET', '/v1/healthz');
 });
@@ -103,7 +98,16 @@ describe('add, and who may', () => {
       createdBy: ADMIN,
     });
     expect(Date.parse(r.body.metadata.createdAt)).toBeGreaterThan(Date.now() - 60_000);
-    expect(r.body.status).toEqual({ declared: false, effectiveClass: 'opportunistic', targetReplicas: 0 });
+    expect(r.body.status).toEqual({
+      declared: false,
+      effectiveClass: 'opportunistic',
+      targetReplicas: 0,
+      admitted: 0,
+      borrowed: 0,
+      pending: 0,
+      placements: [],
+      reasons: [],
+    });
     const again = await refused(409, () => api.call('POST', '/v1/models', manifest('mistral-7b')));
     expect(again.reason).toBe('AlreadyExists');
   });

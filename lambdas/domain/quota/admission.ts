@@ -1,0 +1,1113 @@
+import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
+import { effectiveClass, type ModelClass, type Profile, targetReplicas } from '../model';
+import { RESOURCES, type Resources, scale } from '../resources';
+import { Accounting, type ScopeFigures, scopeFigures } from './accounting';
+import { amount, type Quota, QuotaBook } from './quota';
+import { type Scope, ScopeTree } from './tenancy';
+import type {
+  AdmissionModel,
+  AdmittedUnit,
+  Binding,
+  ModelAdmission,
+  PendingEntry,
+  PendingReason,
+  Victim,
+  VictimReason,
+  VictimRef,
+} from './types';
+
+/**
+ * The admission decision (quota-semantics.md §3–§5). One function, `decide`, runs a pass: it keeps what is
+ * admitted, drops what is no longer wanted, orders the requests (within guarantee, class, oldest) and admits
+ * each one that fits, making room by take-back or displacement for eligible requests, all or nothing.
+ * `checkStart` answers the API with the same code on the current state and on an empty one.
+ */
+
+export interface DecideInput {
+  scopes: readonly Scope[] | ScopeTree;
+  quotas: readonly Quota[] | QuotaBook;
+  models: readonly AdmissionModel[];
+  /** The stored admission of each model (missing: nothing admitted yet). */
+  admissions: readonly ModelAdmission[];
+  /** Loaded with every admitted unit's placements under its unit id. The pass changes it: use Decision.headroom. */
+  headroom: Headroom;
+  /** ISO time of the pass. */
+  now: string;
+  /** Victims still stopping, as `<model>/<unitId>`: the units that took their room stay PendingTakeBack. */
+  draining?: ReadonlySet<string>;
+}
+
+export interface DecideOptions {
+  /** Decide only these models' requests (the API's start of one model); other models are left exactly as they are. */
+  only?: { models: readonly string[]; kinds?: readonly ('min' | 'extra')[] };
+  /** The request is alone in an empty world (checkStart's "could it ever fit"): no take-back note in messages. */
+  alone?: boolean;
+}
+
+export interface AdmittedEvent {
+  model: string;
+  unitId: string;
+  replicas: number;
+  profile: string;
+  borrowed: boolean;
+  victims: VictimRef[];
+}
+
+export interface ReleasedEvent {
+  model: string;
+  unitId: string;
+  replicas: number;
+  why: 'scaled-down' | 'removed' | 'changed' | 'min-not-admitted';
+}
+
+export interface ScopeSummary extends ScopeFigures {
+  /** Pending replicas of the scope's own models, by reason. */
+  pending: Partial<Record<PendingReason, number>>;
+  /** A request of the scope is pending LimitExceeded or Headroom (CapacityAtLimit, DESIGN.md §7). */
+  refused: boolean;
+}
+
+export interface Decision {
+  /** The next state, one per input model, in input order. */
+  admissions: ModelAdmission[];
+  /** Models whose admission differs from the stored one: the only items the store needs to write. */
+  changed: string[];
+  /** Admissions of models no longer in the catalog: the store deletes them. */
+  removed: string[];
+  admitted: AdmittedEvent[];
+  released: ReleasedEvent[];
+  victims: Victim[];
+  scopes: ScopeSummary[];
+  /** Scopes whose CapacityAtLimit is 1: usage at a limit, or a request refused for LimitExceeded or Headroom. */
+  atLimit: string[];
+  headroom: Headroom;
+}
+
+const CLASS_RANK: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
+const NONE: Violation[] = [];
+const EPS = 1e-9;
+
+export const perReplica = (p: Profile): Resources => ({
+  gpus: p.gpus,
+  cores: p.cpuCores,
+  memoryGb: p.minMemoryGb ?? 0,
+});
+
+const sameResources = (a: Resources, b: Resources) =>
+  Math.abs(a.gpus - b.gpus) < EPS &&
+  Math.abs(a.cores - b.cores) < EPS &&
+  Math.abs(a.memoryGb - b.memoryGb) < EPS;
+
+const vec = (r: Resources) => [r.gpus, r.cores, r.memoryGb] as const;
+
+// -----------------------------------------------------------------------------------------------------------
+// Working state of a pass
+
+interface MState {
+  m: AdmissionModel;
+  scope: number;
+  cls: ModelClass;
+  rank: number;
+  min: number;
+  target: number;
+  prev?: ModelAdmission;
+  held: Held[];
+  pending: PendingEntry[];
+  since: string;
+  /** Set when a request of the model failed or was taken: later requests of the model wait with it. */
+  blocked?: { reason: PendingReason; message: string; binding?: Binding; behind?: VictimRef };
+  active: boolean;
+  dirty: boolean;
+}
+
+interface Held {
+  ms: MState;
+  unit: AdmittedUnit;
+  scope: number;
+  total: Resources;
+  alive: boolean;
+  /** Admitted in this pass: never a victim in the same pass (no admit-then-evict churn). */
+  fresh: boolean;
+  t: number;
+}
+
+interface Request {
+  ms: MState;
+  kind: 'min' | 'extra';
+  id: string;
+  replicas: number;
+  within: boolean;
+}
+
+interface Violation {
+  kind: 'own-limit' | 'critical-guarantee' | 'ancestor-limit';
+  scope: number;
+  /** index in the owner's path (0 = owner). */
+  at: number;
+  k: number;
+  deficit: number;
+  cap: number;
+  usage: number;
+}
+
+interface Option {
+  p: Profile;
+  per: Resources;
+  tot: Resources;
+  viol: Violation[];
+}
+
+interface Pick {
+  h: Held;
+  reason: VictimReason;
+  level: number;
+  /** The min unit whose take-back forced this extra along. */
+  forcedBy?: Pick;
+  dropped?: boolean;
+}
+
+/** The number after `#` (0 for min): among units admitted at the same time, the higher was admitted later. */
+const seq = (id: string) => Number(id.slice(id.lastIndexOf('#') + 1)) || 0;
+
+/** Victim order inside a scope: lowest class, extras before min, most recently started, smallest replica. */
+function victimOrder(a: Held, b: Held): number {
+  return (
+    b.ms.rank - a.ms.rank ||
+    (a.unit.kind === b.unit.kind ? 0 : a.unit.kind === 'extra' ? -1 : 1) ||
+    b.t - a.t ||
+    a.unit.resources.gpus - b.unit.resources.gpus ||
+    a.unit.resources.cores - b.unit.resources.cores ||
+    a.unit.resources.memoryGb - b.unit.resources.memoryGb ||
+    seq(b.unit.id) - seq(a.unit.id) ||
+    cmpStr(a.unit.id, b.unit.id)
+  );
+}
+
+class Pass {
+  readonly tree: ScopeTree;
+  readonly book: QuotaBook;
+  readonly acc: Accounting;
+  headroom: Headroom;
+  start!: { acc: Accounting; headroom: Headroom };
+  readonly states: MState[] = [];
+  readonly byName = new Map<string, MState>();
+  /** Units held directly by each scope, in victim order once sorted. */
+  readonly own: Held[][];
+  private readonly ownSorted: Uint8Array;
+  readonly admitted: AdmittedEvent[] = [];
+  readonly released: ReleasedEvent[] = [];
+  readonly victims: Victim[] = [];
+  readonly removed: string[] = [];
+  /** Units that could ever be victims in this pass (held from before it, owned, not critical). */
+  takeable = 0;
+
+  constructor(
+    readonly input: DecideInput,
+    readonly opts: DecideOptions,
+  ) {
+    this.tree = input.scopes instanceof ScopeTree ? input.scopes : new ScopeTree(input.scopes);
+    this.book = input.quotas instanceof QuotaBook ? input.quotas : new QuotaBook(this.tree, input.quotas);
+    this.acc = new Accounting(this.tree, this.book);
+    this.headroom = input.headroom;
+    this.own = Array.from({ length: this.tree.size }, () => []);
+    this.ownSorted = new Uint8Array(this.tree.size);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Loading: keep what is still wanted, release the rest
+
+  load(): void {
+    const only = this.opts.only ? new Set(this.opts.only.models) : undefined;
+    const prevByModel = new Map(this.input.admissions.map((a) => [a.model, a]));
+    const draining = this.input.draining;
+    for (const m of this.input.models) {
+      const scope = m.owner ? (this.tree.ids.get(m.owner) ?? -2) : -1;
+      const cls = effectiveClass(m.spec);
+      const prev = prevByModel.get(m.name);
+      prevByModel.delete(m.name);
+      const since = prev?.pending.length
+        ? prev.pending.reduce((a, p) => (p.since < a ? p.since : a), this.input.now)
+        : this.input.now;
+      const ms: MState = {
+        m,
+        scope,
+        cls,
+        rank: CLASS_RANK[cls],
+        min: m.spec.scaling.min,
+        target: Math.max(m.spec.scaling.min, Math.min(targetReplicas(m.spec.scaling), m.spec.scaling.max)),
+        ...(prev ? { prev } : {}),
+        held: [],
+        pending: [],
+        since,
+        active: only ? only.has(m.name) : true,
+        dirty: prev === undefined && (only ? only.has(m.name) : true),
+      };
+      this.states.push(ms);
+      this.byName.set(m.name, ms);
+      const units = prev?.units ?? [];
+      if (!ms.active) {
+        // Left exactly as stored: the API decides one model without touching the others' state.
+        ms.pending = prev?.pending.map((p) => ({ ...p })) ?? [];
+        for (const u of units) this.hold(ms, u, false);
+        continue;
+      }
+      const keep: AdmittedUnit[] = [];
+      for (const u of units) {
+        const p = m.spec.profiles.find((x) => x.name === u.profile);
+        const stale =
+          !p ||
+          !sameResources(perReplica(p), u.resources) ||
+          (u.kind === 'min' && (u.replicas !== ms.min || ms.min === 0));
+        if (stale) this.drop(ms, u, 'changed');
+        else keep.push(u);
+      }
+      // Scaling down releases the most recently started extras first.
+      const wantExtras = Math.max(0, ms.min >= 1 ? ms.target - ms.min : ms.target);
+      let extraCount = 0;
+      for (const u of keep) if (u.kind === 'extra') extraCount++;
+      let dropped: Set<AdmittedUnit> | undefined;
+      if (extraCount > wantExtras) {
+        const extras = keep
+          .filter((u) => u.kind === 'extra')
+          .sort((a, b) => cmpStr(a.admittedAt, b.admittedAt) || seq(a.id) - seq(b.id) || cmpStr(a.id, b.id));
+        const excess = extras.slice(wantExtras).reverse();
+        for (const u of excess) this.drop(ms, u, 'scaled-down');
+        dropped = new Set(excess);
+      }
+      for (const u of keep) {
+        if (dropped?.has(u)) continue;
+        let unit = u;
+        if (u.takeBack && !u.takeBack.victims.some((v) => draining?.has(`${v.model}/${v.unitId}`))) {
+          const { takeBack: _, ...rest } = u;
+          unit = rest;
+          ms.dirty = true;
+        }
+        this.hold(ms, unit, false);
+      }
+    }
+    for (const a of prevByModel.values()) {
+      this.removed.push(a.model);
+      for (const u of a.units) {
+        this.headroom.release(u.id);
+        this.released.push({ model: a.model, unitId: u.id, replicas: u.replicas, why: 'removed' });
+      }
+    }
+    this.start = { acc: this.acc.clone(), headroom: this.headroom.clone() };
+  }
+
+  private drop(ms: MState, u: AdmittedUnit, why: ReleasedEvent['why']): void {
+    this.headroom.release(u.id);
+    this.released.push({ model: ms.m.name, unitId: u.id, replicas: u.replicas, why });
+    ms.dirty = true;
+  }
+
+  private readonly times = new Map<string, number>();
+  /** Units admitted in one pass share their admittedAt: parse each distinct time once. */
+  private time(iso: string): number {
+    let t = this.times.get(iso);
+    if (t === undefined) {
+      t = Date.parse(iso) || 0;
+      this.times.set(iso, t);
+    }
+    return t;
+  }
+
+  private hold(ms: MState, unit: AdmittedUnit, fresh: boolean): Held {
+    const scope = ms.scope >= 0 ? ms.scope : -1;
+    const h: Held = {
+      ms,
+      unit,
+      scope,
+      total: scale(unit.resources, unit.replicas),
+      alive: true,
+      fresh,
+      t: this.time(unit.admittedAt),
+    };
+    ms.held.push(h);
+    this.acc.charge(scope, h.total, 1);
+    if (scope >= 0 && !fresh) {
+      this.own[scope]!.push(h);
+      if (ms.cls !== 'critical') this.takeable++;
+    }
+    return h;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Requests and their order
+
+  requests(): Request[] {
+    const kinds = new Set(this.opts.only?.kinds ?? ['min', 'extra']);
+    const out: Request[] = [];
+    for (const ms of this.states) {
+      if (!ms.active) continue;
+      if (ms.scope === -2) {
+        ms.blocked = {
+          reason: 'LimitExceeded',
+          message: `owner ${ms.m.owner} is not a scope; set the owner to an existing scope, or empty for a shared model`,
+          binding: { kind: 'own-limit', scope: ms.m.owner },
+        };
+      }
+      const first = ms.m.spec.profiles[0];
+      const per = first ? perReplica(first) : { gpus: 0, cores: 0, memoryGb: 0 };
+      const cum = [0, 0, 0];
+      const within = (n: number) => {
+        if (ms.scope < 0) return true; // shared models have no quota to be beyond
+        const v = vec(per);
+        const S = ms.scope;
+        let ok = true;
+        for (let k = 0; k < 3; k++) {
+          cum[k]! += v[k]! * n;
+          if (
+            v[k]! > 0 &&
+            this.book.speaks[S * 3 + k] &&
+            this.start.acc.u[S * 3 + k]! + cum[k]! > this.book.g[S * 3 + k]! + EPS
+          ) {
+            ok = false;
+          }
+        }
+        return ok;
+      };
+      let hasMin = false;
+      let extras = 0;
+      for (const h of ms.held) {
+        if (h.unit.kind === 'min') hasMin = true;
+        else extras++;
+      }
+      if (ms.min >= 1 && !hasMin && kinds.has('min')) {
+        out.push({ ms, kind: 'min', id: `${ms.m.name}#min`, replicas: ms.min, within: within(ms.min) });
+      }
+      const want = (ms.min >= 1 ? ms.target - ms.min : ms.target) - extras;
+      if (want > 0 && kinds.has('extra')) {
+        const used = new Set(ms.held.map((h) => h.unit.id));
+        let n = 1;
+        for (let i = 0; i < want; i++) {
+          while (used.has(`${ms.m.name}#${n}`)) n++;
+          used.add(`${ms.m.name}#${n}`);
+          out.push({ ms, kind: 'extra', id: `${ms.m.name}#${n}`, replicas: 1, within: within(1) });
+        }
+      }
+    }
+    // Within guarantee first, then class, then the oldest (waiting since, then created); a model's own units
+    // keep their order. Models are ranked by age once, so sorting the requests compares numbers only.
+    const byAge = this.states
+      .filter((ms) => ms.active)
+      .sort(
+        (a, b) =>
+          cmpStr(a.since, b.since) || cmpStr(a.m.createdAt, b.m.createdAt) || cmpStr(a.m.name, b.m.name),
+      );
+    const age = new Map(byAge.map((ms, i) => [ms, i]));
+    const n = out.length + 1;
+    const keyed = out.map((r, i) => ({
+      r,
+      key: (((r.within ? 0 : 3) + r.ms.rank) * (byAge.length + 1) + age.get(r.ms)!) * n + i,
+    }));
+    keyed.sort((a, b) => a.key - b.key);
+    return keyed.map((x) => x.r);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // One request
+
+  violations(ms: MState, tot: Resources, acc: Accounting): Violation[] {
+    const S = ms.scope;
+    if (S < 0) return NONE;
+    let out: Violation[] | undefined;
+    const t = vec(tot);
+    const path = this.tree.pathOf[S]!;
+    for (let j = 0; j < path.length; j++) {
+      const X = path[j]!;
+      for (let k = 0; k < 3; k++) {
+        if (t[k]! <= 0) continue;
+        const cap = this.book.l[X * 3 + k]!;
+        const usage = acc.u[X * 3 + k]!;
+        const d = usage + t[k]! - cap;
+        if (d <= EPS) continue;
+        out ??= [];
+        out.push({
+          kind: j === 0 ? 'own-limit' : 'ancestor-limit',
+          scope: X,
+          at: j,
+          k,
+          deficit: d,
+          cap,
+          usage,
+        });
+      }
+    }
+    if (ms.cls === 'critical') {
+      // Critical runs only within its owner's guarantee, for the resources the owner has a guarantee of.
+      for (let k = 0; k < 3; k++) {
+        const g = this.book.g[S * 3 + k]!;
+        if (g <= 0 || t[k]! <= 0) continue;
+        const usage = acc.u[S * 3 + k]!;
+        const d = usage + t[k]! - g;
+        if (d <= EPS) continue;
+        out ??= [];
+        out.push({ kind: 'critical-guarantee', scope: S, at: 0, k, deficit: d, cap: g, usage });
+      }
+    }
+    return out ?? NONE;
+  }
+
+  unitFor(r: Request, profiles: Profile[]): ReplicaUnit {
+    return { id: r.id, model: r.ms.m.name, profiles, replicas: r.replicas };
+  }
+
+  evaluate(r: Request): void {
+    const ms = r.ms;
+    if (ms.blocked) {
+      this.addPending(ms, { ...ms.blocked, replicas: r.replicas });
+      return;
+    }
+    const options: Option[] = ms.m.spec.profiles.map((p) => {
+      const per = perReplica(p);
+      const tot = scale(per, r.replicas);
+      return { p, per, tot, viol: this.violations(ms, tot, this.acc) };
+    });
+    const feasible =
+      options.length === 1 && options[0]!.viol.length === 0
+        ? options
+        : options.filter((o) => o.viol.length === 0);
+    let headroomMessage: string | undefined;
+    if (feasible.length > 0) {
+      const res = this.headroom.place(
+        this.unitFor(
+          r,
+          feasible.map((o) => o.p),
+        ),
+      );
+      if (res.ok) {
+        this.admit(r, res, options.find((o) => o.p.name === res.profile.name)!, []);
+        return;
+      }
+      headroomMessage = res.message;
+    }
+    let notEligible = false;
+    const headroomFits = new Map<Option, boolean>();
+    for (const o of options) {
+      // Nothing anyone could lose (a first pass, say): no plan to try.
+      if (this.takeable === 0) break;
+      // A request that may not make room for its quota need not probe the headroom either.
+      if (o.viol.length > 0 && !this.eligible(ms.scope, o.tot, [...new Set(o.viol.map((v) => v.k))])) {
+        notEligible = true;
+        continue;
+      }
+      const fits = o.viol.length === 0 ? false : this.probe(this.headroom, r, o.p);
+      headroomFits.set(o, fits);
+      const plan = this.makeRoom(r, o, !fits);
+      if (plan === 'not-eligible') notEligible = true;
+      else if (plan) return;
+    }
+    this.fail(r, options[0]!, headroomFits.get(options[0]!) ?? false, headroomMessage, notEligible);
+  }
+
+  /** Does the unit fit this headroom with this profile? Leaves the headroom as it was. */
+  private probe(h: Headroom, r: Request, p: Profile): boolean {
+    const res = h.place({ ...this.unitFor(r, [p]), id: `${r.id}?probe` });
+    if (res.ok) h.release(`${r.id}?probe`);
+    return res.ok;
+  }
+
+  private admit(r: Request, res: Extract<PlaceResult, { ok: true }>, o: Option, picks: Pick[]): void {
+    const ms = r.ms;
+    const refs = picks.map((p) => ({ model: p.h.ms.m.name, unitId: p.h.unit.id }));
+    const unit: AdmittedUnit = {
+      id: r.id,
+      kind: r.kind,
+      replicas: r.replicas,
+      profile: res.profile.name,
+      resources: perReplica(res.profile),
+      placements: res.placements.map((pl: UnitPlacement) => ({ ...pl })),
+      admittedAt: this.input.now,
+      borrowed: false,
+      ...(refs.length > 0 ? { takeBack: { victims: refs, since: this.input.now } } : {}),
+    };
+    const h = this.hold(ms, unit, true);
+    unit.borrowed = this.borrowing(h.scope, o.tot);
+    ms.dirty = true;
+    this.admitted.push({
+      model: ms.m.name,
+      unitId: r.id,
+      replicas: r.replicas,
+      profile: unit.profile,
+      borrowed: unit.borrowed,
+      victims: refs,
+    });
+  }
+
+  /** "The replica is borrowed if any scope on the path ends above its guarantee" (in a resource it holds). */
+  private borrowing(S: number, tot: Resources): boolean {
+    if (S < 0) return false;
+    const t = vec(tot);
+    const speaks = this.book.speaks;
+    for (const X of this.tree.pathOf[S]!) {
+      // Only resources a quota on the path speaks of: cores nobody guarantees or limits are not "borrowed".
+      for (let k = 0; k < 3; k++)
+        if (t[k]! > 0 && speaks[X * 3 + k] && this.acc.over(X, k) > EPS) return true;
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Make room: take-back (§4) then displacement, all or nothing
+
+  /**
+   * Resources that bind for headroom: GPUs for a GPU replica (the scarce dimension), else the cores and memory
+   * it holds that a quota speaks of (nothing guaranteed, nothing to reclaim).
+   */
+  private headroomResources(S: number, tot: Resources): number[] {
+    if (tot.gpus > 0) return [0];
+    return [1, 2].filter((k) => vec(tot)[k]! > 0 && this.book.speaks[S * 3 + k]);
+  }
+
+  /**
+   * Eligible to make room: by itself within its owner's guarantee, or within, with current usage, the
+   * guarantee of some ancestor below the top; only the binding resources count (#1974 in Kueue).
+   */
+  eligible(S: number, tot: Resources, K: number[]): boolean {
+    if (S < 0 || K.length === 0) return false;
+    const t = vec(tot);
+    const g = this.book.g;
+    if (K.every((k) => t[k]! <= g[S * 3 + k]! + EPS)) return true;
+    const path = this.tree.pathOf[S]!;
+    for (let j = 1; j < path.length - 1; j++) {
+      const a = path[j]!;
+      if (K.every((k) => this.acc.u[a * 3 + k]! + t[k]! <= g[a * 3 + k]! + EPS)) return true;
+    }
+    return false;
+  }
+
+  private makeRoom(r: Request, o: Option, needH: boolean): boolean | 'not-eligible' {
+    const ms = r.ms;
+    const S = ms.scope;
+    if (S < 0) return false;
+    const Kq = [...new Set(o.viol.map((v) => v.k))];
+    const Kh = needH ? this.headroomResources(S, o.tot) : [];
+    if (needH && Kh.length === 0) return 'not-eligible';
+    const K = [...new Set([...Kq, ...Kh])].sort();
+    if (!this.eligible(S, o.tot, K)) return 'not-eligible';
+
+    const tree = this.tree;
+    const acc = this.acc;
+    const g = this.book.g;
+    const t = vec(o.tot);
+    const path = tree.pathOf[S]!;
+    const deficits = o.viol.map((v) => ({ ...v }));
+    const topAt = deficits.reduce((m, v) => Math.max(m, v.at), -1);
+    const unitP = this.unitFor(r, [o.p]);
+    const candidates = needH ? new Set(this.headroom.candidateComputes(unitP)) : undefined;
+
+    // Levels, outer first: other orgs (headroom only), then each ancestor A down to the owner itself.
+    interface Level {
+      A: number; // -1: above the orgs
+      at: number; // index of A in the owner's path (path.length for above the orgs)
+      branch: number; // the child of A on the requester's side
+      taken: number[]; // taken so far from outside the branch, at this level
+    }
+    const levels: Level[] = [];
+    const maxAt = needH ? path.length : topAt;
+    for (let at = maxAt; at >= 0; at--) {
+      levels.push({
+        A: at === path.length ? -1 : path[at]!,
+        at,
+        branch: at === 0 ? S : path[at - 1]!,
+        taken: [0, 0, 0],
+      });
+    }
+    // Judged against usage as it stands after the victims chosen so far: a branch whose own borrowers gave
+    // back may then take from outside, and only up to its unused guarantee.
+    const levelOk = (lv: Level) =>
+      K.every((k) => acc.u[lv.branch * 3 + k]! + t[k]! <= g[lv.branch * 3 + k]! + EPS);
+
+    let hOk = !needH;
+    let W: Headroom | undefined;
+    let placed: Extract<PlaceResult, { ok: true }> | undefined;
+    const picks: Pick[] = [];
+
+    const usefulResources = (at: number): number[] => {
+      const ks = new Set<number>();
+      for (const d of deficits) if (d.deficit > EPS && d.at >= at) ks.add(d.k);
+      if (!hOk) for (const k of Kh) ks.add(k);
+      return [...ks];
+    };
+    const quotaAt = (at: number, k: number) =>
+      deficits.some((d) => d.deficit > EPS && d.at >= at && d.k === k);
+    const onCandidate = (h: Held) => h.unit.placements.some((pl) => candidates?.has(pl.compute));
+    const helps = (h: Held, at: number, O: number[]) => {
+      const v = vec(h.total);
+      return O.some((k) => v[k]! > 0 && (quotaAt(at, k) || (!hOk && Kh.includes(k) && onCandidate(h))));
+    };
+    const fitsCap = (h: Held, lv: Level) => {
+      if (lv.at === 0) return true; // inside the owner's own subtree: nothing is taken from outside it
+      const v = vec(h.total);
+      return K.every((k) => lv.taken[k]! + v[k]! <= g[lv.branch * 3 + k]! - acc.u[lv.branch * 3 + k]! + EPS);
+    };
+    // Critical units are never victims: they are admitted within their owner's guarantee only.
+    const takeable = (h: Held) => h.alive && !h.fresh && h.ms.cls !== 'critical';
+
+    const ownCandidate = (V: number, O: number[], lv: Level): Held | undefined => {
+      for (const h of this.sortedOwn(V)) {
+        if (takeable(h) && helps(h, lv.at, O) && fitsCap(h, lv)) return h;
+      }
+      return undefined;
+    };
+    const borrowOrder = (O: number[]) => (a: number, b: number) => {
+      for (const k of O) {
+        const d = acc.over(b, k) - acc.over(a, k);
+        if (Math.abs(d) > EPS) return d;
+      }
+      return a - b;
+    };
+    // Descend from a branch root through scopes above their guarantee, most-borrowing child first.
+    const descend = (C: number, O: number[], lv: Level): Held | undefined => {
+      const O2 = O.filter((k) => acc.over(C, k) > EPS);
+      if (O2.length === 0) return undefined;
+      const kids = tree.childrenOf[C]!.filter((c) => O2.some((k) => acc.over(c, k) > EPS)).sort(
+        borrowOrder(O2),
+      );
+      for (const c of kids) {
+        const h = descend(c, O2, lv);
+        if (h) return h;
+      }
+      return ownCandidate(C, O2, lv);
+    };
+    const nextTakeBack = (): { h: Held; level: number } | undefined => {
+      for (let li = 0; li < levels.length; li++) {
+        const lv = levels[li]!;
+        if (!levelOk(lv)) continue;
+        const O = usefulResources(lv.at);
+        if (O.length === 0) continue;
+        const branches = (lv.A < 0 ? this.roots() : tree.childrenOf[lv.A]!).filter((c) => c !== lv.branch);
+        const sorted = branches.filter((c) => O.some((k) => acc.over(c, k) > EPS)).sort(borrowOrder(O));
+        for (const c of sorted) {
+          const h = descend(c, O, lv);
+          if (h) return { h, level: li };
+        }
+        // The ancestor's own models, when it is itself above its guarantee (not at the owner: that is displacement).
+        if (lv.A >= 0 && lv.at > 0) {
+          const O2 = O.filter((k) => acc.over(lv.A, k) > EPS);
+          const h = O2.length > 0 ? ownCandidate(lv.A, O2, lv) : undefined;
+          if (h) return { h, level: li };
+        }
+      }
+      return undefined;
+    };
+    const nextDisplaced = (): Held | undefined => {
+      const O = usefulResources(0);
+      if (O.length === 0) return undefined;
+      for (const h of this.sortedOwn(S)) {
+        if (takeable(h) && h.ms.rank > ms.rank && helps(h, 0, O)) return h;
+      }
+      return undefined;
+    };
+
+    const take = (h: Held, reason: VictimReason, level: number, forcedBy?: Pick) => {
+      h.alive = false;
+      if (!h.fresh) this.takeable--;
+      picks.push({ h, reason, level, ...(forcedBy ? { forcedBy } : {}) });
+      acc.charge(h.scope, h.total, -1);
+      const v = vec(h.total);
+      for (const d of deficits) if (tree.isAncestorOrSelf(d.scope, h.scope)) d.deficit -= v[d.k]!;
+      if (level >= 0) for (let k = 0; k < 3; k++) levels[level]!.taken[k]! += v[k]!;
+      W?.release(h.unit.id);
+    };
+
+    for (;;) {
+      const quotaOut = deficits.some((d) => d.deficit > EPS);
+      // Without a victim the headroom is as it was when the request failed: no copy to try it on.
+      if (!quotaOut && (hOk || picks.length > 0)) {
+        if (hOk) break;
+        W ??= this.cloneWithout(picks);
+        const res = W.place(unitP);
+        if (res.ok) {
+          placed = res;
+          hOk = true;
+          break;
+        }
+      }
+      const tb = nextTakeBack();
+      const next = tb ? { h: tb.h, reason: 'TakenBackForScope' as const, level: tb.level } : undefined;
+      const disp = next ? undefined : nextDisplaced();
+      const chosen =
+        next ?? (disp ? { h: disp, reason: 'DisplacedByHigherClass' as const, level: -1 } : undefined);
+      if (!chosen) {
+        // Not enough to take: the plan is dropped whole.
+        for (const p of picks) {
+          p.h.alive = true;
+          if (!p.h.fresh) this.takeable++;
+          acc.charge(p.h.scope, p.h.total, 1);
+        }
+        return false;
+      }
+      take(chosen.h, chosen.reason, chosen.level);
+      // A model cannot run with fewer than min: its extras go with its min.
+      if (chosen.h.unit.kind === 'min') {
+        const minPick = picks[picks.length - 1]!;
+        for (const x of chosen.h.ms.held) {
+          if (x.alive && x.unit.kind === 'extra') take(x, chosen.reason, chosen.level, minPick);
+        }
+      }
+    }
+
+    // Drop any chosen victim that turns out not to be needed, last chosen first. The last one is needed by
+    // construction (the plan did not fit before it), unless it only came along with its min.
+    const lastNeeded = picks.length - 1;
+    for (let i = picks.length - 1; i >= 0; i--) {
+      if (i === lastNeeded && !picks[i]!.forcedBy && !picks.some((q) => q.dropped)) continue;
+      const p = picks[i]!;
+      if (p.dropped || (p.forcedBy && !p.forcedBy.dropped)) continue;
+      const v = vec(p.h.total);
+      const quotaStill = deficits.every(
+        (d) => !tree.isAncestorOrSelf(d.scope, p.h.scope) || d.deficit + v[d.k]! <= EPS,
+      );
+      if (!quotaStill) continue;
+      let W2: Headroom | undefined;
+      let res2: PlaceResult | undefined;
+      if (needH) {
+        W2 = this.cloneWithout(picks.filter((q) => q !== p && !q.dropped));
+        res2 = W2.place(unitP);
+        if (!res2.ok) continue;
+      }
+      p.dropped = true;
+      p.h.alive = true;
+      if (!p.h.fresh) this.takeable++;
+      acc.charge(p.h.scope, p.h.total, 1);
+      for (const d of deficits) if (tree.isAncestorOrSelf(d.scope, p.h.scope)) d.deficit += v[d.k]!;
+      if (W2 && res2?.ok) {
+        W = W2;
+        placed = res2;
+      }
+      // A dropped min frees its forced extras to be judged on their own.
+      if (p.h.unit.kind === 'min') i = picks.length;
+    }
+    const kept = picks.filter((p) => !p.dropped);
+
+    // Commit: the victims' room goes to the request in the same step, so nobody else can take it.
+    if (!W) {
+      W = this.cloneWithout(kept);
+      const res = W.place(unitP);
+      if (!res.ok) {
+        for (const p of kept) {
+          p.h.alive = true;
+          if (!p.h.fresh) this.takeable++;
+          acc.charge(p.h.scope, p.h.total, 1);
+        }
+        return false;
+      }
+      placed = res;
+    }
+    this.headroom = W;
+    for (const p of kept) this.victimize(p, r, o);
+    this.admit(r, placed!, o, kept);
+    return true;
+  }
+
+  private cloneWithout(picks: readonly Pick[]): Headroom {
+    const W = this.headroom.clone();
+    for (const p of picks) W.release(p.h.unit.id);
+    return W;
+  }
+
+  private rootList?: number[];
+  private roots(): number[] {
+    if (!this.rootList) {
+      this.rootList = [];
+      for (let i = 0; i < this.tree.size; i++) if (this.tree.parentOf[i]! < 0) this.rootList.push(i);
+    }
+    return this.rootList;
+  }
+
+  private sortedOwn(V: number): Held[] {
+    if (!this.ownSorted[V]) {
+      this.own[V]!.sort(victimOrder);
+      this.ownSorted[V] = 1;
+    }
+    return this.own[V]!;
+  }
+
+  private victimize(p: Pick, r: Request, o: Option): void {
+    const vm = p.h.ms;
+    vm.held = vm.held.filter((h) => h !== p.h);
+    vm.dirty = true;
+    const owner = this.tree.names[r.ms.scope]!;
+    const victimScope = this.tree.names[p.h.scope]!;
+    const k = RESOURCES.find((res) => p.h.total[res] > 0 && o.tot[res] > 0) ?? 'gpus';
+    const ki = RESOURCES.indexOf(k);
+    const message =
+      p.reason === 'TakenBackForScope'
+        ? `taken back for ${r.ms.m.name} of ${owner}, which is within its guarantee: ${victimScope} holds ` +
+          `${amount(k, this.start.acc.u[p.h.scope * 3 + ki]!)} against a guarantee of ` +
+          `${amount(k, this.book.g[p.h.scope * 3 + ki]!)}; it runs again when room frees`
+        : `displaced by ${r.ms.cls} model ${r.ms.m.name} of ${owner}, which needed the room; ` +
+          `it runs again when room frees`;
+    const behind = { model: r.ms.m.name, unitId: r.id };
+    const entry = { reason: p.reason, message, binding: { kind: 'victim' as const, scope: owner }, behind };
+    this.addPending(vm, { ...entry, replicas: p.h.unit.replicas });
+    // It waits behind the request that took it: no retry in this pass.
+    vm.blocked ??= entry;
+    this.victims.push({
+      model: vm.m.name,
+      unitId: p.h.unit.id,
+      scope: victimScope,
+      replicas: p.h.unit.replicas,
+      reason: p.reason,
+      message,
+      forModel: r.ms.m.name,
+      forUnit: r.id,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Failure: the binding constraint, in words
+
+  private fail(
+    r: Request,
+    o: Option,
+    fitsHeadroom: boolean,
+    headroomMessage: string | undefined,
+    notEligible: boolean,
+  ): void {
+    const ms = r.ms;
+    const order = { 'own-limit': 0, 'critical-guarantee': 1, 'ancestor-limit': 2 } as const;
+    const v = [...o.viol].sort((a, b) => order[a.kind] - order[b.kind] || a.at - b.at || a.k - b.k)[0];
+    let reason: PendingReason;
+    let message: string;
+    let binding: Binding;
+    if (v) {
+      const res = RESOURCES[v.k]!;
+      const scope = this.tree.names[v.scope]!;
+      binding = { kind: v.kind, scope, resource: res, needed: round(v.deficit) };
+      const need = `${amount(res, v.deficit)} more needed (it holds ${round(v.usage)}, this needs ${round(vec(o.tot)[v.k]!)})`;
+      if (v.kind === 'critical-guarantee') {
+        reason = 'InsufficientQuota';
+        message = `${scope} guarantees ${amount(res, v.cap)} and a critical model runs only within its owner's guarantee: ${need}`;
+      } else {
+        reason = v.kind === 'own-limit' ? 'LimitExceeded' : 'InsufficientQuota';
+        message = `${scope} is at its limit of ${amount(res, v.cap)}; ${need}`;
+      }
+      // Another request of this pass took the room when the constraint held against the pass's starting
+      // state; the owner's own limit is LimitExceeded whoever took it (it will not fit until a quota changes).
+      if (reason !== 'LimitExceeded' && this.violations(ms, o.tot, this.start.acc).length === 0) {
+        reason = 'NoLongerFits';
+        message = `another request in this pass took the room: ${message}`;
+      }
+    } else {
+      binding = { kind: 'headroom' };
+      message = headroomMessage ?? `no compute can take a ${o.p.name} replica`;
+      reason = 'Headroom';
+      if (!fitsHeadroom && this.probe(this.start.headroom, r, o.p)) {
+        reason = 'NoLongerFits';
+        message = `another request in this pass took the room: ${message}`;
+      }
+    }
+    if (notEligible && ms.scope >= 0 && reason !== 'LimitExceeded' && !this.opts.alone) {
+      message += `; ${ms.m.name} would borrow beyond ${this.tree.names[ms.scope]}'s guarantee, so it takes nothing back`;
+    }
+    ms.blocked = { reason, message, binding };
+    this.addPending(ms, { reason, message, binding, replicas: r.replicas });
+  }
+
+  addPending(ms: MState, e: Omit<PendingEntry, 'since'>): void {
+    const same = ms.pending.find((p) => p.reason === e.reason && p.message === e.message);
+    if (same) same.replicas += e.replicas;
+    else ms.pending.push({ ...e, since: ms.since });
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // After the requests: a model below its min holds nothing, and each model's next state
+
+  finish(): Decision {
+    for (const ms of this.states) {
+      if (!ms.active) continue;
+      const hasMin = ms.held.some((h) => h.unit.kind === 'min');
+      if (ms.min >= 1 && !hasMin) {
+        for (const h of ms.held.filter((x) => x.unit.kind === 'extra')) {
+          ms.held = ms.held.filter((x) => x !== h);
+          h.alive = false;
+          this.acc.charge(h.scope, h.total, -1);
+          this.headroom.release(h.unit.id);
+          this.released.push({
+            model: ms.m.name,
+            unitId: h.unit.id,
+            replicas: h.unit.replicas,
+            why: 'min-not-admitted',
+          });
+          const b = ms.blocked ?? {
+            reason: 'NoLongerFits' as const,
+            message: 'its min replicas are not admitted',
+          };
+          this.addPending(ms, { ...b, replicas: h.unit.replicas });
+          ms.dirty = true;
+        }
+      }
+      for (const h of ms.held) {
+        const tb = h.unit.takeBack;
+        if (!tb) continue;
+        const models = [...new Set(tb.victims.map((v) => v.model))].join(', ');
+        this.addPending(ms, {
+          reason: 'PendingTakeBack',
+          message: `its room is held while ${tb.victims.length} unit(s) of ${models} stop`,
+          replicas: h.unit.replicas,
+          binding: { kind: 'take-back' },
+        });
+      }
+    }
+    const admissions: ModelAdmission[] = [];
+    const changed: string[] = [];
+    for (const ms of this.states) {
+      const a: ModelAdmission = {
+        model: ms.m.name,
+        units: ms.held.map((h) => h.unit),
+        pending: ms.pending,
+      };
+      admissions.push(a);
+      if (ms.dirty || !samePending(ms.prev?.pending ?? [], a.pending)) changed.push(ms.m.name);
+    }
+    const scopes = this.summaries();
+    return {
+      admissions,
+      changed,
+      removed: this.removed,
+      admitted: this.admitted,
+      released: this.released,
+      victims: this.victims,
+      scopes,
+      atLimit: scopes.filter((s) => s.atLimit || s.refused).map((s) => s.scope),
+      headroom: this.headroom,
+    };
+  }
+
+  private summaries(): ScopeSummary[] {
+    const pending: Partial<Record<PendingReason, number>>[] = Array.from(
+      { length: this.tree.size },
+      () => ({}),
+    );
+    for (const ms of this.states) {
+      if (ms.scope < 0) continue;
+      for (const p of ms.pending)
+        pending[ms.scope]![p.reason] = (pending[ms.scope]![p.reason] ?? 0) + p.replicas;
+    }
+    const out: ScopeSummary[] = [];
+    for (let i = 0; i < this.tree.size; i++) {
+      const f = scopeFigures(this.acc, i);
+      const p = pending[i]!;
+      out.push({ ...f, pending: p, refused: (p.LimitExceeded ?? 0) > 0 || (p.Headroom ?? 0) > 0 });
+    }
+    return out;
+  }
+}
+
+function samePending(a: readonly PendingEntry[], b: readonly PendingEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.reason !== y.reason || x.message !== y.message || x.replicas !== y.replicas || x.since !== y.since)
+      return false;
+  }
+  return true;
+}
+
+const cmpStr = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+/**
+ * One decision pass. Pure and deterministic for the same input; the only state it changes is the headroom
+ * given in (returned as `headroom`, possibly a different object after a take-back plan).
+ */
+export function decide(input: DecideInput, opts: DecideOptions = {}): Decision {
+  const pass = new Pass(input, opts);
+  pass.load();
+  for (const r of pass.requests()) pass.evaluate(r);
+  return pass.finish();
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// The API's check of a start
+
+export type StartCheck =
+  | { ok: true; decision: Decision }
+  | { ok: false; reason: 'LimitExceeded' | 'Headroom'; message: string; binding?: Binding };
+
+/** A headroom with room for anything: the quota side of "could it ever fit" when no empty headroom is given. */
+class UnboundedHeadroom implements Headroom {
+  place(unit: ReplicaUnit): PlaceResult {
+    const p = unit.profiles[0]!;
+    return { ok: true, profile: p, placements: [] };
+  }
+  release(): void {}
+  clone(): Headroom {
+    return this;
+  }
+  candidateComputes(): string[] {
+    return [];
+  }
+}
+
+/**
+ * The API's decision for a model's start (its `min`, all or none), before anything is stored:
+ * - refused (409) when it could never fit: its owner's or an ancestor's limit, a critical model's guarantee,
+ *   or any compute, even with nothing else running (`emptyHeadroom`: the computes with nothing placed);
+ * - refused LimitExceeded when its owner's limit binds now and displacing its own lower classes cannot help;
+ * - otherwise ok, with the decision for its min against the current state (admitted, or pending with the
+ *   reason the next reconcile retries), to be stored together with any victims in one serializable write.
+ */
+export function checkStart(
+  input: DecideInput & { emptyHeadroom?: Headroom },
+  model: AdmissionModel,
+): StartCheck {
+  const tree = input.scopes instanceof ScopeTree ? input.scopes : new ScopeTree(input.scopes);
+  const book = input.quotas instanceof QuotaBook ? input.quotas : new QuotaBook(tree, input.quotas);
+  const only = { models: [model.name], kinds: ['min'] as const };
+  if (model.spec.scaling.min >= 1) {
+    const empty = decide(
+      {
+        scopes: tree,
+        quotas: book,
+        models: [model],
+        admissions: [],
+        headroom: input.emptyHeadroom?.clone() ?? new UnboundedHeadroom(),
+        now: input.now,
+      },
+      { only, alone: true },
+    );
+    const never = empty.admissions[0]!.pending[0];
+    if (never) {
+      const headroom = never.binding?.kind === 'headroom';
+      return {
+        ok: false,
+        reason: headroom ? 'Headroom' : 'LimitExceeded',
+        message: `${never.message}, even with nothing else running`,
+        ...(never.binding ? { binding: never.binding } : {}),
+      };
+    }
+    if (!input.emptyHeadroom) {
+      const unit = {
+        id: `${model.name}#min`,
+        model: model.name,
+        profiles: model.spec.profiles,
+        replicas: model.spec.scaling.min,
+      };
+      if (input.headroom.candidateComputes(unit).length === 0) {
+        return {
+          ok: false,
+          reason: 'Headroom',
+          message: `no compute can take a replica of ${model.name} with any of its profiles`,
+        };
+      }
+    }
+  }
+  const models = [...input.models.filter((m) => m.name !== model.name), model];
+  const decision = decide({ ...input, scopes: tree, quotas: book, models }, { only });
+  const mine = decision.admissions.find((a) => a.model === model.name)!;
+  const own = mine.pending.find((p) => p.binding?.kind === 'own-limit' || p.reason === 'LimitExceeded');
+  if (own) {
+    return {
+      ok: false,
+      reason: 'LimitExceeded',
+      message: own.message,
+      ...(own.binding ? { binding: own.binding } : {}),
+    };
+  }
+  return { ok: true, decision };
+}

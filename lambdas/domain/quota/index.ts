@@ -1,0 +1,53 @@
+/**
+ * Tenancy, quotas and admission (quota-semantics.md): the pure domain the store and the API call.
+ */
+export { Accounting, type ScopeFigures, scopeFigures } from './accounting';
+export {
+  type AdmittedEvent,
+  checkStart,
+  type DecideInput,
+  type DecideOptions,
+  type Decision,
+  decide,
+  perReplica,
+  type ReleasedEvent,
+  type ScopeSummary,
+  type StartCheck,
+} from './admission';
+export {
+  type CapacityInput,
+  type CapacityView,
+  capacityView,
+  type ModelStatus,
+  modelStatus,
+  type ScopeCapacity,
+} from './capacity';
+export {
+  amount,
+  assertQuotaWrite,
+  checkQuotaWrite,
+  type Quota,
+  QuotaBook,
+  type QuotaIssue,
+  type QuotaSpec,
+  QuotaSpecSchema,
+  type QuotaWrite,
+  type QuotaWriteResult,
+  validateQuotas,
+} from './quota';
+export { type SimpleCompute, SimpleHeadroom } from './simple-headroom';
+export {
+  type Action,
+  type AuthContext,
+  authorize,
+  can,
+  ROLES,
+  type Role,
+  type Scope,
+  type ScopeKind,
+  ScopeTree,
+  scopeKind,
+  validateScopeCreate,
+  validateScopeDelete,
+} from './tenancy';
+export * from './types';

@@ -1,0 +1,259 @@
+import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { conflict, DomainError, notFound } from '../domain/errors';
+import {
+  assertQuotaWrite,
+  type ModelAdmission,
+  type Quota,
+  type Role,
+  type Scope,
+  ScopeTree,
+  validateScopeCreate,
+  validateScopeDelete,
+} from '../domain/quota';
+import { documentClient } from '../shared/clients';
+import { config } from '../shared/config';
+import { keys } from './keys';
+import { type TxItem, withLedger } from './ledger';
+
+/**
+ * Scopes, quotas and admissions: the repository of the tenancy tree and of what admission decided. Tree and
+ * quota changes go through the ledger, because admission decisions read both.
+ */
+
+const table = () => config().table;
+
+async function queryAll(pk: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await documentClient().send(
+      new QueryCommand({
+        TableName: table(),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    items.push(...(out.Items ?? []));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+export interface StoredScope extends Scope {
+  version: number;
+  createdAt: string;
+  createdBy: string;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export interface StoredQuota extends Quota {
+  version: number;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+function strip<T>(item: Record<string, unknown>): T {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest as T;
+}
+
+export async function listScopes(): Promise<StoredScope[]> {
+  return (await queryAll(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
+}
+
+export async function listQuotas(): Promise<StoredQuota[]> {
+  return (await queryAll(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
+}
+
+export async function listAdmissions(): Promise<ModelAdmission[]> {
+  return (await queryAll(keys.admissions().pk)).map((i) => strip<ModelAdmission & { version?: number }>(i));
+}
+
+export async function loadTree(): Promise<ScopeTree> {
+  return new ScopeTree(await listScopes());
+}
+
+/** Who owns models, for the refusal to delete a scope that still owns some; supplied by the catalog. */
+let ownedModels: (scope: string) => Promise<string[]> = async () => [];
+
+export function setOwnedModels(fn: (scope: string) => Promise<string[]>): void {
+  ownedModels = fn;
+}
+
+export async function createScope(s: { name: string; parent?: string }, by: string): Promise<StoredScope> {
+  return withLedger(
+    async () => {
+      const tree = await loadTree();
+      validateScopeCreate(tree, s);
+      const now = new Date().toISOString();
+      const item: StoredScope = {
+        name: s.name,
+        ...(s.parent ? { parent: s.parent } : {}),
+        members: {},
+        version: 1,
+        createdAt: now,
+        createdBy: by,
+        updatedAt: now,
+        updatedBy: by,
+      };
+      const items: TxItem[] = [
+        {
+          Put: {
+            TableName: table(),
+            Item: { ...keys.scope(s.name), ...item },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      ];
+      if (s.parent) {
+        // The parent must still exist when this commits (it cannot be deleted in between: the ledger orders both).
+        items.push({
+          ConditionCheck: {
+            TableName: table(),
+            Key: keys.scope(s.parent),
+            ConditionExpression: 'attribute_exists(pk)',
+          },
+        });
+      }
+      return { items, result: item };
+    },
+    { by, onItemConflict: () => conflict(`scope ${s.name} already exists`, 'AlreadyExists') },
+  );
+}
+
+export async function deleteScope(name: string, by: string): Promise<void> {
+  await withLedger(
+    async () => {
+      const tree = await loadTree();
+      if (!tree.has(name)) throw notFound(`scope ${name} does not exist`);
+      validateScopeDelete(tree, name, await ownedModels(name));
+      const items: TxItem[] = [
+        {
+          Delete: { TableName: table(), Key: keys.scope(name), ConditionExpression: 'attribute_exists(pk)' },
+        },
+        // A deleted scope's quota would impose nothing; remove it with the scope so nothing lingers.
+        { Delete: { TableName: table(), Key: keys.quota(name) } },
+      ];
+      return { items, result: undefined };
+    },
+    { by },
+  );
+}
+
+/** Sets or removes one member's role; optimistic on the scope's version, no ledger (admission ignores roles). */
+export async function setMember(
+  scope: string,
+  principal: string,
+  role: Role | undefined,
+  by: string,
+): Promise<StoredScope> {
+  const now = new Date().toISOString();
+  try {
+    const out = await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.scope(scope),
+        UpdateExpression: role
+          ? 'SET #m.#p = :role, #v = #v + :one, updatedAt = :now, updatedBy = :by'
+          : 'REMOVE #m.#p SET #v = #v + :one, updatedAt = :now, updatedBy = :by',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#m': 'members', '#p': principal, '#v': 'version' },
+        ExpressionAttributeValues: { ':one': 1, ':now': now, ':by': by, ...(role ? { ':role': role } : {}) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return strip<StoredScope>(out.Attributes ?? {});
+  } catch (e) {
+    if ((e as Error).name === 'ConditionalCheckFailedException')
+      throw notFound(`scope ${scope} does not exist`);
+    throw e;
+  }
+}
+
+export async function putQuota(q: Quota, by: string, expectedVersion?: number): Promise<StoredQuota> {
+  return withLedger(
+    async () => {
+      const [tree, quotas] = await Promise.all([loadTree(), listQuotas()]);
+      const current = quotas.find((x) => x.scope === q.scope);
+      if (expectedVersion !== undefined && (current?.version ?? 0) !== expectedVersion) {
+        throw new DomainError(
+          'precondition',
+          `quota of ${q.scope} is at version ${current?.version ?? 0}, not ${expectedVersion}`,
+          {
+            reason: 'VersionMismatch',
+          },
+        );
+      }
+      assertQuotaWrite(tree, quotas, { ...q, delete: false });
+      const item: StoredQuota = {
+        scope: q.scope,
+        guarantee: q.guarantee,
+        ...(q.limit ? { limit: q.limit } : {}),
+        version: (current?.version ?? 0) + 1,
+        updatedAt: new Date().toISOString(),
+        updatedBy: by,
+      };
+      const items: TxItem[] = [
+        {
+          Put: {
+            TableName: table(),
+            Item: { ...keys.quota(q.scope), ...item },
+            ConditionExpression: current ? '#v = :v' : 'attribute_not_exists(pk)',
+            ...(current
+              ? {
+                  ExpressionAttributeNames: { '#v': 'version' },
+                  ExpressionAttributeValues: { ':v': current.version },
+                }
+              : {}),
+          },
+        },
+        {
+          ConditionCheck: {
+            TableName: table(),
+            Key: keys.scope(q.scope),
+            ConditionExpression: 'attribute_exists(pk)',
+          },
+        },
+      ];
+      return { items, result: item };
+    },
+    {
+      by,
+      onItemConflict: () =>
+        conflict(`quota of ${q.scope} changed meanwhile; read it again and retry`, 'ConcurrentUpdate'),
+    },
+  );
+}
+
+export async function deleteQuota(scope: string, by: string): Promise<void> {
+  await withLedger(
+    async () => {
+      const [tree, quotas] = await Promise.all([loadTree(), listQuotas()]);
+      if (!quotas.some((q) => q.scope === scope)) throw notFound(`scope ${scope} has no quota`);
+      assertQuotaWrite(tree, quotas, { scope, delete: true });
+      return { items: [{ Delete: { TableName: table(), Key: keys.quota(scope) } }], result: undefined };
+    },
+    { by },
+  );
+}
+
+/** Transaction items that store the next admission of each changed model and drop those of removed models. */
+export function admissionItems(next: readonly ModelAdmission[], removed: readonly string[]): TxItem[] {
+  return [
+    ...next.map((a) => ({ Put: { TableName: table(), Item: { ...keys.admission(a.model), ...a } } })),
+    ...removed.map((m) => ({ Delete: { TableName: table(), Key: keys.admission(m) } })),
+  ];
+}
+
+export async function deleteAdmission(model: string): Promise<void> {
+  await documentClient().send(new DeleteCommand({ TableName: table(), Key: keys.admission(model) }));
+}
+
+export async function putAdmissionDirect(a: ModelAdmission): Promise<void> {
+  await documentClient().send(
+    new PutCommand({ TableName: table(), Item: { ...keys.admission(a.model), ...a } }),
+  );
+}
