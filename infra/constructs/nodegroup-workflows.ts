@@ -1,0 +1,196 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ArnFormat, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+
+/**
+ * The three node group workflows of DESIGN.md §5, deployed from the ASL files in statemachines/ (the same
+ * text the local runner executes), each with a role that can touch only this stage's node groups, the node
+ * role and the table.
+ */
+
+export interface NodegroupWorkflowsProps {
+  table: dynamodb.ITable;
+  clusterName: string;
+  stage: string;
+  /** The role EKS gives the nodes; created here (with the EKS worker policies) when not given. */
+  nodeRoleArn?: string;
+  /** Where the ASL files live; default the repository's statemachines/. */
+  statemachinesDir?: string;
+}
+
+export type WorkflowKind = 'provision' | 'scale' | 'delete';
+
+const FILES: Record<WorkflowKind, string> = {
+  provision: 'provision-nodegroup',
+  scale: 'scale-nodegroup',
+  delete: 'delete-nodegroup',
+};
+
+/** Exactly the EKS actions each ASL calls; nothing else. */
+const EKS_ACTIONS: Record<WorkflowKind, { cluster: string[]; nodegroup: string[] }> = {
+  // CreateNodegroup is authorized on the cluster; tagging on create is authorized on the new node group.
+  provision: { cluster: ['eks:CreateNodegroup'], nodegroup: ['eks:DescribeNodegroup', 'eks:TagResource'] },
+  scale: { cluster: [], nodegroup: ['eks:UpdateNodegroupConfig', 'eks:DescribeNodegroup'] },
+  delete: { cluster: [], nodegroup: ['eks:DeleteNodegroup', 'eks:DescribeNodegroup'] },
+};
+
+export class NodegroupWorkflows extends Construct {
+  readonly provision: sfn.StateMachine;
+  readonly scale: sfn.StateMachine;
+  readonly delete: sfn.StateMachine;
+  readonly nodeRoleArn: string;
+  /** Set when this construct created the node role. */
+  readonly nodeRole?: iam.Role;
+  readonly logGroup: logs.LogGroup;
+  private readonly prefix: string;
+
+  constructor(scope: Construct, id: string, props: NodegroupWorkflowsProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const prefix = `llmcap-${props.stage}`;
+    this.prefix = prefix;
+    const dir = props.statemachinesDir ?? join(__dirname, '..', '..', 'statemachines');
+
+    if (props.nodeRoleArn) {
+      this.nodeRoleArn = props.nodeRoleArn;
+    } else {
+      this.nodeRole = new iam.Role(this, 'NodeRole', {
+        assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+        description: `EKS worker nodes of the llmcap ${props.stage} node groups`,
+        managedPolicies: [
+          iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonEKSWorkerNodePolicy'),
+          iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonEC2ContainerRegistryReadOnly'),
+          iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonEKS_CNI_Policy'),
+        ],
+      });
+      for (const policy of [
+        'AmazonEKSWorkerNodePolicy',
+        'AmazonEC2ContainerRegistryReadOnly',
+        'AmazonEKS_CNI_Policy',
+      ]) {
+        Validations.of(this.nodeRole).acknowledge({
+          id: `AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/${policy}]`,
+          reason: `EKS requires ${policy} on the node role of a managed node group; AWS maintains it as the service changes.`,
+        });
+      }
+      this.nodeRoleArn = this.nodeRole.roleArn;
+    }
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      // The vendedlogs prefix keeps Step Functions from growing the account's log resource policy.
+      logGroupName: `/aws/vendedlogs/states/${prefix}-nodegroup-workflows`,
+      retention: logs.RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    const clusterArn = stack.formatArn({
+      service: 'eks',
+      resource: 'cluster',
+      resourceName: props.clusterName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    const nodegroupArns = stack.formatArn({
+      service: 'eks',
+      resource: 'nodegroup',
+      resourceName: `${props.clusterName}/${prefix}-*/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+
+    // cdk-nag names a finding by the ARN as the template has it: pseudo parameters for env-agnostic stacks.
+    const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+
+    const make = (kind: WorkflowKind): sfn.StateMachine => {
+      const file = FILES[kind];
+      const sm = new sfn.StateMachine(this, `${kind[0]!.toUpperCase()}${kind.slice(1)}`, {
+        stateMachineName: `${prefix}-${file}`,
+        stateMachineType: sfn.StateMachineType.STANDARD,
+        definitionBody: sfn.DefinitionBody.fromString(readFileSync(join(dir, `${file}.asl.json`), 'utf8')),
+        definitionSubstitutions: {
+          ClusterName: props.clusterName,
+          NodeRoleArn: this.nodeRoleArn,
+          TableName: props.table.tableName,
+        },
+        logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+        tracingEnabled: true,
+        comment: `llmcap ${props.stage}: ${file}`,
+      });
+      const actions = EKS_ACTIONS[kind];
+      if (actions.cluster.length) {
+        sm.addToRolePolicy(new iam.PolicyStatement({ actions: actions.cluster, resources: [clusterArn] }));
+      }
+      sm.addToRolePolicy(new iam.PolicyStatement({ actions: actions.nodegroup, resources: [nodegroupArns] }));
+      if (kind === 'provision') {
+        sm.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['iam:PassRole'],
+            resources: [this.nodeRoleArn],
+            conditions: { StringEquals: { 'iam:PassedToService': 'eks.amazonaws.com' } },
+          }),
+        );
+      }
+      // Status writes only: the workflows never read, put or delete items.
+      sm.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [props.table.tableArn] }),
+      );
+      props.table.encryptionKey?.grant(sm, 'kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey*');
+
+      const policy = sm.role.node.tryFindChild('DefaultPolicy') ?? sm.role;
+      Validations.of(policy).acknowledge(
+        {
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:${region}:${account}:nodegroup/${props.clusterName}/${prefix}-*/*]`,
+          reason:
+            'Node group ARNs end in an id EKS assigns at creation; the wildcard is limited to this cluster and the llmcap-<stage>- name prefix.',
+        },
+        {
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            'CloudWatch Logs delivery and X-Ray trace segment actions that Step Functions needs support no resource-level permissions.',
+        },
+      );
+      return sm;
+    };
+
+    this.provision = make('provision');
+    this.scale = make('scale');
+    this.delete = make('delete');
+  }
+
+  /**
+   * What lambdas/reconcile/workflows.ts needs: start and list executions of these three state machines, and
+   * describe or stop their executions. Execution ARNs end in the execution name, hence one wildcard each
+   * (cdk-nag AwsSolutions-IAM5 on the grantee's policy, which its owner acknowledges).
+   */
+  grantStartWorkflows(grantee: iam.IGrantable): void {
+    const machines = Object.values(this.stateMachines);
+    const stack = Stack.of(this);
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['states:StartExecution', 'states:ListExecutions'],
+      resourceArns: machines.map((m) => m.stateMachineArn),
+    });
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['states:DescribeExecution', 'states:StopExecution'],
+      // The names are known here, which keeps the ARNs literal (and the cdk-nag finding id predictable).
+      resourceArns: Object.values(FILES).map((file) =>
+        stack.formatArn({
+          service: 'states',
+          resource: 'execution',
+          resourceName: `${this.prefix}-${file}:*`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ),
+    });
+  }
+
+  /** The state machines by workflow kind, e.g. to pass their ARNs to the reconcile function. */
+  get stateMachines(): Record<WorkflowKind, sfn.StateMachine> {
+    return { provision: this.provision, scale: this.scale, delete: this.delete };
+  }
+}

@@ -1,0 +1,5 @@
+import './polyfill';
+
+export * from './dispatcher';
+export * from './runner';
+export * from './server';
