@@ -1,0 +1,341 @@
+import { isDeepStrictEqual } from 'node:util';
+import { ApiError, type Client } from '../client';
+import {
+  type Command,
+  type Context,
+  EXIT,
+  format,
+  list,
+  OUTPUT_OPTION,
+  positionals,
+  seg,
+  UsageError,
+} from '../command';
+import { errorText, exitCodeOf } from '../errors';
+import {
+  type Item,
+  itemPath,
+  itemsOf,
+  KINDS,
+  type Kind,
+  kindNamed,
+  membersOf,
+  nameOf,
+  quotaParts,
+} from '../kinds';
+import { applyOrder, deleteOrder, type Manifest, readManifests } from '../manifests';
+import { table, toJson, toYaml, toYamlStream } from '../render';
+
+/** The kubectl-style verbs over every kind: get, describe, delete, apply. */
+
+const KIND_LIST = KINDS.map((k) => k.plural).join(', ');
+
+/** Prints items in the chosen format; a single named item is printed bare in json and yaml. */
+export function printItems(ctx: Context, kind: Kind, items: Item[], single: boolean): void {
+  const f = format(ctx.args.values, ['table', 'wide', 'json', 'yaml', 'name']);
+  if (f === 'json') ctx.out(toJson(single ? items[0] : { items }));
+  else if (f === 'yaml') ctx.out(single ? toYaml(items[0]) : toYamlStream(items));
+  else if (f === 'name') ctx.out(items.map((i) => `${kind.name}/${nameOf(i)}`).join('\n'));
+  else if (!items.length) ctx.err(`No ${kind.plural} found.`);
+  else {
+    const wide = f === 'wide';
+    ctx.out(
+      table(
+        kind.columns(wide),
+        items.map((i) => kind.row(i, wide)),
+      ),
+    );
+  }
+}
+
+/** Runs `fn` for each name; failures are printed and the first one's exit code is returned. */
+async function each<T>(ctx: Context, things: T[], label: (t: T) => string, fn: (t: T) => Promise<void>) {
+  let code: number = EXIT.ok;
+  for (const t of things) {
+    try {
+      await fn(t);
+    } catch (e) {
+      ctx.err(errorText(e, label(t)));
+      if (code === EXIT.ok) code = exitCodeOf(e);
+    }
+  }
+  return code;
+}
+
+export const get: Command = {
+  name: 'get',
+  summary: 'List resources, or show some by name',
+  usage: ['get KIND [NAME...] [-o table|wide|json|yaml|name]'],
+  help: `KIND is one of ${KIND_LIST} (singular or plural; also co, mo, sc, q).
+
+Options:
+  -o, --output FORMAT  table (default), wide (more columns), json, yaml (a multi-document stream that
+                       apply -f accepts), name (kind/name per line)
+
+Examples:
+  llmcap get computes
+  llmcap get model qwen3-8b -o yaml
+  llmcap get computes -o yaml > computes.yaml && llmcap apply -f computes.yaml`,
+  options: OUTPUT_OPTION,
+  async run(ctx) {
+    const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, `KIND (${KIND_LIST})`);
+    const kind = kindNamed(kindWord!);
+    format(ctx.args.values, ['table', 'wide', 'json', 'yaml', 'name']);
+    const client = await ctx.client();
+    if (!names.length) {
+      const items = itemsOf((await client.get(kind.path)).body);
+      printItems(ctx, kind, items, false);
+      return EXIT.ok;
+    }
+    if (kind.listOnly) throw new UsageError(`${kind.plural} can only be listed: llmcap get ${kind.plural}`);
+    const items: Item[] = [];
+    const code = await each(
+      ctx,
+      names,
+      (n) => `${kind.name}/${n}`,
+      async (n) => {
+        items.push((await client.get(itemPath(kind, n))).body);
+      },
+    );
+    if (items.length) printItems(ctx, kind, items, names.length === 1);
+    return code;
+  },
+};
+
+export const describe: Command = {
+  name: 'describe',
+  summary: 'Explain resources in words: status, placements, why replicas wait',
+  usage: ['describe KIND [NAME...]'],
+  help: `KIND is one of computes, models, scopes, quotas. Without NAME, every resource of the kind.
+
+Examples:
+  llmcap describe compute gpu-l4-1x
+  llmcap describe model llama-3-3-70b`,
+  async run(ctx) {
+    const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, 'KIND');
+    const kind = kindNamed(kindWord!);
+    if (!kind.describe)
+      throw new UsageError(`${kind.plural} cannot be described; try llmcap get ${kind.plural}`);
+    const client = await ctx.client();
+    const items: Item[] = [];
+    let code: number = EXIT.ok;
+    if (!names.length) items.push(...itemsOf((await client.get(kind.path)).body));
+    else {
+      code = await each(
+        ctx,
+        names,
+        (n) => `${kind.name}/${n}`,
+        async (n) => {
+          items.push((await client.get(itemPath(kind, n))).body);
+        },
+      );
+    }
+    const texts: string[] = [];
+    for (const i of items) texts.push(await kind.describe!(i, client));
+    if (texts.length) ctx.out(texts.join('\n\n'));
+    else if (!names.length) ctx.err(`No ${kind.plural} found.`);
+    return code;
+  },
+};
+
+export const del: Command = {
+  name: 'delete',
+  summary: 'Delete resources by name, or those a manifest names',
+  usage: ['delete KIND NAME... [--ignore-not-found]', 'delete -f FILE|DIR|- [--ignore-not-found]'],
+  help: `KIND is one of computes, models, scopes, quotas. With -f, the manifests' resources are deleted in the
+reverse of apply's order (models before computes, child scopes before parents).
+
+A compute with a node group is deleted in the background: the API answers 202 and the compute shows
+DELETING until the node group is gone.
+
+Options:
+  -f, --filename FILE    manifests to delete (repeatable; - is stdin; a directory means its *.yaml/json)
+  --ignore-not-found     a resource that does not exist is not an error
+
+Examples:
+  llmcap delete compute cpu-tiny
+  llmcap delete -f team-ml.yaml`,
+  options: {
+    filename: { type: 'string', short: 'f', multiple: true },
+    'ignore-not-found': { type: 'boolean' },
+  },
+  async run(ctx) {
+    const files = list(ctx.args.values, 'filename');
+    const ignore = ctx.args.values['ignore-not-found'] === true;
+    let targets: { kind: Kind; name: string }[];
+    if (files.length) {
+      if (ctx.args.positionals.length) throw new UsageError('give either -f FILE or KIND NAME..., not both');
+      const ms = deleteOrder(await readManifests(files, ctx.readStdin));
+      targets = ms.map((m) => ({ kind: kindNamed(m.kind), name: m.name }));
+    } else {
+      const [kindWord, ...names] = positionals(ctx.args, 2, Number.POSITIVE_INFINITY, 'KIND and NAME');
+      const kind = kindNamed(kindWord!);
+      if (!kind.deletable) throw new UsageError(`${kind.plural} cannot be deleted`);
+      targets = names.map((name) => ({ kind, name }));
+    }
+    const client = await ctx.client();
+    return each(
+      ctx,
+      targets,
+      (t) => `${t.kind.name}/${t.name}`,
+      async (t) => {
+        try {
+          const r = await client.request('DELETE', itemPath(t.kind, t.name));
+          ctx.out(
+            r.status === 202
+              ? `${t.kind.name}/${t.name} deletion requested (its node group is being deleted)`
+              : `${t.kind.name}/${t.name} deleted`,
+          );
+        } catch (e) {
+          if (ignore && e instanceof ApiError && e.status === 404) return;
+          throw e;
+        }
+      },
+    );
+  },
+};
+
+export const apply: Command = {
+  name: 'apply',
+  summary: 'Create or update resources from manifests (YAML or JSON)',
+  usage: ['apply -f FILE|DIR|- [-f ...] [--dry-run]'],
+  help: `Applies computes, models, scopes and quotas in dependency order: scopes (parents first), quotas
+(parents first), computes, then models (fallbacks first). Each resource is reported as created,
+configured or unchanged; a failure is reported and the others are still applied.
+
+  Compute, Model   PUT /v1/computes|models/NAME (create or replace; a metadata.version in the manifest
+                   makes the write conditional: 409 if the resource changed since)
+  Scope            POST /v1/scopes {name, parent: spec.parent}; an existing scope is unchanged; then each
+                   member of spec.members ([{principal, role}] or {principal: role}) is set
+  Quota            PUT /v1/quotas/SCOPE {guarantee, limit} from spec (metadata.name is the scope)
+
+Options:
+  -f, --filename FILE  manifests (repeatable; - is stdin; a directory means its *.yaml, *.yml, *.json)
+  --dry-run            print what would be applied, in order, and send nothing
+
+Example manifest (team-ml.yaml):
+  apiVersion: llmcap/v1
+  kind: Scope
+  metadata: {name: team:ml}
+  spec:
+    parent: org:acme
+    members: [{principal: "arn:aws:iam::123456789012:role/ml-leads", role: admin}]
+  ---
+  apiVersion: llmcap/v1
+  kind: Quota
+  metadata: {name: team:ml}
+  spec: {guarantee: {gpus: 8, cores: 64, memoryGb: 512}, limit: {gpus: 16}}
+
+Examples:
+  llmcap apply -f team-ml.yaml
+  cat compute.json | llmcap apply -f -`,
+  options: { filename: { type: 'string', short: 'f', multiple: true }, 'dry-run': { type: 'boolean' } },
+  async run(ctx) {
+    const files = list(ctx.args.values, 'filename');
+    if (!files.length) throw new UsageError('apply needs -f FILE (or -f - for stdin)');
+    if (ctx.args.positionals.length) throw new UsageError(`unexpected argument ${ctx.args.positionals[0]}`);
+    const ms = applyOrder(await readManifests(files, ctx.readStdin));
+    if (!ms.length) {
+      ctx.err('No manifests found.');
+      return EXIT.ok;
+    }
+    const label = (m: Manifest) => `${m.kind.toLowerCase()}/${m.name}`;
+    if (ctx.args.values['dry-run']) {
+      ctx.out(ms.map((m) => `${label(m)} (dry run)`).join('\n'));
+      return EXIT.ok;
+    }
+    const client = await ctx.client();
+    return each(ctx, ms, label, async (m) => {
+      ctx.out(`${label(m)} ${await applyOne(client, m)}`);
+    });
+  },
+};
+
+type Outcome = string;
+
+async function applyOne(client: Client, m: Manifest): Promise<Outcome> {
+  switch (m.kind) {
+    case 'Compute':
+    case 'Model':
+      return applyResource(client, kindNamed(m.kind), m);
+    case 'Scope':
+      return applyScope(client, m);
+    case 'Quota':
+      return applyQuota(client, m);
+  }
+}
+
+async function applyResource(client: Client, kind: Kind, m: Manifest): Promise<Outcome> {
+  const path = itemPath(kind, m.name);
+  const before = await client.find(path);
+  // status is output only; leaving it out keeps a `get -o yaml` file small on the wire.
+  const { status: _status, ...body } = m.body;
+  const r = await client.request('PUT', path, body);
+  if (!before || r.status === 201) return 'created';
+  const same =
+    isDeepStrictEqual(before.spec, r.body?.spec) &&
+    (before.metadata?.owner ?? '') === (r.body?.metadata?.owner ?? '');
+  return same ? 'unchanged' : 'configured';
+}
+
+async function applyScope(client: Client, m: Manifest): Promise<Outcome> {
+  const path = `/v1/scopes/${seg(m.name)}`;
+  const parent: string | undefined = m.body.spec?.parent || undefined;
+  let before = await client.find(path).catch(() => undefined);
+  let outcome: Outcome = 'unchanged';
+  if (!before) {
+    try {
+      await client.request('POST', '/v1/scopes', { name: m.name, ...(parent ? { parent } : {}) });
+      outcome = 'created';
+    } catch (e) {
+      // It exists (perhaps invisible to us, or created meanwhile): an apply leaves it as it is.
+      const exists =
+        e instanceof ApiError &&
+        e.status === 409 &&
+        (e.problem?.reason === 'AlreadyExists' || /already exists/i.test(e.problem?.detail ?? ''));
+      if (!exists) throw e;
+      before = await client.find(path).catch(() => undefined);
+    }
+  }
+  const beforeParent = before?.spec?.parent ?? before?.parent;
+  if (before && parent && beforeParent && beforeParent !== parent) {
+    throw new ApiError(
+      409,
+      'POST',
+      '/v1/scopes',
+      {
+        title: 'Conflict',
+        detail: `scope ${m.name} exists under ${beforeParent}, not ${parent}; a scope cannot move (delete it and apply again)`,
+        reason: 'AlreadyExists',
+      },
+      '',
+    );
+  }
+  const current = new Map(before ? membersOf(before).map((x) => [x.principal, x.role]) : []);
+  const wanted = membersOf(m.body);
+  let changed = 0;
+  for (const { principal, role } of wanted) {
+    if (current.get(principal) === role) continue;
+    await client.request('PUT', `${path}/members/${seg(principal)}`, { role });
+    changed++;
+  }
+  if (changed && outcome === 'unchanged') outcome = 'configured';
+  return changed ? `${outcome} (${changed} member${changed > 1 ? 's' : ''} set)` : outcome;
+}
+
+async function applyQuota(client: Client, m: Manifest): Promise<Outcome> {
+  const path = `/v1/quotas/${seg(m.name)}`;
+  const spec = m.body.spec ?? {};
+  const before = await client.find(path);
+  const r = await client.request('PUT', path, {
+    guarantee: spec.guarantee,
+    ...(spec.limit !== undefined ? { limit: spec.limit } : {}),
+  });
+  if (!before || r.status === 201) return 'created';
+  const a = quotaParts(before);
+  const b = r.body ? quotaParts(r.body) : { guarantee: spec.guarantee, limit: spec.limit };
+  return isDeepStrictEqual(a.guarantee ?? {}, b.guarantee ?? {}) &&
+    isDeepStrictEqual(a.limit ?? {}, b.limit ?? {})
+    ? 'unchanged'
+    : 'configured';
+}

@@ -1,0 +1,422 @@
+import type { Client } from './client';
+import { seg, UsageError } from './command';
+import { type Amounts, age, amounts, fields, fmt, indent, type Row, table } from './render';
+
+/**
+ * The resource kinds the CLI knows: where they live in the API, how a list looks as a table, and how
+ * `describe` explains one. Shapes not fixed by the contract yet (scopes, quotas) are read defensively.
+ */
+
+export type Item = Record<string, any>;
+
+export interface Kind {
+  /** Singular, as in `get compute NAME`. */
+  name: string;
+  plural: string;
+  aliases: string[];
+  /** The manifest kind, for apply; absent for read-only listings (sources). */
+  manifestKind?: 'Compute' | 'Model' | 'Scope' | 'Quota';
+  path: string;
+  /** Only listable (GET /v1/sources has no item route). */
+  listOnly?: boolean;
+  deletable: boolean;
+  columns(wide: boolean): string[];
+  row(item: Item, wide: boolean): Row;
+  describe?(item: Item, client: Client): Promise<string>;
+}
+
+export function nameOf(item: Item): string {
+  return String(item?.metadata?.name ?? item?.name ?? item?.scope ?? item?.source ?? '');
+}
+
+const specOf = (item: Item): Item => item?.spec ?? item ?? {};
+
+function gpuText(gpu: Item | undefined): string | undefined {
+  if (!gpu) return undefined;
+  return `${gpu.count ?? 1}×${gpu.type ?? 'GPU'}`;
+}
+
+const compute: Kind = {
+  name: 'compute',
+  plural: 'computes',
+  aliases: ['co'],
+  manifestKind: 'Compute',
+  path: '/v1/computes',
+  deletable: true,
+  columns: (wide) => [
+    'NAME',
+    'INSTANCE',
+    'GPU',
+    'CPU',
+    'MEMORY',
+    'NODEGROUP',
+    'READY',
+    'NEEDED',
+    'MAX',
+    '$/H',
+    'OWNER',
+    ...(wide ? ['NODEGROUP NAME', 'MESSAGE'] : []),
+  ],
+  row: (c, wide) => {
+    const n = c.spec?.node ?? {};
+    const s = c.status ?? {};
+    return [
+      nameOf(c),
+      n.instanceType,
+      gpuText(n.gpu) ?? 'none',
+      n.cpu,
+      n.memoryGb === undefined ? undefined : `${fmt(n.memoryGb)}Gi`,
+      (s.deletionRequested ? 'DELETING' : undefined) ?? s.nodegroupStatus,
+      s.desiredNodes === undefined ? undefined : `${s.readyNodes ?? 0}/${s.desiredNodes}`,
+      s.neededNodes,
+      c.spec?.nodeGroup?.maxNodes,
+      c.spec?.cost?.perHour,
+      c.metadata?.owner ?? (c.metadata?.builtin ? 'built-in' : undefined),
+      ...(wide ? [s.nodegroupName, s.statusMessage] : []),
+    ];
+  },
+  async describe(c) {
+    const m = c.metadata ?? {};
+    const n = c.spec?.node ?? {};
+    const s = c.status ?? {};
+    const gpu = n.gpu
+      ? `${n.gpu.count ?? 1} × ${n.gpu.type}${n.gpu.memoryGb ? ` (${n.gpu.memoryGb} GiB)` : ''}`
+      : 'none';
+    const a = s.allocatable;
+    const out = [
+      fields([
+        ['Name', m.name],
+        ['Owner', m.owner ?? (m.builtin ? 'platform (built-in)' : 'platform')],
+        ['Version', versionLine(m)],
+        ['Instance', `${n.instanceType} (${n.capacityType ?? 'ON_DEMAND'}, ${n.amiType ?? '-'})`],
+        ['CPU / memory', `${n.cpu} vCPU, ${n.memoryGb} GiB, ${n.diskSizeGb ?? 100} GiB disk`],
+        ['GPU', gpu],
+        [
+          'Allocatable',
+          a ? `${a.millicores} m CPU, ${a.memoryMiB} MiB, ${a.gpus ?? 0} GPU per node` : undefined,
+        ],
+        ['Cost', c.spec?.cost ? `${c.spec.cost.perHour} ${c.spec.cost.currency ?? 'USD'}/h` : undefined],
+        ['Node group', s.nodegroupName],
+        ['Status', s.deletionRequested ? `${s.nodegroupStatus} (deletion requested)` : s.nodegroupStatus],
+        [
+          'Nodes',
+          `${s.readyNodes ?? 0} ready, ${s.desiredNodes ?? 0} desired, ${s.neededNodes ?? 0} needed ` +
+            `(lower bound ${s.lowerBoundNodes ?? 0}), at most ${c.spec?.nodeGroup?.maxNodes ?? '-'}`,
+        ],
+        ['Taint', s.taint],
+        ['Message', s.statusMessage ?? ''],
+        ['Reconciled', s.lastReconciledAt],
+      ]),
+    ];
+    if (Array.isArray(s.healthIssues) && s.healthIssues.length) {
+      out.push('Health issues:');
+      for (const h of s.healthIssues) out.push(`  ${h.code}: ${h.message}`);
+    }
+    if (s.workflow) out.push(`Workflow:\n${indent(yamlish(s.workflow))}`);
+    return out.join('\n');
+  },
+};
+
+const model: Kind = {
+  name: 'model',
+  plural: 'models',
+  aliases: ['mo'],
+  manifestKind: 'Model',
+  path: '/v1/models',
+  deletable: true,
+  columns: (wide) => [
+    'NAME',
+    'OWNER',
+    'CLASS',
+    'REPLICAS',
+    'MIN-MAX',
+    'PENDING',
+    'ENGINE',
+    'PROFILES',
+    'DECLARED',
+    ...(wide ? ['SOURCE', 'FALLBACK', 'PLACEMENTS'] : []),
+  ],
+  row: (m, wide) => {
+    const s = m.status ?? {};
+    const sc = m.spec?.scaling ?? {};
+    const target = s.targetReplicas ?? sc.target ?? sc.min;
+    return [
+      nameOf(m),
+      m.metadata?.owner || 'shared',
+      s.effectiveClass ?? m.spec?.class,
+      s.admitted === undefined ? `-/${target}` : `${s.admitted}/${target}`,
+      `${sc.min}-${sc.max}`,
+      s.pending ?? (s.admitted === undefined ? undefined : 0),
+      m.spec?.engine,
+      (m.spec?.profiles ?? []).map((p: Item) => p.name).join(','),
+      (s.declared ?? m.metadata?.declared) ? 'yes' : 'no',
+      ...(wide
+        ? [
+            m.spec?.source,
+            m.spec?.fallback,
+            (s.placements ?? []).map((p: Item) => `${p.compute}:${p.profile}×${p.replicas}`).join(','),
+          ]
+        : []),
+    ];
+  },
+  async describe(m) {
+    const md = m.metadata ?? {};
+    const sp = m.spec ?? {};
+    const s = m.status ?? {};
+    const sc = sp.scaling ?? {};
+    const out = [
+      fields([
+        ['Name', md.name],
+        ['Owner', md.owner || 'shared (counts against no scope)'],
+        ['Declared', (s.declared ?? md.declared) ? 'yes (config/catalog.yaml; change it there)' : 'no'],
+        ['Version', versionLine(md)],
+        ['Source', sp.source],
+        ['Engine', sp.engine],
+        ['Class', sp.class ? sp.class : `${s.effectiveClass ?? '-'} (implied by scaling)`],
+        ['Scaling', `min ${sc.min}, target ${sc.target ?? sc.min}, max ${sc.max}`],
+        ['Fallback', sp.fallback ?? ''],
+        [
+          'Replicas',
+          s.admitted === undefined
+            ? 'no admission decision yet'
+            : `${s.admitted} admitted (${s.borrowed ?? 0} borrowed), ${s.pending ?? 0} pending`,
+        ],
+      ]),
+      '',
+      'Profiles (in order of preference):',
+      indent(
+        table(
+          ['NAME', 'GPUS', 'GPU TYPE', 'CPU CORES', 'MIN MEMORY', 'COMPUTE'],
+          (sp.profiles ?? []).map((p: Item) => [
+            p.name,
+            p.gpus,
+            p.gpuType,
+            p.cpuCores,
+            p.minMemoryGb === undefined ? undefined : `${p.minMemoryGb}Gi`,
+            p.compute ?? 'cheapest that fits',
+          ]),
+        ),
+      ),
+    ];
+    if (Array.isArray(s.placements) && s.placements.length) {
+      out.push(
+        '',
+        'Placements:',
+        indent(
+          table(
+            ['COMPUTE', 'PROFILE', 'REPLICAS'],
+            s.placements.map((p: Item) => [p.compute, p.profile, p.replicas]),
+          ),
+        ),
+      );
+    }
+    if (Array.isArray(s.reasons) && s.reasons.length) {
+      out.push('', 'Waiting:');
+      for (const r of s.reasons) out.push(`  ${r.replicas ?? '?'} replica(s) ${r.reason}: ${r.message}`);
+    }
+    return out.join('\n');
+  },
+};
+
+/** Members arrive as `[{principal, role}]` or `{principal: role}`; either way, as rows. */
+export function membersOf(scope: Item): { principal: string; role: string }[] {
+  const raw = scope?.spec?.members ?? scope?.status?.members ?? scope?.members;
+  if (Array.isArray(raw)) {
+    return raw.map((m: Item) => ({ principal: String(m.principal ?? m.name ?? ''), role: String(m.role) }));
+  }
+  if (raw && typeof raw === 'object') {
+    return Object.entries(raw).map(([principal, role]) => ({
+      principal,
+      role: String(typeof role === 'object' && role ? ((role as Item).role ?? '') : role),
+    }));
+  }
+  return [];
+}
+
+const parentOf = (s: Item): string | undefined => s?.spec?.parent ?? s?.parent ?? s?.metadata?.parent;
+
+const scope: Kind = {
+  name: 'scope',
+  plural: 'scopes',
+  aliases: ['sc'],
+  manifestKind: 'Scope',
+  path: '/v1/scopes',
+  deletable: true,
+  columns: () => ['NAME', 'PARENT', 'MEMBERS', 'AGE'],
+  row: (s) => [nameOf(s), parentOf(s), membersOf(s).length, age(s.metadata?.createdAt ?? s.createdAt)],
+  async describe(s, client) {
+    const name = nameOf(s);
+    const members = membersOf(s);
+    const out = [
+      fields([
+        ['Name', name],
+        ['Parent', parentOf(s) ?? '(top)'],
+      ]),
+    ];
+    out.push(
+      '',
+      members.length
+        ? `Members:\n${indent(
+            table(
+              ['PRINCIPAL', 'ROLE'],
+              members.map((m) => [m.principal, m.role]),
+            ),
+          )}`
+        : 'Members: none (roles are inherited from the scopes above)',
+    );
+    const q = await client.find(`/v1/quotas/${seg(name)}`).catch(() => undefined);
+    out.push(
+      '',
+      q ? `Quota:\n${indent(quotaLines(q))}` : 'Quota: none (guarantee is the sum of its children)',
+    );
+    return out.join('\n');
+  },
+};
+
+export function quotaParts(q: Item): { guarantee?: Amounts; limit?: Amounts } {
+  const s = specOf(q);
+  return { guarantee: s.guarantee, limit: s.limit };
+}
+
+function quotaLines(q: Item): string {
+  const { guarantee, limit } = quotaParts(q);
+  return fields([
+    ['Guarantee', amounts(guarantee, 'none')],
+    ['Limit', amounts(limit, 'none (unlimited)')],
+  ]);
+}
+
+const quota: Kind = {
+  name: 'quota',
+  plural: 'quotas',
+  aliases: ['q'],
+  manifestKind: 'Quota',
+  path: '/v1/quotas',
+  deletable: true,
+  columns: () => ['SCOPE', 'GUARANTEE', 'LIMIT'],
+  row: (q) => {
+    const { guarantee, limit } = quotaParts(q);
+    return [nameOf(q), amounts(guarantee), amounts(limit, 'unlimited')];
+  },
+  async describe(q, client) {
+    const name = nameOf(q);
+    const out = [fields([['Scope', name]]), quotaLines(q)];
+    const cap = await client.find(`/v1/capacity/${seg(name)}`).catch(() => undefined);
+    const row = cap ? capacityItems(cap).find((c) => c.scope === name) : undefined;
+    if (row) {
+      out.push(
+        fields([
+          ['Usage', amounts(row.usage, 'none')],
+          ['Borrowed', amounts(row.borrowed, 'none')],
+          ['At limit', row.atLimit ? 'yes' : 'no'],
+        ]),
+      );
+    }
+    return out.join('\n');
+  },
+};
+
+const source: Kind = {
+  name: 'source',
+  plural: 'sources',
+  aliases: [],
+  path: '/v1/sources',
+  listOnly: true,
+  deletable: false,
+  columns: () => ['SOURCE', 'MODELS'],
+  row: (s) => [s.source, (s.models ?? []).join(',')],
+};
+
+export const KINDS: Kind[] = [compute, model, scope, quota, source];
+
+export function kindNamed(word: string): Kind {
+  const w = word.toLowerCase();
+  const k = KINDS.find((k) => k.name === w || k.plural === w || k.aliases.includes(w));
+  if (!k) {
+    throw new UsageError(
+      `unknown kind ${word}; one of ${KINDS.map((k) => k.plural).join(', ')} (or their singulars)`,
+    );
+  }
+  return k;
+}
+
+export function itemPath(kind: Kind, name: string): string {
+  return `${kind.path}/${seg(name)}`;
+}
+
+/** A list answer is `{items}`; accept a bare array too. */
+export function itemsOf(body: unknown): Item[] {
+  if (Array.isArray(body)) return body;
+  const b = body as Item | undefined;
+  if (Array.isArray(b?.items)) return b.items;
+  return [];
+}
+
+function versionLine(m: Item): string | undefined {
+  if (m.version === undefined) return undefined;
+  const by = m.updatedBy ? ` by ${m.updatedBy}` : '';
+  const when = age(m.updatedAt);
+  return `${m.version}${when ? ` (changed ${when} ago${by})` : ''}`;
+}
+
+function yamlish(o: Item): string {
+  return Object.entries(o)
+    .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`)
+    .join('\n');
+}
+
+export interface CapacityRow {
+  scope: string;
+  parent?: string;
+  guarantee: Amounts;
+  limit: Amounts;
+  usage: Amounts;
+  borrowed: Amounts;
+  atLimit: boolean;
+  /** Pending replicas by reason. */
+  pending: Record<string, number>;
+  /** Pending replicas with their reasons in words, when the API gives them per scope. */
+  waiting: { model?: string; reason: string; message?: string; replicas?: number }[];
+}
+
+/**
+ * GET /v1/capacity rows, read defensively (the shape is not fixed yet): `items` or `scopes`, each with
+ * guarantee, limit, usage, borrowed, atLimit (or capacityAtLimit) and pending as a map of reason → replicas
+ * or as a list of `{reason, replicas, message?, model?}`.
+ */
+export function capacityItems(body: unknown): CapacityRow[] {
+  const b = body as Item | undefined;
+  const raw: Item[] = Array.isArray(b)
+    ? b
+    : Array.isArray(b?.items)
+      ? b.items
+      : Array.isArray(b?.scopes)
+        ? b.scopes
+        : b?.scope
+          ? [b]
+          : [];
+  return raw.map((r) => {
+    const pending: Record<string, number> = {};
+    const waiting: CapacityRow['waiting'] = [];
+    const p = r.pending ?? r.pendingByReason;
+    if (Array.isArray(p)) {
+      for (const x of p) {
+        pending[x.reason] = (pending[x.reason] ?? 0) + (Number(x.replicas) || 1);
+        waiting.push({ model: x.model, reason: x.reason, message: x.message, replicas: x.replicas });
+      }
+    } else if (p && typeof p === 'object') {
+      for (const [k, v] of Object.entries(p)) if (Number(v) > 0) pending[k] = Number(v);
+    }
+    return {
+      scope: String(r.scope ?? r.name ?? r.metadata?.name ?? ''),
+      parent: r.parent,
+      guarantee: r.guarantee ?? {},
+      limit: r.limit ?? {},
+      usage: r.usage ?? {},
+      borrowed: r.borrowed ?? {},
+      atLimit: Boolean(r.capacityAtLimit ?? r.atLimit),
+      pending,
+      waiting,
+    };
+  });
+}
