@@ -40,7 +40,7 @@ function percentile(sorted: number[], p: number): number {
 
 export async function benchApi(): Promise<{ rows: Record<string, number>; markdown: string }> {
   const bundle = await bundleApi();
-  const cp = await startControlPlane({ port: 0, simPort: 0, table: 'bench' });
+  const cp = await startControlPlane({ port: 0, simPort: 0, reconcileSeconds: 0, table: 'bench' });
   try {
     // Seed once so the cold start measures a request, not the first-ever load of the built-ins.
     await fetch(`${cp.apiUrl}/v1/computes`);

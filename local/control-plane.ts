@@ -1,16 +1,22 @@
 import { join } from 'node:path';
-import { resetApp } from '../lambdas/api/app';
+import { resetApp, setReconcileRunner } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
+import { AlarmEvaluator, alarmStates, type Transition } from '../lambdas/reconcile/alarms';
+import { type ReconcileSummary, runReconcile } from '../lambdas/reconcile/reconcile';
+import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
+import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
 import { type CloudSim, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
 /**
- * The local control plane: the same Lambda code, with DynamoDB Local as the store, served on 127.0.0.1.
- * Used by `npm start` and by the end-to-end tests, so both exercise exactly one wiring.
+ * The local control plane: the same Lambda code with DynamoDB Local as the store, the cloud simulator in place
+ * of EKS, the ASL files run by the local Step Functions, a reconcile schedule and an alarm evaluator, served on
+ * 127.0.0.1. `npm start` and the end-to-end tests use this one wiring.
  */
 
 export interface ControlPlaneOptions {
@@ -23,8 +29,14 @@ export interface ControlPlaneOptions {
   admins?: string[];
   /** Cloud simulator port (0 = free); default LLMCAP_SIM_PORT or 4510. */
   simPort?: number;
-  /** Multiplies the simulator's EKS durations; default LLMCAP_SIM_TIME_SCALE or 0.1 (a create takes 12 s). */
+  /** Multiplies the simulator's EKS durations and the workflows' waits; default LLMCAP_SIM_TIME_SCALE or 0.1. */
   simTimeScale?: number;
+  /** Seconds between scheduled reconciles; 0 turns the schedule off (tests drive reconcile themselves). */
+  reconcileSeconds?: number;
+  /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
+  cooldownSeconds?: number;
+  /** Where ALARM / OK transitions are posted as JSON (LLMCAP_ALERT_WEBHOOK). */
+  alertWebhook?: string;
   log?: (line: string) => void;
 }
 
@@ -33,6 +45,11 @@ export interface ControlPlane {
   dynamodbEndpoint: string;
   table: string;
   sim: CloudSim;
+  sfn: LocalStepFunctions;
+  /** Runs one pass now (as the schedule would) and evaluates the alarms on it. */
+  reconcile(): Promise<ReconcileSummary>;
+  /** Every alarm transition so far, oldest first. */
+  transitions: Transition[];
   stop(): Promise<void>;
 }
 
@@ -41,14 +58,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
-    const persistDir = opts.persist
-      ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb'))
-      : undefined;
+    const persistDir = opts.persist ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb')) : undefined;
     ddb = await startDynamoDbLocal({ persistDir });
     endpoint = ddb.endpoint;
-    log(
-      `DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`,
-    );
+    log(`DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`);
   }
   const table = opts.table ?? 'llmcap-local';
   const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
@@ -57,33 +70,103 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     timeScale,
     clusterName: 'llmcap-local',
   });
-  log(`cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling; time scale ${timeScale})`);
+  log(`cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`);
+  const sfn = await startLocalStepFunctions({
+    port: 0,
+    eksEndpoint: sim.endpoint,
+    autoscalingEndpoint: sim.endpoint,
+    dynamodbEndpoint: endpoint,
+    tableName: table,
+    clusterName: 'llmcap-local',
+    namePrefix: 'llmcap-local',
+    // Waits shrink with the simulator's clock, so a poll loop takes as many polls as it would in AWS.
+    timing: { waitScale: timeScale, maxWaitSeconds: 30 * timeScale },
+  });
+  log(`Step Functions   ${sfn.endpoint} (provision, scale, delete node group from statemachines/)`);
   Object.assign(process.env, {
-    LLMCAP_EKS_ENDPOINT: sim.endpoint,
-    LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
     LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
     LLMCAP_ADMINS: (opts.admins ?? ['local-admin']).join(','),
+    LLMCAP_EKS_ENDPOINT: sim.endpoint,
+    LLMCAP_CLUSTER: 'llmcap-local',
+    LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
+    LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
     AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+    ...workflowEnv(sfn),
   });
   resetConfig();
   resetClients();
+  resetAwsClients();
+  resetWorkflowClients();
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
   client.destroy();
+
+  const evaluator = new AlarmEvaluator();
+  const transitions: Transition[] = [];
+  const webhook = opts.alertWebhook ?? process.env.LLMCAP_ALERT_WEBHOOK;
+  // Passes never overlap within this process (as the Lambda's reserved concurrency of 1 ensures in AWS).
+  let running: Promise<ReconcileSummary> | undefined;
+  const reconcile = async (): Promise<ReconcileSummary> => {
+    while (running) await running.catch(() => undefined);
+    running = (async () => {
+      const summary = await runReconcile();
+      for (const t of evaluator.evaluate(alarmStates(summary), summary.startedAt)) {
+        transitions.push(t);
+        log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
+        if (webhook) {
+          fetch(webhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(t) }).catch(
+            (e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`),
+          );
+        }
+      }
+      for (const w of summary.workflows) log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
+      for (const e of summary.errors) log(`reconcile error: ${e}`);
+      return summary;
+    })();
+    try {
+      return await running;
+    } finally {
+      running = undefined;
+    }
+  };
+  setReconcileRunner(reconcile);
+
   const api = await startApiServer({ handler, port: opts.port ?? 3000 });
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default local-admin)`);
+
+  const every = opts.reconcileSeconds ?? Number(process.env.LLMCAP_RECONCILE_SECONDS ?? 10);
+  let timer: NodeJS.Timeout | undefined;
+  if (every > 0) {
+    const tick = () => {
+      reconcile()
+        .catch((e) => log(`reconcile failed: ${(e as Error).message}`))
+        .finally(() => {
+          if (timer) timer = setTimeout(tick, every * 1000);
+        });
+    };
+    timer = setTimeout(tick, 500);
+    log(`reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS); alarms print here${webhook ? ` and post to ${webhook}` : ''}`);
+  }
+
   return {
     apiUrl: api.url,
     dynamodbEndpoint: endpoint,
     table,
     sim,
+    sfn,
+    reconcile,
+    transitions,
     stop: async () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      await running?.catch(() => undefined);
       await api.close();
+      await sfn.stop();
       await sim.stop();
       await ddb?.stop();
     },

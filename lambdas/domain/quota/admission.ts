@@ -225,9 +225,9 @@ class Pass {
       const cls = effectiveClass(m.spec);
       const prev = prevByModel.get(m.name);
       prevByModel.delete(m.name);
-      const since = prev?.pending.length
-        ? prev.pending.reduce((a, p) => (p.since < a ? p.since : a), this.input.now)
-        : this.input.now;
+      // ISO times compare as strings: the earliest a model has been waiting since.
+      let since = this.input.now;
+      for (const p of prev?.pending ?? []) if (cmpStr(p.since, since) < 0) since = p.since;
       const ms: MState = {
         m,
         scope,
@@ -378,12 +378,15 @@ class Pass {
       }
       const want = (ms.min >= 1 ? ms.target - ms.min : ms.target) - extras;
       if (want > 0 && kinds.has('extra')) {
-        const used = new Set(ms.held.map((h) => h.unit.id));
+        // Fresh ids fill the gaps left by released extras, so ids stay small and stable.
+        const used = extras > 0 ? new Set(ms.held.map((h) => h.unit.id)) : undefined;
         let n = 1;
         for (let i = 0; i < want; i++) {
-          while (used.has(`${ms.m.name}#${n}`)) n++;
-          used.add(`${ms.m.name}#${n}`);
-          out.push({ ms, kind: 'extra', id: `${ms.m.name}#${n}`, replicas: 1, within: within(1) });
+          while (used?.has(`${ms.m.name}#${n}`)) n++;
+          const id = `${ms.m.name}#${n}`;
+          used?.add(id);
+          n++;
+          out.push({ ms, kind: 'extra', id, replicas: 1, within: within(1) });
         }
       }
     }
@@ -485,18 +488,33 @@ class Pass {
     let notEligible = false;
     const headroomFits = new Map<Option, boolean>();
     for (const o of options) {
-      // Nothing anyone could lose (a first pass, say): no plan to try.
-      if (this.takeable === 0) break;
       // A request that may not make room for its quota need not probe the headroom either.
       if (o.viol.length > 0 && !this.eligible(ms.scope, o.tot, [...new Set(o.viol.map((v) => v.k))])) {
         notEligible = true;
         continue;
       }
+      // Nothing anyone could lose (a first pass, say): no plan to try, only the explanation to get right.
+      if (this.takeable === 0) {
+        if (o.viol.length === 0 && !this.eligible(ms.scope, o.tot, this.headroomResources(ms.scope, o.tot))) {
+          notEligible = true;
+        }
+        continue;
+      }
+      // The same request shape against the same state fails the same way: retried pending requests of
+      // one scope often come one after another with nothing admitted in between.
+      const key = `${ms.scope}|${ms.rank}|${o.p.name}|${vec(o.per).join(',')}|${o.p.compute ?? ''}|${o.p.gpuType ?? ''}|${r.replicas}`;
+      const known = this.failed.get(key);
+      if (known !== undefined && known.epoch === this.epoch) {
+        headroomFits.set(o, known.fits);
+        if (known.plan === 'not-eligible') notEligible = true;
+        continue;
+      }
       const fits = o.viol.length === 0 ? false : this.probe(this.headroom, r, o.p);
       headroomFits.set(o, fits);
       const plan = this.makeRoom(r, o, !fits);
+      if (plan === true) return;
+      this.failed.set(key, { epoch: this.epoch, fits, plan });
       if (plan === 'not-eligible') notEligible = true;
-      else if (plan) return;
     }
     this.fail(r, options[0]!, headroomFits.get(options[0]!) ?? false, headroomMessage, notEligible);
   }
@@ -508,7 +526,15 @@ class Pass {
     return res.ok;
   }
 
+  /** Bumped by every change of usage or placement in the pass: failed plans are remembered per epoch. */
+  private epoch = 0;
+  private readonly failed = new Map<
+    string,
+    { epoch: number; fits: boolean; plan: boolean | 'not-eligible' }
+  >();
+
   private admit(r: Request, res: Extract<PlaceResult, { ok: true }>, o: Option, picks: Pick[]): void {
+    this.epoch++;
     const ms = r.ms;
     const refs = picks.map((p) => ({ model: p.h.ms.m.name, unitId: p.h.unit.id }));
     const unit: AdmittedUnit = {
@@ -826,6 +852,7 @@ class Pass {
   }
 
   private victimize(p: Pick, r: Request, o: Option): void {
+    this.epoch++;
     const vm = p.h.ms;
     vm.held = vm.held.filter((h) => h !== p.h);
     vm.dirty = true;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DomainError, type FieldIssue } from '../errors';
 import { RESOURCES, type Resource, type Resources } from '../resources';
 import type { ScopeTree } from './tenancy';

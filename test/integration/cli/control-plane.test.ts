@@ -20,6 +20,7 @@ beforeAll(async () => {
   cp = await startControlPlane({
     port: 0,
     simPort: 0,
+    reconcileSeconds: 0,
     dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
     table: `cli-${randomUUID().slice(0, 8)}`,
   });

@@ -7,6 +7,7 @@ beforeAll(async () => {
     port: 0,
     dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
     simPort: 0,
+    reconcileSeconds: 0,
     table: `cp-${randomUUID().slice(0, 8)}`,
   });
 });

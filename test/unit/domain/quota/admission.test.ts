@@ -15,7 +15,9 @@ describe('worked examples', () => {
     // Two more: 11 > 10, refused at the API with the numbers named.
     const two = w.start('a-two', 'project:a', { min: 2 });
     expect(two).toMatchObject({ ok: false, reason: 'LimitExceeded' });
-    expect(!two.ok && two.message).toBe('project:a is at its limit of 10 gpus; 1 gpu more needed (it holds 9, this needs 2)');
+    expect(!two.ok && two.message).toBe(
+      'project:a is at its limit of 10 gpus; 1 gpu more needed (it holds 9, this needs 2)',
+    );
     expect(w.models.map((m) => m.name)).not.toContain('a-two');
 
     // One more: admitted, borrowed (10 > 9).
@@ -26,7 +28,9 @@ describe('worked examples', () => {
     const w2 = new World(['org:o', 'team:t<org:o', 'project:a<team:t'], { 'project:a': { g: 9, l: 10 } });
     const big = w2.start('huge', 'project:a', { min: 11 });
     expect(big).toMatchObject({ ok: false, reason: 'LimitExceeded' });
-    expect(!big.ok && big.message).toMatch(/project:a is at its limit of 10 gpus.*even with nothing else running/);
+    expect(!big.ok && big.message).toMatch(
+      /project:a is at its limit of 10 gpus.*even with nothing else running/,
+    );
   });
 
   test('Take-back: a request within its guarantee takes back the borrowed standard replica', () => {
@@ -45,13 +49,20 @@ describe('worked examples', () => {
     w.model('p1-crit', 'project:p1', { gpus: 3, cls: 'critical' });
     const d = w.pass();
     expect(d.victims).toEqual([
-      expect.objectContaining({ model: 'p2-std', reason: 'TakenBackForScope', forModel: 'p1-crit', scope: 'project:p2' }),
+      expect.objectContaining({
+        model: 'p2-std',
+        reason: 'TakenBackForScope',
+        forModel: 'p1-crit',
+        scope: 'project:p2',
+      }),
     ]);
     expect(w.held('p1-crit')).toBe(3);
     expect(w.held('p1-opp')).toBe(3);
     expect(w.held('p2-crit')).toBe(6);
     expect(w.reasons('p2-std')).toEqual(['TakenBackForScope']);
-    expect(w.message('p2-std')).toMatch(/taken back for p1-crit of project:p1.*project:p2 holds 9 gpus against a guarantee of 6/);
+    expect(w.message('p2-std')).toMatch(
+      /taken back for p1-crit of project:p1.*project:p2 holds 9 gpus against a guarantee of 6/,
+    );
     // The request shows PendingTakeBack while the victim stops, then runs.
     expect(w.reasons('p1-crit')).toEqual(['PendingTakeBack']);
     expect(w.status('p1-crit')).toMatchObject({ admitted: 0, pending: 1 });
@@ -116,7 +127,9 @@ describe('worked examples', () => {
     expect(w.admitted('m')).toBe(10);
     expect(d.victims).toEqual([]);
     expect(w.reasons('m')).toEqual(['LimitExceeded']);
-    expect(w.message('m')).toBe('project:p is at its limit of 6 gpus; 5 gpus more needed (it holds 10, this needs 1)');
+    expect(w.message('m')).toBe(
+      'project:p is at its limit of 6 gpus; 5 gpus more needed (it holds 10, this needs 1)',
+    );
     expect(d.atLimit).toEqual(['project:p']);
     expect(d.scopes.find((s) => s.scope === 'project:p')).toMatchObject({ overLimit: true, atLimit: true });
   });
@@ -148,7 +161,13 @@ describe('own limit, fits free, ordering, NoLongerFits', () => {
   test('an ancestor limit four levels up binds with InsufficientQuota naming it', () => {
     const w = new World(
       ['org:o', 'team:t<org:o', 'project:x<team:t', 'project:y<team:t', 'team:u<org:o', 'project:z<team:u'],
-      { 'org:o': { g: 10, l: 10 }, 'team:t': { g: 6 }, 'project:x': { g: 3 }, 'project:y': { g: 3 }, 'team:u': { g: 4 } },
+      {
+        'org:o': { g: 10, l: 10 },
+        'team:t': { g: 6 },
+        'project:x': { g: 3 },
+        'project:y': { g: 3 },
+        'team:u': { g: 4 },
+      },
     );
     w.model('z', 'project:z', { gpus: 2, min: 1, target: 5, max: 5 }); // borrows in u's slack and above
     w.pass();
@@ -162,7 +181,9 @@ describe('own limit, fits free, ordering, NoLongerFits', () => {
     w.model('x', 'project:x', { gpus: 5, min: 1 });
     w.pass();
     expect(w.reasons('x')).toEqual(['InsufficientQuota']);
-    expect(w.message('x')).toMatch(/^org:o is at its limit of 10 gpus; 5 gpus more needed \(it holds 10, this needs 5\)/);
+    expect(w.message('x')).toMatch(
+      /^org:o is at its limit of 10 gpus; 5 gpus more needed \(it holds 10, this needs 5\)/,
+    );
     // x2 asks 4: beyond x's guarantee but within team:t's with its usage (2 + 4 ≤ 6): eligible.
     w.model('x2', 'project:x', { gpus: 4, min: 1 });
     const d2 = w.pass();
@@ -186,11 +207,15 @@ describe('own limit, fits free, ordering, NoLongerFits', () => {
   });
 
   test('a shared model counts against no scope, needs headroom, is never taken back', () => {
-    const w = new World(['org:o', 'project:a<org:o', 'project:b<org:o'], {
-      'org:o': { g: 4, l: 4 },
-      'project:a': { g: 2 },
-      'project:b': { g: 2 },
-    }, [{ name: 'gpu', gpus: 1, cores: 100, memoryGb: 100, maxNodes: 6 }]);
+    const w = new World(
+      ['org:o', 'project:a<org:o', 'project:b<org:o'],
+      {
+        'org:o': { g: 4, l: 4 },
+        'project:a': { g: 2 },
+        'project:b': { g: 2 },
+      },
+      [{ name: 'gpu', gpus: 1, cores: 100, memoryGb: 100, maxNodes: 6 }],
+    );
     w.model('shared', undefined, { min: 3 });
     w.model('b', 'project:b', { min: 1, target: 3, max: 3 });
     w.pass();
@@ -238,10 +263,11 @@ describe('headroom', () => {
 
   test('take-back for headroom across orgs: only borrowed replicas on computes that could host it', () => {
     const small = { name: 'gpu-1x', gpus: 1, cores: 8, memoryGb: 32, maxNodes: 4 };
-    const w = new World(['org:a', 'org:b', 'org:c'], { 'org:a': { g: 2 }, 'org:b': { g: 1 }, 'org:c': { g: 4 } }, [
-      L40S,
-      small,
-    ]);
+    const w = new World(
+      ['org:a', 'org:b', 'org:c'],
+      { 'org:a': { g: 2 }, 'org:b': { g: 1 }, 'org:c': { g: 4 } },
+      [L40S, small],
+    );
     w.model('b-big', 'org:b', { gpus: 4, cls: 'standard' }); // borrowing 3 on the L40S
     w.model('b-small', 'org:b', { gpus: 1, min: 4 }); // 4 on gpu-1x: b borrows
     w.pass();
@@ -261,7 +287,7 @@ describe('headroom', () => {
 });
 
 describe('make room', () => {
-  test('displacement of the own scope\'s lower class when the own limit binds', () => {
+  test("displacement of the own scope's lower class when the own limit binds", () => {
     const w = new World(['org:o', 'project:p<org:o'], { 'project:p': { g: 4, l: 4 } });
     w.model('opp', 'project:p', { gpus: 1, min: 0, target: 3, max: 3 });
     w.model('std-old', 'project:p', { gpus: 1, min: 1 });
@@ -331,16 +357,13 @@ describe('make room', () => {
   });
 
   test('eligible through an ancestor below the top: a team slack protected from outside it', () => {
-    const w = new World(
-      ['org:o', 'team:t<org:o', 'project:t1<team:t', 'team:u<org:o', 'project:u1<team:u'],
-      {
-        'org:o': { g: 8, l: 8 },
-        'team:t': { g: 4 },
-        'project:t1': { g: 1 },
-        'team:u': { g: 4 },
-        'project:u1': { g: 1 },
-      },
-    );
+    const w = new World(['org:o', 'team:t<org:o', 'project:t1<team:t', 'team:u<org:o', 'project:u1<team:u'], {
+      'org:o': { g: 8, l: 8 },
+      'team:t': { g: 4 },
+      'project:t1': { g: 1 },
+      'team:u': { g: 4 },
+      'project:u1': { g: 1 },
+    });
     w.model('u', 'project:u1', { min: 1, target: 8, max: 8 });
     w.pass();
     expect(w.gpus('team:u')).toBe(8);
@@ -552,6 +575,8 @@ describe('lifecycle', () => {
     w.pass();
     expect(w.reasons('m')).toEqual(['LimitExceeded']);
     expect(w.message('m')).toMatch(/owner team:gone is not a scope/);
-    expect(SimpleHeadroom.of([]).candidateComputes({ id: 'x', model: 'x', profiles: [], replicas: 1 })).toEqual([]);
+    expect(
+      SimpleHeadroom.of([]).candidateComputes({ id: 'x', model: 'x', profiles: [], replicas: 1 }),
+    ).toEqual([]);
   });
 });

@@ -25,7 +25,11 @@ function rng(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)), pick: <T>(xs: T[]) => xs[Math.floor(next() * xs.length)]! };
+  return {
+    next,
+    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
+    pick: <T>(xs: T[]) => xs[Math.floor(next() * xs.length)]!,
+  };
 }
 
 type R = ReturnType<typeof rng>;
@@ -89,7 +93,14 @@ function addModel(w: World, r: R, scopes: string[], name: string): void {
   const gpus = r.pick([0, 1, 1, 2, 4]);
   const min = r.int(0, 2);
   const target = min + r.int(0, 3);
-  w.model(name, owner, { gpus, cores: gpus === 0 ? r.pick([1, 2, 4]) : 1, min, target, max: target, cls: r.pick(CLASSES) });
+  w.model(name, owner, {
+    gpus,
+    cores: gpus === 0 ? r.pick([1, 2, 4]) : 1,
+    min,
+    target,
+    max: target,
+    cls: r.pick(CLASSES),
+  });
 }
 
 function mutate(w: World, r: R, step: number): void {
@@ -226,7 +237,11 @@ describe('admission invariants', () => {
           const usage = (s: string) => {
             const f = final.find((x) => x.scope === s)!.usage;
             const back = tree.isAncestorOrSelf(tree.id(s), tree.id(v.scope)) ? u.replicas : 0;
-            return [f.gpus + back * u.resources.gpus, f.cores + back * u.resources.cores, f.memoryGb + back * u.resources.memoryGb];
+            return [
+              f.gpus + back * u.resources.gpus,
+              f.cores + back * u.resources.cores,
+              f.memoryGb + back * u.resources.memoryGb,
+            ];
           };
           let breaks = false;
           const S = tree.id(newcomer.owner!);
@@ -242,7 +257,10 @@ describe('admission invariants', () => {
           }
           const h = (d.headroom as SimpleHeadroom).clone();
           h.restore(`${v.unitId}`, u.resources, u.placements);
-          if (h.summary().some((c) => c.used.gpus > c.capacity.gpus || c.used.cores > c.capacity.cores + 1e-9)) breaks = true;
+          if (
+            h.summary().some((c) => c.used.gpus > c.capacity.gpus || c.used.cores > c.capacity.cores + 1e-9)
+          )
+            breaks = true;
           expect(breaks).toBe(true);
         }
       }),
@@ -259,7 +277,9 @@ describe('admission invariants', () => {
         w.store(decide(w.input()));
         const a = decide(w.input());
         const b = decide(w.input());
-        expect(JSON.stringify({ ...a, headroom: undefined })).toBe(JSON.stringify({ ...b, headroom: undefined }));
+        expect(JSON.stringify({ ...a, headroom: undefined })).toBe(
+          JSON.stringify({ ...b, headroom: undefined }),
+        );
       }),
       { numRuns: 100 },
     );

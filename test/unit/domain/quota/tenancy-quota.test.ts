@@ -1,22 +1,27 @@
 import {
   Accounting,
   assertQuotaWrite,
+  authorize,
   can,
   capacityView,
   checkQuotaWrite,
-  authorize,
   type Quota,
   QuotaBook,
   QuotaSpecSchema,
+  type Scope,
   ScopeTree,
   validateScopeCreate,
   validateScopeDelete,
 } from '../../../../lambdas/domain/quota';
 import { World } from './world';
 
-const scopes = [
+const scopes: Scope[] = [
   { name: 'org:acme', members: { 'arn:org-admin': 'admin' as const } },
-  { name: 'team:ml', parent: 'org:acme', members: { 'arn:ml-admin': 'admin' as const, 'arn:ml-viewer': 'viewer' as const } },
+  {
+    name: 'team:ml',
+    parent: 'org:acme',
+    members: { 'arn:ml-admin': 'admin' as const, 'arn:ml-viewer': 'viewer' as const },
+  },
   { name: 'project:chat', parent: 'team:ml', members: { 'arn:chat-editor': 'editor' as const } },
   { name: 'project:search', parent: 'team:ml' },
   { name: 'project:solo', parent: 'org:acme' },
@@ -75,16 +80,22 @@ describe('scope tree', () => {
       'changing it needs the editor role in project:chat or a scope above it; an admin there can grant it',
     );
     expect(() => authorize('arn:ml-admin', 'set-quota', 'team:ml', ctx)).toThrow(/admin role in org:acme/);
-    expect(() => authorize('arn:org-admin', 'set-quota', 'org:acme', ctx)).toThrow(/reserved to platform admins/);
+    expect(() => authorize('arn:org-admin', 'set-quota', 'org:acme', ctx)).toThrow(
+      /reserved to platform admins/,
+    );
   });
 
   test('creating scopes follows org / team / project', () => {
     expect(() => validateScopeCreate(tree, { name: 'team:new', parent: 'org:acme' })).not.toThrow();
     expect(() => validateScopeCreate(tree, { name: 'project:new', parent: 'org:acme' })).not.toThrow();
     expect(() => validateScopeCreate(tree, { name: 'org:new' })).not.toThrow();
-    expect(() => validateScopeCreate(tree, { name: 'team:ml', parent: 'org:acme' })).toThrow('scope team:ml already exists');
+    expect(() => validateScopeCreate(tree, { name: 'team:ml', parent: 'org:acme' })).toThrow(
+      'scope team:ml already exists',
+    );
     expect(() => validateScopeCreate(tree, { name: 'team:x' })).toThrow('a team needs a parent (org)');
-    expect(() => validateScopeCreate(tree, { name: 'team:x', parent: 'team:ml' })).toThrow('a team sits under an org');
+    expect(() => validateScopeCreate(tree, { name: 'team:x', parent: 'team:ml' })).toThrow(
+      'a team sits under an org',
+    );
     expect(() => validateScopeCreate(tree, { name: 'project:x', parent: 'project:chat' })).toThrow(
       'a project sits under a team or an org',
     );
@@ -121,20 +132,41 @@ describe('quota validation', () => {
   ];
 
   test.each([
-    ['the children guarantee more than the parent holds', { scope: 'team:ml', guarantee: { gpus: 8 }, limit: { gpus: 12 } },
-      'team:ml guarantees 10 gpus to its children but holds 8'],
-    ['a child raises the children sum', { scope: 'project:search', guarantee: { gpus: 5 } },
-      'team:ml guarantees 11 gpus to its children but holds 10'],
-    ['a limit below the guarantee', { scope: 'project:chat', guarantee: { gpus: 6 }, limit: { gpus: 5 } },
-      'project:chat limits gpus to 5 gpus, below its guarantee of 6 gpus'],
-    ['a child limit above the parent limit', { scope: 'project:chat', guarantee: { gpus: 6 }, limit: { gpus: 13 } },
-      "project:chat limits gpus to 13 gpus, above team:ml's limit of 12 gpus"],
-    ['a parent limit below a child limit', { scope: 'team:ml', guarantee: { gpus: 10 }, limit: { gpus: 11 } },
-      "project:chat limits gpus to 12 gpus, above team:ml's limit of 11 gpus"],
-    ['through a scope without a quota', { scope: 'org:acme', guarantee: { gpus: 9 } },
-      'org:acme guarantees 10 gpus to its children but holds 9'],
-    ['other resources', { scope: 'team:ml', guarantee: { gpus: 10, memoryGb: 64 }, limit: { gpus: 12, memoryGb: 32 } },
-      'team:ml limits memory to 32 GB of memory, below its guarantee of 64 GB of memory'],
+    [
+      'the children guarantee more than the parent holds',
+      { scope: 'team:ml', guarantee: { gpus: 8 }, limit: { gpus: 12 } },
+      'team:ml guarantees 10 gpus to its children but holds 8',
+    ],
+    [
+      'a child raises the children sum',
+      { scope: 'project:search', guarantee: { gpus: 5 } },
+      'team:ml guarantees 11 gpus to its children but holds 10',
+    ],
+    [
+      'a limit below the guarantee',
+      { scope: 'project:chat', guarantee: { gpus: 6 }, limit: { gpus: 5 } },
+      'project:chat limits gpus to 5 gpus, below its guarantee of 6 gpus',
+    ],
+    [
+      'a child limit above the parent limit',
+      { scope: 'project:chat', guarantee: { gpus: 6 }, limit: { gpus: 13 } },
+      "project:chat limits gpus to 13 gpus, above team:ml's limit of 12 gpus",
+    ],
+    [
+      'a parent limit below a child limit',
+      { scope: 'team:ml', guarantee: { gpus: 10 }, limit: { gpus: 11 } },
+      "project:chat limits gpus to 12 gpus, above team:ml's limit of 11 gpus",
+    ],
+    [
+      'through a scope without a quota',
+      { scope: 'org:acme', guarantee: { gpus: 9 } },
+      'org:acme guarantees 10 gpus to its children but holds 9',
+    ],
+    [
+      'other resources',
+      { scope: 'team:ml', guarantee: { gpus: 10, memoryGb: 64 }, limit: { gpus: 12, memoryGb: 32 } },
+      'team:ml limits memory to 32 GB of memory, below its guarantee of 64 GB of memory',
+    ],
   ])('refused: %s', (_, write, message) => {
     const r = checkQuotaWrite(tree, base, write);
     expect(r).toMatchObject({ ok: false });
@@ -143,13 +175,28 @@ describe('quota validation', () => {
   });
 
   test('accepted writes return the next set; deleting a quota is always fine', () => {
-    const r = checkQuotaWrite(tree, base, { scope: 'org:acme', guarantee: { gpus: 12 }, limit: { gpus: 20 } });
-    expect(r.ok && r.quotas.map((q) => q.scope)).toEqual(['team:ml', 'project:chat', 'project:search', 'org:acme']);
+    const r = checkQuotaWrite(tree, base, {
+      scope: 'org:acme',
+      guarantee: { gpus: 12 },
+      limit: { gpus: 20 },
+    });
+    expect(r.ok && r.quotas.map((q) => q.scope)).toEqual([
+      'team:ml',
+      'project:chat',
+      'project:search',
+      'org:acme',
+    ]);
     expect(checkQuotaWrite(tree, base, { scope: 'team:ml', delete: true })).toMatchObject({ ok: true });
     expect(checkQuotaWrite(tree, base, { scope: 'team:none', guarantee: {} })).toMatchObject({ ok: false });
     // A limit above a grandparent's is refused even with no quota in between.
     const withOrg = [...base.slice(1), { scope: 'org:acme', guarantee: { gpus: 10 }, limit: { gpus: 11 } }];
-    expect(checkQuotaWrite(tree, withOrg, { scope: 'project:search', guarantee: { gpus: 4 }, limit: { gpus: 20 } })).toMatchObject({
+    expect(
+      checkQuotaWrite(tree, withOrg, {
+        scope: 'project:search',
+        guarantee: { gpus: 4 },
+        limit: { gpus: 20 },
+      }),
+    ).toMatchObject({
       ok: false,
       message: "project:search limits gpus to 20 gpus, above org:acme's limit of 11 gpus",
     });
@@ -203,7 +250,10 @@ describe('capacity view and model status', () => {
       pending: { LimitExceeded: 2 },
       capacityAtLimit: true,
     });
-    expect(v.scopes.find((s) => s.scope === 'org:o')).toMatchObject({ usage: { gpus: 4 }, guarantee: { gpus: 3 } });
+    expect(v.scopes.find((s) => s.scope === 'org:o')).toMatchObject({
+      usage: { gpus: 4 },
+      guarantee: { gpus: 3 },
+    });
     expect(v.cluster?.find((c) => c.name === 'gpu-big')?.used.gpus).toBe(6);
     expect(w.status('a')).toEqual({
       effectiveClass: 'standard',
@@ -211,7 +261,13 @@ describe('capacity view and model status', () => {
       borrowed: 1,
       pending: 2,
       placements: [{ compute: 'gpu-big', profile: 'p', replicas: 3 }],
-      reasons: [{ reason: 'LimitExceeded', message: 'project:a is at its limit of 3 gpus; 1 gpu more needed (it holds 3, this needs 1)', replicas: 2 }],
+      reasons: [
+        {
+          reason: 'LimitExceeded',
+          message: 'project:a is at its limit of 3 gpus; 1 gpu more needed (it holds 3, this needs 1)',
+          replicas: 2,
+        },
+      ],
     });
     expect(w.status('s')).toMatchObject({ admitted: 2, borrowed: 0 });
     expect(w.last!.atLimit).toEqual(['project:a']);

@@ -1,6 +1,5 @@
 import type { Headroom } from '../../../../lambdas/domain/headroom';
 import type { ModelClass, Profile } from '../../../../lambdas/domain/model';
-import type { Resources } from '../../../../lambdas/domain/resources';
 import {
   type AdmissionModel,
   checkStart,
@@ -14,6 +13,7 @@ import {
   SimpleHeadroom,
   type StartCheck,
 } from '../../../../lambdas/domain/quota';
+import type { Resources } from '../../../../lambdas/domain/resources';
 
 /**
  * A small world for admission scenarios: a tree written as `child<parent`, GPU quotas as numbers (or full
@@ -76,7 +76,11 @@ export class World {
         profiles: o.profiles ?? [
           { name: 'p', gpus: o.gpus ?? 1, cpuCores: o.cores ?? 1, ...(o.mem ? { minMemoryGb: o.mem } : {}) },
         ],
-        scaling: { min, max: o.max ?? Math.max(min, o.target ?? min, 1), ...(o.target !== undefined ? { target: o.target } : {}) },
+        scaling: {
+          min,
+          max: o.max ?? Math.max(min, o.target ?? min, 1),
+          ...(o.target !== undefined ? { target: o.target } : {}),
+        },
         ...(o.cls ? { class: o.cls } : {}),
       },
     };
@@ -98,7 +102,8 @@ export class World {
 
   headroom(computes = this.computes): SimpleHeadroom {
     const h = SimpleHeadroom.of(computes);
-    for (const a of this.admissions.values()) for (const u of a.units) h.restore(u.id, u.resources, u.placements);
+    for (const a of this.admissions.values())
+      for (const u of a.units) h.restore(u.id, u.resources, u.placements);
     return h;
   }
 

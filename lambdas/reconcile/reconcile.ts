@@ -1,0 +1,261 @@
+import { type Action, decideAction } from '../domain/actions';
+import type { Compute } from '../domain/compute';
+import type { ReplicaUnit } from '../domain/headroom';
+import type { Model } from '../domain/model';
+import { applyCooldown, planPlacement } from '../domain/placement';
+import type { Decision, ModelAdmission, ScopeSummary } from '../domain/quota';
+import { builtinComputes } from '../shared/builtin-config';
+import { config } from '../shared/config';
+import { logger } from '../shared/logger';
+import { decideWorld, decisionItems, loadWorld, type World } from '../store/admission';
+import {
+  listComputes,
+  recordObservation,
+  recordSizing,
+  removeDeletedCompute,
+  seedBuiltins,
+} from '../store/computes';
+import { withLedger } from '../store/ledger';
+import { observeAll } from './observe';
+import { settleWorkflow, startWorkflow, type WorkflowKind } from './workflows';
+
+/**
+ * One reconcile pass (DESIGN.md §3.5): observe what AWS runs, decide admission and placement, start the
+ * workflows that make the node groups match, and report. Idempotent and safe beside another pass and API
+ * writes: admission commits through the ledger, workflow starts through a conditional claim per compute.
+ */
+
+export interface ComputeReport {
+  compute: string;
+  status: Compute['status']['nodegroupStatus'];
+  desiredNodes: number;
+  readyNodes: number;
+  neededNodes: number;
+  lowerBoundNodes: number;
+  costPerHour: number;
+  failed: boolean;
+  statusMessage?: string;
+  action: Action['kind'];
+  actionNote?: string;
+}
+
+export interface ReconcileSummary {
+  startedAt: string;
+  durationMs: number;
+  computes: ComputeReport[];
+  scopes: (ScopeSummary & { pendingReplicas: number })[];
+  atLimit: string[];
+  admission: {
+    admitted: number;
+    released: number;
+    victims: number;
+    pendingReplicas: number;
+    commits: number;
+  };
+  workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
+  awsCalls: number;
+  errors: string[];
+}
+
+/** Admitted units as placement units, each pinned to where admission placed it, so sizing follows admission. */
+export function unitsOf(
+  admissions: readonly ModelAdmission[],
+  models: readonly Pick<Model, 'name' | 'spec'>[],
+) {
+  const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
+  const units: ReplicaUnit[] = [];
+  for (const a of admissions) {
+    for (const u of a.units) {
+      const own = byModel.get(a.model)?.find((p) => p.name === u.profile);
+      const base = own ?? {
+        name: u.profile,
+        gpus: u.resources.gpus,
+        cpuCores: u.resources.cores,
+        ...(u.resources.memoryGb > 0 ? { minMemoryGb: u.resources.memoryGb } : {}),
+      };
+      for (const pl of u.placements) {
+        units.push({
+          id: `${u.id}@${pl.compute}`,
+          model: a.model,
+          profiles: [{ ...base, compute: pl.compute }],
+          replicas: pl.replicas,
+        });
+      }
+    }
+  }
+  return units;
+}
+
+const MAX_ITEMS = 98;
+
+/**
+ * Decides admission for every model and commits it. A decision larger than one transaction is committed in
+ * slices, releases before admissions, so no limit is exceeded in between; each slice is decided again from the
+ * stored state, so a racing API write only costs a retry.
+ */
+async function admit(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
+  let commits = 0;
+  for (let round = 0; round < 20; round++) {
+    const out = await withLedger(
+      async () => {
+        const world = await loadWorld();
+        const decision = decideWorld(world, now);
+        const before = new Map(world.admissions.map((a) => [a.model, a]));
+        const held = (a?: ModelAdmission) => (a?.units ?? []).reduce((n, u) => n + u.replicas, 0);
+        const items = decisionItems(decision);
+        // Releases first (removed models, models holding fewer replicas than before).
+        const order = (m: string) => {
+          const next = decision.admissions.find((a) => a.model === m);
+          return next ? held(next) - held(before.get(m)) : -Number.MAX_SAFE_INTEGER;
+        };
+        items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
+        const slice = items.slice(0, MAX_ITEMS);
+        return { items: slice, result: { world, decision, more: items.length > slice.length } };
+      },
+      { by: 'reconcile', attempts: 20 },
+    );
+    if (decisionItems(out.decision).length) commits++;
+    if (!out.more) return { world: out.world, decision: out.decision, commits };
+  }
+  const world = await loadWorld();
+  return { world, decision: decideWorld(world, now), commits };
+}
+
+function modelOf(item: NonNullable<Parameters<typeof decisionItems>[0]> | unknown): string {
+  const i = item as { Put?: { Item: { sk: string } }; Delete?: { Key: { sk: string } } };
+  return i.Put?.Item.sk ?? i.Delete?.Key.sk ?? '';
+}
+
+export async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {
+  const started = opts.now ?? new Date();
+  const now = started.toISOString();
+  const t0 = Date.now();
+  const errors: string[] = [];
+  let awsCalls = 0;
+  const cooldownMs = config().cooldownSeconds * 1000;
+
+  await seedBuiltins(builtinComputes());
+
+  // 1-2. Observe every node group llmcap believes in, and settle workflows that ended without recording.
+  let computes = await listComputes();
+  for (const c of computes.filter((x) => x.workflow?.state === 'RUNNING')) {
+    try {
+      await settleWorkflow(c);
+      awsCalls++;
+    } catch (e) {
+      errors.push(`settling ${c.name}: ${(e as Error).message}`);
+    }
+  }
+  computes = await listComputes();
+  const observed = new Map<string, { maxSize?: number }>();
+  try {
+    for (const o of await observeAll(computes, now)) {
+      awsCalls += o.calls;
+      observed.set(o.compute, { maxSize: o.maxSize });
+      await recordObservation(o.compute, o.status);
+      if (o.vanished) logger.warn('node group vanished outside llmcap', { compute: o.compute });
+    }
+  } catch (e) {
+    errors.push(`observing: ${(e as Error).message}`);
+  }
+
+  // 3. Admission for every pending request, then placement of everything admitted.
+  const { world, decision, commits } = await admit(now);
+  computes = world.computes;
+  const all = await listComputes(); // includes computes being deleted, which the catalog leaves out
+  const plan = planPlacement(
+    all.filter((c) => !c.deletionRequested),
+    unitsOf(decision.admissions, world.models),
+  );
+  const sized = new Map(plan.computes.map((p) => [p.compute, p]));
+
+  // 4. Act: one workflow per compute whose node group differs from what is needed.
+  const reports: ComputeReport[] = [];
+  const workflows: ReconcileSummary['workflows'] = [];
+  for (const c of all) {
+    const p = sized.get(c.name);
+    const computed = p?.neededNodes ?? 0;
+    const prev = c.sizing;
+    const cd = applyCooldown(
+      { neededNodes: prev?.neededNodes ?? 0, since: prev?.lowerSince, peak: prev?.peak },
+      computed,
+      started,
+      cooldownMs,
+    );
+    const sizing = {
+      neededNodes: cd.neededNodes,
+      lowerBoundNodes: p?.lowerBoundNodes ?? 0,
+      costPerHour: p?.costPerHour ?? 0,
+      computedAt: now,
+      ...(cd.since ? { lowerSince: cd.since } : {}),
+      ...(cd.peak !== undefined ? { peak: cd.peak } : {}),
+    };
+    await recordSizing(c.name, sizing);
+    const action = decideAction({
+      compute: c,
+      needed: cd.neededNodes,
+      observedMax: observed.get(c.name)?.maxSize,
+    });
+    let note = action.kind === 'none' || action.kind === 'delete' ? action.why : undefined;
+    try {
+      if (action.kind === 'remove-item') {
+        await removeDeletedCompute(c.name);
+      } else if (action.kind !== 'none') {
+        const kind: WorkflowKind = action.kind;
+        const desired = action.kind === 'delete' ? 0 : action.desired;
+        const r = await startWorkflow({ compute: c, kind, desiredNodes: desired });
+        awsCalls++;
+        workflows.push({
+          compute: c.name,
+          kind,
+          outcome: r.outcome,
+          ...('executionName' in r ? { executionName: r.executionName } : {}),
+        });
+        if (r.outcome === 'refused') note = r.message;
+      }
+    } catch (e) {
+      errors.push(`${action.kind} ${c.name}: ${(e as Error).message}`);
+    }
+    reports.push({
+      compute: c.name,
+      status: c.status.nodegroupStatus,
+      desiredNodes: c.status.desiredNodes,
+      readyNodes: c.status.readyNodes,
+      neededNodes: cd.neededNodes,
+      lowerBoundNodes: sizing.lowerBoundNodes,
+      costPerHour: sizing.costPerHour,
+      failed:
+        c.status.nodegroupStatus === 'CREATE_FAILED' ||
+        c.status.nodegroupStatus === 'DELETE_FAILED' ||
+        c.status.nodegroupStatus === 'DEGRADED',
+      ...(c.status.statusMessage ? { statusMessage: c.status.statusMessage } : {}),
+      action: action.kind,
+      ...(note ? { actionNote: note } : {}),
+    });
+  }
+
+  const pendingReplicas = decision.admissions.reduce(
+    (n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0),
+    0,
+  );
+  return {
+    startedAt: now,
+    durationMs: Date.now() - t0,
+    computes: reports,
+    scopes: decision.scopes.map((s) => ({
+      ...s,
+      pendingReplicas: Object.values(s.pending).reduce((n, x) => n + (x ?? 0), 0),
+    })),
+    atLimit: decision.atLimit,
+    admission: {
+      admitted: decision.admitted.length,
+      released: decision.released.length,
+      victims: decision.victims.length,
+      pendingReplicas,
+      commits,
+    },
+    workflows,
+    awsCalls,
+    errors,
+  };
+}

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+
+/**
+ * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
+ * observed status and alarms. The simulator runs a thousand times faster than EKS.
+ */
+
+let cp: ControlPlane;
+beforeAll(async () => {
+  cp = await startControlPlane({
+    port: 0,
+    simPort: 0,
+    simTimeScale: 0.001,
+    reconcileSeconds: 0,
+    cooldownSeconds: 0,
+    dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
+    table: `e2e-${randomUUID().slice(0, 8)}`,
+  });
+});
+afterAll(() => cp.stop());
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const r = await fetch(`${cp.apiUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
+};
+
+/** Reconciles until `done` holds: each pass starts or observes workflows, which run in the background. */
+async function converge(done: () => Promise<boolean>, passes = 40): Promise<void> {
+  for (let i = 0; i < passes; i++) {
+    await cp.reconcile();
+    await cp.sfn.waitForIdle(10_000);
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('did not converge');
+}
+
+const compute = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body;
+
+const l4Model = (name: string, owner: string, replicas: number) => ({
+  apiVersion: 'llmcap/v1',
+  kind: 'Model',
+  metadata: { name, owner },
+  spec: {
+    source: `hf://org/${name}`,
+    engine: 'vllm',
+    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-e2e' }],
+    scaling: { min: replicas, max: replicas },
+  },
+});
+
+describe('reconcile end to end', () => {
+  beforeAll(async () => {
+    // Its own compute, so the declared catalog's models (placed on the built-ins) do not count here.
+    expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-e2e' })).status).toBe(201);
+    for (const [name, parent] of [['org:acme'], ['team:ml', 'org:acme']] as const) {
+      expect((await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) })).status).toBe(201);
+    }
+    expect(
+      (await call('PUT', '/v1/quotas/team:ml', { guarantee: { gpus: 2 }, limit: { gpus: 3 } })).status,
+    ).toBe(200);
+  });
+
+  it('creates the node group for a model needing two L4 nodes; it becomes ACTIVE with two ready nodes', async () => {
+    const r = await call('POST', '/v1/models', l4Model('chat', 'team:ml', 2));
+    expect(r.status).toBe(201);
+    expect(r.body.status.placements).toEqual([{ compute: 'l4-e2e', profile: 'l4', replicas: 2 }]);
+    await converge(async () => {
+      const c = await compute('l4-e2e');
+      return c.status.nodegroupStatus === 'ACTIVE' && c.status.readyNodes === 2;
+    });
+    const c = await compute('l4-e2e');
+    expect(c.status).toMatchObject({ desiredNodes: 2, readyNodes: 2, neededNodes: 2, lowerBoundNodes: 2 });
+    const group = cp.sim.admin.state().nodegroups.find((g) => g.name === 'llmcap-local-l4-e2e');
+    expect(group?.scalingConfig).toMatchObject({ desiredSize: 2, maxSize: 4 });
+    expect((await call('GET', '/v1/models/chat')).body.status).toMatchObject({ admitted: 2, pending: 0 });
+  });
+
+  it('fires CapacityAtLimit for a scope driven to its limit, and clears it when usage drops', async () => {
+    expect((await call('POST', '/v1/models', l4Model('extra', 'team:ml', 1))).status).toBe(201);
+    await cp.reconcile();
+    const alarm = cp.transitions.find(
+      (t) => t.kind === 'CapacityAtLimit' && t.subject === 'team:ml' && t.alarm,
+    );
+    expect(alarm?.reason).toMatch(/gpus 3 of 3/);
+    expect((await call('DELETE', '/v1/models/extra')).status).toBe(204);
+    await cp.reconcile();
+    const ok = cp.transitions.filter((t) => t.kind === 'CapacityAtLimit' && t.subject === 'team:ml').at(-1);
+    expect(ok?.alarm).toBe(false);
+  });
+
+  it('never starts the same work twice when two reconciles run at once', async () => {
+    await call('PUT', '/v1/models/chat/scaling', { min: 3, max: 3 });
+    const before = cp.sfn.executions.size;
+    await Promise.all([cp.reconcile(), cp.reconcile()]);
+    await cp.sfn.waitForIdle(10_000);
+    const started = [...cp.sfn.executions.values()].slice(before);
+    expect(started.filter((e) => e.name.includes('l4-e2e-scale'))).toHaveLength(1);
+    await converge(async () => (await compute('l4-e2e')).status.readyNodes === 3);
+  });
+
+  it('marks a node group deleted out of band ABSENT, then re-creates it', async () => {
+    await cp.sim.admin.deleteNodegroup('llmcap-local-l4-e2e');
+    await converge(async () => {
+      const c = await compute('l4-e2e');
+      return c.status.nodegroupStatus !== 'ACTIVE';
+    }, 5);
+    await converge(async () => {
+      const c = await compute('l4-e2e');
+      return c.status.nodegroupStatus === 'ACTIVE' && c.status.readyNodes === 3;
+    });
+  });
+
+  it('raises NodegroupFailed with a readable message when a create fails, and clears it once recovered', async () => {
+    await cp.sim.admin.patchFaults({
+      launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 0 }],
+    } as any);
+    const m = l4Model('a10', 'team:ml', 0);
+    m.spec.profiles = [
+      { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 16, compute: 'gpu-a10g-1x' },
+    ];
+    m.spec.scaling = { min: 0, max: 1, target: 1 } as any;
+    await call('PUT', '/v1/quotas/team:ml', { guarantee: { gpus: 4 }, limit: { gpus: 4 } });
+    expect((await call('POST', '/v1/models', m)).status).toBe(201);
+    await converge(async () =>
+      cp.transitions.some((t) => t.kind === 'NodegroupFailed' && t.subject === 'gpu-a10g-1x' && t.alarm),
+    );
+    const c = await compute('gpu-a10g-1x');
+    expect(c.status.statusMessage).toMatch(/AsgInstanceLaunchFailures/);
+  });
+});
