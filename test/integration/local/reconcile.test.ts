@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { runReconcile } from '../../../lambdas/reconcile/reconcile';
 import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
 
 /**
@@ -39,6 +40,17 @@ async function converge(done: () => Promise<boolean>, passes = 40): Promise<void
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('did not converge');
+}
+
+/** Reconciles until a pass starts nothing and no workflow runs: a quiet point between scenarios. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    await cp.sfn.waitForIdle(10_000);
+    const s = await cp.reconcile();
+    await cp.sfn.waitForIdle(10_000);
+    if (s.workflows.length === 0) return;
+  }
+  throw new Error('did not settle');
 }
 
 const compute = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body;
@@ -96,28 +108,36 @@ describe('reconcile end to end', () => {
   });
 
   it('never starts the same work twice when two reconciles run at once', async () => {
-    await call('PUT', '/v1/models/chat/scaling', { min: 3, max: 3 });
-    const before = cp.sfn.executions.size;
-    await Promise.all([cp.reconcile(), cp.reconcile()]);
+    await settle();
+    expect((await call('PUT', '/v1/models/chat/scaling', { min: 3, max: 3 })).status).toBe(200);
+    const before = new Set(cp.sfn.executions.keys());
+    // Two passes really at once, as a scheduled Lambda and POST /v1/reconcile could run (not serialized here).
+    const both = await Promise.all([runReconcile(), runReconcile()]);
     await cp.sfn.waitForIdle(10_000);
-    const started = [...cp.sfn.executions.values()].slice(before);
-    expect(started.filter((e) => e.name.includes('l4-e2e-scale'))).toHaveLength(1);
+    const started = [...cp.sfn.executions.values()].filter((e) => !before.has(e.executionArn));
+    expect(started.map((e) => e.name)).toEqual(['l4-e2e-scale-g' + started[0]!.name.split('-g').pop()]);
+    const outcomes = both.flatMap((b) =>
+      b.workflows.filter((w) => w.compute === 'l4-e2e').map((w) => w.outcome),
+    );
+    expect(outcomes.filter((o) => o === 'started')).toHaveLength(1);
     await converge(async () => (await compute('l4-e2e')).status.readyNodes === 3);
   });
 
   it('marks a node group deleted out of band ABSENT, then re-creates it', async () => {
+    await settle();
     await cp.sim.admin.deleteNodegroup('llmcap-local-l4-e2e');
-    await converge(async () => {
-      const c = await compute('l4-e2e');
-      return c.status.nodegroupStatus !== 'ACTIVE';
-    }, 5);
+    // The pass that notices records ABSENT with the reason, and starts the re-creation at once.
+    const pass = (await cp.reconcile()).computes.find((c) => c.compute === 'l4-e2e')!;
+    expect(pass).toMatchObject({ status: 'ABSENT', action: 'provision' });
+    expect(pass.statusMessage).toMatch(/deleted outside llmcap/);
     await converge(async () => {
       const c = await compute('l4-e2e');
       return c.status.nodegroupStatus === 'ACTIVE' && c.status.readyNodes === 3;
     });
   });
 
-  it('raises NodegroupFailed with a readable message when a create fails, and clears it once recovered', async () => {
+  it('raises NodegroupFailed with a readable message when a create fails', async () => {
+    await settle();
     await cp.sim.admin.patchFaults({
       launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 0 }],
     } as any);
@@ -131,7 +151,9 @@ describe('reconcile end to end', () => {
     await converge(async () =>
       cp.transitions.some((t) => t.kind === 'NodegroupFailed' && t.subject === 'gpu-a10g-1x' && t.alarm),
     );
-    const c = await compute('gpu-a10g-1x');
-    expect(c.status.statusMessage).toMatch(/AsgInstanceLaunchFailures/);
+    const alarm = cp.transitions.find(
+      (t) => t.kind === 'NodegroupFailed' && t.subject === 'gpu-a10g-1x' && t.alarm,
+    )!;
+    expect(alarm.reason).toMatch(/CREATE_FAILED: AsgInstanceLaunchFailures: .*InsufficientInstanceCapacity/);
   });
 });
