@@ -59,6 +59,10 @@ export class LlmcapFunction extends NodejsFunction {
       },
       ...props.extra,
     });
+    Validations.of(this.role!).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      reason: 'The AWS managed basic execution role only lets the function write its own logs.',
+    });
     // X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource but `*`.
     Validations.of(this.role!.node.findChild('DefaultPolicy')).acknowledge({
       id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',

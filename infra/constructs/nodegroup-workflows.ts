@@ -6,6 +6,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { arnWildcardAcks } from './nag';
 
 /**
  * The three node group workflows of DESIGN.md §5, deployed from the ASL files in statemachines/ (the same
@@ -142,11 +143,10 @@ export class NodegroupWorkflows extends Construct {
 
       const policy = sm.role.node.tryFindChild('DefaultPolicy') ?? sm.role;
       Validations.of(policy).acknowledge(
-        {
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:${region}:${account}:nodegroup/${props.clusterName}/${prefix}-*/*]`,
-          reason:
-            'Node group ARNs end in an id EKS assigns at creation; the wildcard is limited to this cluster and the llmcap-<stage>- name prefix.',
-        },
+        ...arnWildcardAcks(
+          `eks:${region}:${account}:nodegroup/${props.clusterName}/${prefix}-*/*`,
+          'Node group ARNs end in an id EKS assigns at creation; the wildcard is limited to this cluster and the llmcap-<stage>- name prefix.',
+        ),
         {
           id: 'AwsSolutions-IAM5[Resource::*]',
           reason:

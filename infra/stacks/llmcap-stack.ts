@@ -4,11 +4,28 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import {
+  Alarm,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
+import { arnWildcardAcks } from '../constructs/nag';
+import { NodegroupWorkflows } from '../constructs/nodegroup-workflows';
 import type { StageConfig } from '../stage-config';
 
 export interface LlmcapStackProps extends StackProps {
@@ -28,6 +45,9 @@ export class LlmcapStack extends Stack {
   readonly table: TableV2;
   readonly api: HttpApi;
   readonly apiFunction: LlmcapFunction;
+  readonly reconcileFunction: LlmcapFunction;
+  readonly workflows: NodegroupWorkflows;
+  readonly onCall: Topic;
 
   constructor(scope: Construct, id: string, props: LlmcapStackProps) {
     super(scope, id, props);
@@ -93,15 +113,207 @@ export class LlmcapStack extends Stack {
     });
     this.api.addRoutes({ path: '/{proxy+}', methods: [HttpMethod.ANY], integration });
 
+    // --- Node group workflows and the reconciler -------------------------------------------------------
+    this.workflows = new NodegroupWorkflows(this, 'Workflows', {
+      table: this.table,
+      clusterName: cfg.clusterName,
+      stage: cfg.stage,
+      ...(cfg.nodeRoleArn ? { nodeRoleArn: cfg.nodeRoleArn } : {}),
+    });
+
+    // One on-call topic for every alarm; encrypted, TLS only, subscriptions from the stage config.
+    this.onCall = new Topic(this, 'OnCall', {
+      displayName: `llmcap ${cfg.stage} on-call`,
+      enforceSSL: true,
+      masterKey: undefined,
+    });
+    for (const email of cfg.onCall.emails) this.onCall.addSubscription(new EmailSubscription(email));
+    for (const url of cfg.onCall.httpsEndpoints) this.onCall.addSubscription(new UrlSubscription(url));
+
+    this.reconcileFunction = new LlmcapFunction(this, 'ReconcileFunction', {
+      entry: join(ROOT, 'lambdas', 'reconcile', 'handler.ts'),
+      description: 'llmcap reconcile: observe node groups, admit, place, start workflows, report',
+      logRetention,
+      memorySize: 1024,
+      timeout: Duration.minutes(5),
+      environment: {
+        LLMCAP_STAGE: cfg.stage,
+        LLMCAP_TABLE: this.table.tableName,
+        LLMCAP_ADMINS: cfg.admins.join(','),
+        LLMCAP_CLUSTER: cfg.clusterName,
+        LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+        LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
+        LLMCAP_PROVISION_SM_ARN: this.workflows.provision.stateMachineArn,
+        LLMCAP_SCALE_SM_ARN: this.workflows.scale.stateMachineArn,
+        LLMCAP_DELETE_SM_ARN: this.workflows.delete.stateMachineArn,
+        LLMCAP_ALARM_TOPIC_ARN: this.onCall.topicArn,
+      },
+      inline: inlinedConfig(),
+      // Passes are safe to overlap, but one at a time is all a schedule needs and keeps AWS calls predictable.
+      extra: { reservedConcurrentExecutions: 1 },
+    });
+    this.table.grantReadWriteData(this.reconcileFunction);
+    this.workflows.grantStartWorkflows(this.reconcileFunction);
+    const nodegroups = `arn:${this.partition}:eks:${this.region}:${this.account}:nodegroup/${cfg.clusterName}/llmcap-${cfg.stage}-*/*`;
+    this.reconcileFunction.addToRolePolicy(
+      new PolicyStatement({ actions: ['eks:DescribeNodegroup'], resources: [nodegroups] }),
+    );
+    this.reconcileFunction.addToRolePolicy(
+      new PolicyStatement({
+        // Neither action supports resource-level permissions.
+        actions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
+        resources: ['*'],
+      }),
+    );
+    this.reconcileFunction.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['cloudwatch:PutMetricAlarm', 'cloudwatch:DeleteAlarms'],
+        resources: [
+          `arn:${this.partition}:cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`,
+        ],
+      }),
+    );
+    Validations.of(this.reconcileFunction.role!.node.findChild('DefaultPolicy')).acknowledge(
+      {
+        id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'autoscaling:DescribeAutoScalingGroups, cloudwatch:DescribeAlarms and the X-Ray actions support only the * resource.',
+      },
+      ...arnWildcardAcks(
+        `eks:${this.region}:${this.account}:nodegroup/${cfg.clusterName}/llmcap-${cfg.stage}-*/*`,
+        "Node groups are named llmcap-<stage>-<compute> and end in an id EKS assigns; this matches this stage's only.",
+      ),
+      ...arnWildcardAcks(
+        `cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`,
+        'The reconciler keeps one alarm per scope and compute, all named llmcap-<stage>-*.',
+      ),
+      ...['provision', 'scale', 'delete'].flatMap((kind) =>
+        arnWildcardAcks(
+          `states:${this.region}:${this.account}:execution:llmcap-${cfg.stage}-${kind}-nodegroup:*`,
+          'The reconciler describes and stops executions of its own state machines; names are per compute and generation.',
+        ),
+      ),
+    );
+    // Lambda's grantInvoke also covers the function's versions and aliases (<arn>:*).
+    const invokeVersions = {
+      id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${this.getLogicalId(this.reconcileFunction.node.defaultChild as never)}.Arn>:*]`,
+      reason:
+        'Invoking the reconcile function, including its versions (arn:*), is the only permission granted.',
+    };
+
+    new Schedule(this, 'ReconcileSchedule', {
+      description: `llmcap ${cfg.stage}: reconcile every ${cfg.reconcileRate} minute(s)`,
+      schedule: ScheduleExpression.rate(Duration.minutes(cfg.reconcileRate)),
+      target: new LambdaInvoke(this.reconcileFunction, { retryAttempts: 0 }),
+    });
+
+    // POST /v1/reconcile invokes the reconciler, which holds the EKS and Step Functions permissions.
+    this.apiFunction.addEnvironment('LLMCAP_RECONCILE_FUNCTION', this.reconcileFunction.functionName);
+    this.reconcileFunction.grantInvoke(this.apiFunction);
+    Validations.of(this.apiFunction.role!.node.findChild('DefaultPolicy')).acknowledge(invokeVersions);
+    // The scheduler target's role is created at stack level by aws-scheduler-targets.
+    for (const child of this.node.children.filter((c) => c.node.id.startsWith('SchedulerRoleForTarget'))) {
+      Validations.of(child).acknowledge(invokeVersions);
+    }
+
+    // --- Stack-level alarms (per-scope and per-compute alarms are kept by the reconciler) ----------------
+    const alarmAction = new SnsAction(this.onCall);
+    const dims = { service: 'llmcap', stage: cfg.stage };
+    const reconcileErrors = new Alarm(this, 'ReconcileErrorsAlarm', {
+      alarmName: `llmcap-${cfg.stage}-ReconcileErrors`,
+      alarmDescription:
+        'The reconciler failed or reported errors in 3 of the last 5 passes. Runbook: docs/operations.md#reconcileerrors',
+      metric: new MathExpression({
+        expression: 'FILL(errs, 0) + FILL(fails, 0)',
+        usingMetrics: {
+          errs: new Metric({
+            namespace: 'llmcap',
+            metricName: 'ReconcileErrors',
+            dimensionsMap: dims,
+            statistic: 'Sum',
+            period: Duration.minutes(1),
+          }),
+          fails: this.reconcileFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
+        },
+        period: Duration.minutes(1),
+      }),
+      threshold: 1,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 3,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.BREACHING,
+    });
+    reconcileErrors.addAlarmAction(alarmAction);
+    reconcileErrors.addOkAction(alarmAction);
+    for (const [kind, sm] of Object.entries(this.workflows.stateMachines)) {
+      const failed = new Alarm(this, `WorkflowFailed${kind}`, {
+        alarmName: `llmcap-${cfg.stage}-WorkflowFailed-${kind}`,
+        alarmDescription: `A ${kind} node group workflow failed; the compute's statusMessage says why. Runbook: docs/operations.md#workflowfailed`,
+        metric: sm.metricFailed({ period: Duration.minutes(5), statistic: 'Sum' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+      failed.addAlarmAction(alarmAction);
+      failed.addOkAction(alarmAction);
+    }
+
+    // --- Dashboard: capacity per scope and node groups ----------------------------------------------------
+    const search = (metric: string, dim: 'Scope' | 'Compute', label: string) =>
+      new MathExpression({
+        expression: `SEARCH('{llmcap,service,stage,${dim}} MetricName="${metric}" stage="${cfg.stage}"', 'Maximum', 60)`,
+        label,
+        period: Duration.minutes(1),
+      });
+    new Dashboard(this, 'Dashboard', {
+      dashboardName: `llmcap-${cfg.stage}`,
+      widgets: [
+        [
+          new GraphWidget({
+            title: 'GPU usage per scope',
+            left: [search('Usage_gpus', 'Scope', 'usage')],
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'GPUs borrowed per scope',
+            left: [search('Borrowed_gpus', 'Scope', 'borrowed')],
+            width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'CapacityAtLimit per scope',
+            left: [search('CapacityAtLimit', 'Scope', 'at limit')],
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'Pending replicas per scope',
+            left: [search('PendingReplicas', 'Scope', 'pending')],
+            width: 12,
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Ready vs needed nodes per compute',
+            left: [search('ReadyNodes', 'Compute', 'ready'), search('NeededNodes', 'Compute', 'needed')],
+            width: 12,
+          }),
+          new GraphWidget({
+            title: 'NodegroupFailed per compute',
+            left: [search('NodegroupFailed', 'Compute', 'failed')],
+            width: 12,
+          }),
+        ],
+      ],
+    });
+
+    new CfnOutput(this, 'OnCallTopic', { value: this.onCall.topicArn });
     new CfnOutput(this, 'ApiUrl', {
       value: this.api.apiEndpoint,
       description: 'llmcap API (LLMCAP_ENDPOINT)',
     });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
-
-    Validations.of(this.apiFunction.role!).acknowledge({
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason: 'The AWS managed basic execution role only lets the function write its own logs.',
-    });
   }
 }

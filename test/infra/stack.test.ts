@@ -92,6 +92,57 @@ describe('the API', () => {
   });
 });
 
+describe('the reconciler and on-call', () => {
+  it('runs the reconcile Lambda on the stage rate through EventBridge Scheduler', () => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)' });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      ReservedConcurrentExecutions: 1,
+      Environment: { Variables: Match.objectLike({ LLMCAP_ALARM_TOPIC_ARN: Match.anyValue() }) },
+    });
+  });
+
+  it('routes every alarm to one on-call topic with the stage config subscriptions, over TLS only', () => {
+    template.resourceCountIs('AWS::SNS::Topic', 1);
+    template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'oncall@example.com',
+    });
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
+    const names = alarms.map((a) => a.Properties.AlarmName).sort();
+    expect(names).toEqual([
+      'llmcap-dev-ReconcileErrors',
+      'llmcap-dev-WorkflowFailed-delete',
+      'llmcap-dev-WorkflowFailed-provision',
+      'llmcap-dev-WorkflowFailed-scale',
+    ]);
+    for (const a of alarms) {
+      expect(a.Properties.AlarmActions).toHaveLength(1);
+      expect(a.Properties.OKActions).toHaveLength(1);
+    }
+    const policy = Object.values(template.findResources('AWS::SNS::TopicPolicy'))[0] as any;
+    expect(JSON.stringify(policy.Properties.PolicyDocument)).toMatch(/aws:SecureTransport/);
+  });
+
+  it("lets the reconciler describe only this stage's node groups and manage only its own alarms", () => {
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
+      (p: any) => p.Properties.PolicyDocument.Statement,
+    );
+    const describe = statements.find((s: any) => s.Action === 'eks:DescribeNodegroup');
+    expect(JSON.stringify(describe.Resource)).toContain('nodegroup/ml-platform/llmcap-dev-*/*');
+    const alarms = statements.find((s: any) =>
+      JSON.stringify(s.Action).includes('cloudwatch:PutMetricAlarm'),
+    );
+    expect(JSON.stringify(alarms.Resource)).toContain('alarm:llmcap-dev-*');
+  });
+
+  it('draws a dashboard of capacity per scope and node groups', () => {
+    const dash = Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0] as any;
+    const body = JSON.stringify(dash.Properties.DashboardBody);
+    for (const m of ['Usage_gpus', 'Borrowed_gpus', 'CapacityAtLimit', 'ReadyNodes', 'NodegroupFailed'])
+      expect(body).toContain(m);
+  });
+});
+
 describe('cdk-nag', () => {
   it('reports no unacknowledged AwsSolutions finding', () => {
     expect(() => app.synth()).not.toThrow();
