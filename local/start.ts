@@ -1,6 +1,6 @@
 import { startControlPlane } from './control-plane';
 
-// The Lambdas run on Node 22; on a Node 20 laptop the SDK's end-of-support warning is noise.
+// The Lambdas run on Node 24; on a Node 20 laptop the SDK's end-of-support warning is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /** `npm start [-- --persist]`: the local control plane in the foreground, stopped by Ctrl-C. */
@@ -13,22 +13,29 @@ async function main(): Promise<void> {
 
 environment:
   LLMCAP_PORT               API port (default 3000)
-  LLMCAP_ADMINS             comma-separated platform admins (default local-admin)`);
+  LLMCAP_ADMINS             comma-separated platform admins (default local-admin)
+  LLMCAP_RECONCILE_SECONDS  seconds between reconciles (default 10; 0 = only POST /v1/reconcile)
+  LLMCAP_COOLDOWN_SECONDS   scale-down cool-down (default 600)
+  LLMCAP_ALERT_WEBHOOK      URL that ALARM / OK transitions are POSTed to as JSON
+  LLMCAP_SIM_PORT           cloud simulator port (default 4510)
+  LLMCAP_SIM_TIME_SCALE     simulator speed: 1 = EKS's real durations (default 0.1: a create takes 12 s)`);
     return;
   }
   const port = Number(process.env.LLMCAP_PORT ?? 3000);
   console.log('llmcap local control plane starting...');
   const cp = await startControlPlane({
     port,
+    ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),
     persist: args.includes('--persist'),
     admins: (process.env.LLMCAP_ADMINS ?? 'local-admin').split(',').filter(Boolean),
     log: (l) => console.log(`  ${l}`),
   });
   console.log(`
-Ready. Try:
-  curl -s ${cp.apiUrl}/v1/computes
-  curl -s -X POST ${cp.apiUrl}/v1/computes -H 'content-type: application/json' \\
-    -d '{"apiVersion":"llmcap/v1","kind":"Compute","metadata":{"name":"cpu-tiny"},"spec":{"node":{"instanceType":"m7i.large","cpu":2,"memoryGb":8},"cost":{"perHour":0.1008}}}'
+Ready. The declared catalog (config/catalog.yaml) is loaded; watch its node groups come up here. Try:
+  curl -s ${cp.apiUrl}/v1/computes | jq '.items[] | {name: .metadata.name, status: .status.nodegroupStatus}'
+  npx llmcap get models
+  npx llmcap capacity
+  npx llmcap apply -f examples/        # scopes, quotas and models that borrow and take back
 Press Ctrl-C to stop.`);
   let stopping = false;
   const stop = async (signal: string) => {
