@@ -15,7 +15,7 @@ import {
   removeDeletedCompute,
   seedBuiltins,
 } from '../store/computes';
-import { withLedger } from '../store/ledger';
+import { commitChain, ledgerVersion, type TxItem } from '../store/ledger';
 import { observeAll } from './observe';
 import { settleWorkflow, startWorkflow, type WorkflowKind } from './workflows';
 
@@ -89,41 +89,37 @@ export function unitsOf(
 const MAX_ITEMS = 98;
 
 /**
- * Decides admission for every model and commits it. A decision larger than one transaction is committed in
- * slices, releases before admissions, so no limit is exceeded in between; each slice is decided again from the
- * stored state, so a racing API write only costs a retry.
+ * Decides admission for every model and commits it through the ledger. A decision larger than one
+ * transaction is committed as a chain of slices, releases first, so no limit is exceeded between two slices;
+ * if an API write lands in between, the rest is decided again from the stored state.
  */
 async function admit(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
   let commits = 0;
-  for (let round = 0; round < 20; round++) {
-    const out = await withLedger(
-      async () => {
-        const world = await loadWorld();
-        const decision = decideWorld(world, now);
-        const before = new Map(world.admissions.map((a) => [a.model, a]));
-        const held = (a?: ModelAdmission) => (a?.units ?? []).reduce((n, u) => n + u.replicas, 0);
-        const items = decisionItems(decision);
-        // Releases first (removed models, models holding fewer replicas than before).
-        const order = (m: string) => {
-          const next = decision.admissions.find((a) => a.model === m);
-          return next ? held(next) - held(before.get(m)) : -Number.MAX_SAFE_INTEGER;
-        };
-        items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
-        const slice = items.slice(0, MAX_ITEMS);
-        return { items: slice, result: { world, decision, more: items.length > slice.length } };
-      },
-      { by: 'reconcile', attempts: 20 },
-    );
-    if (decisionItems(out.decision).length) commits++;
-    if (!out.more) return { world: out.world, decision: out.decision, commits };
+  for (let round = 0; ; round++) {
+    const version = await ledgerVersion();
+    const world = await loadWorld();
+    const decision = decideWorld(world, now);
+    const items = decisionItems(decision);
+    if (items.length === 0) return { world, decision, commits };
+    const before = new Map(world.admissions.map((a) => [a.model, a]));
+    const after = new Map(decision.admissions.map((a) => [a.model, a]));
+    const held = (a?: ModelAdmission) => (a?.units ?? []).reduce((n, u) => n + u.replicas, 0);
+    const delta = (m: string) =>
+      after.has(m) ? held(after.get(m)) - held(before.get(m)) : -Number.MAX_SAFE_INTEGER;
+    items.sort((x, y) => delta(modelOf(x)) - delta(modelOf(y)));
+    const slices: TxItem[][] = [];
+    for (let i = 0; i < items.length; i += MAX_ITEMS) slices.push(items.slice(i, i + MAX_ITEMS));
+    const r = await commitChain(version, slices, 'reconcile');
+    commits += r.committed;
+    if (r.complete) return { world, decision, commits };
+    if (round >= 20)
+      throw new Error('admission kept losing the ledger to concurrent writes; the next pass retries');
   }
-  const world = await loadWorld();
-  return { world, decision: decideWorld(world, now), commits };
 }
 
-function modelOf(item: NonNullable<Parameters<typeof decisionItems>[0]> | unknown): string {
-  const i = item as { Put?: { Item: { sk: string } }; Delete?: { Key: { sk: string } } };
-  return i.Put?.Item.sk ?? i.Delete?.Key.sk ?? '';
+function modelOf(item: TxItem): string {
+  const i = item as { Put?: { Item: Record<string, unknown> }; Delete?: { Key: Record<string, unknown> } };
+  return String(i.Put?.Item.sk ?? i.Delete?.Key.sk ?? '');
 }
 
 export async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {

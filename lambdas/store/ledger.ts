@@ -95,3 +95,32 @@ export async function withLedger<T>(
     }
   }
 }
+
+/**
+ * Commits one decision that is too large for one transaction as a chain of transactions, each moving the
+ * ledger one version on from the last. If anything else moves the ledger in between, the chain stops and
+ * returns how many slices landed; the caller decides again from the stored state. Callers order the slices
+ * so that every prefix is a valid state on its own (releases before admissions).
+ */
+export async function commitChain(
+  version: number,
+  slices: TxItem[][],
+  by: string,
+): Promise<{ committed: number; complete: boolean }> {
+  let v = version;
+  let committed = 0;
+  for (const slice of slices) {
+    if (slice.length === 0) continue;
+    try {
+      await documentClient().send(new TransactWriteCommand({ TransactItems: [ledgerBump(v, by), ...slice] }));
+    } catch (e) {
+      if (e instanceof TransactionCanceledException || (e as Error).name === 'TransactionConflictException') {
+        return { committed, complete: false };
+      }
+      throw e;
+    }
+    v++;
+    committed++;
+  }
+  return { committed, complete: true };
+}
