@@ -91,8 +91,10 @@ export async function syncAlarms(
         ],
         Statistic: 'Maximum',
         Period: 60,
-        EvaluationPeriods: 2,
-        DatapointsToAlarm: scope ? 1 : 2,
+        // One breaching minute is enough: a CREATE_FAILED group is deleted (to be re-created) by the next pass,
+        // so the failed state may be reported only once.
+        EvaluationPeriods: 1,
+        DatapointsToAlarm: 1,
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         TreatMissingData: 'notBreaching',
