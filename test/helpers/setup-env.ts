@@ -9,3 +9,8 @@ process.env.POWERTOOLS_DEV ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
+
+// Property tests are deterministic in CI (a fixed seed); set FC_SEED to explore other inputs locally.
+import * as fc from 'fast-check';
+
+fc.configureGlobal({ seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261202 });
