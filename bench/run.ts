@@ -41,6 +41,11 @@ const sections: Section[] = [
     run: () => load('placement', 'benchPlacement'),
   },
   {
+    title: 'Reconcile',
+    intro: 'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',
+    run: () => load('reconcile', 'benchReconcile'),
+  },
+  {
     title: 'Admission',
     intro: 'One decision pass over many models, replicas and scopes.',
     run: () => load('admission', 'benchAdmission'),
