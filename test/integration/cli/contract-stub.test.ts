@@ -182,13 +182,4 @@ describe('llmcap against the contract stub', () => {
     expect(broken.code).toBe(3);
     expect(broken.stderr).toContain('error: Internal error (500)');
   });
-
-  it('runs a reconcile and prints its summary', async () => {
-    const r = await run(['reconcile']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^reconcile done in \d+\.\d s\nadmitted: 3\n/);
-    expect(r.stdout).toContain('- scale gpu-l4-1x');
-    const j = await run(['reconcile', '-o', 'json']);
-    expect(JSON.parse(j.stdout).workflowsStarted).toEqual(['scale gpu-l4-1x']);
-  });
 });
