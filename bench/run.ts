@@ -42,7 +42,8 @@ const sections: Section[] = [
   },
   {
     title: 'Reconcile',
-    intro: 'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',
+    intro:
+      'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',
     run: () => load('reconcile', 'benchReconcile'),
   },
   {

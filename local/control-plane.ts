@@ -58,10 +58,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
-    const persistDir = opts.persist ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb')) : undefined;
+    const persistDir = opts.persist
+      ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb'))
+      : undefined;
     ddb = await startDynamoDbLocal({ persistDir });
     endpoint = ddb.endpoint;
-    log(`DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`);
+    log(
+      `DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`,
+    );
   }
   const table = opts.table ?? 'llmcap-local';
   const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
@@ -70,7 +74,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     timeScale,
     clusterName: 'llmcap-local',
   });
-  log(`cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`);
+  log(
+    `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`,
+  );
   const sfn = await startLocalStepFunctions({
     port: 0,
     eksEndpoint: sim.endpoint,
@@ -119,12 +125,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         transitions.push(t);
         log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
         if (webhook) {
-          fetch(webhook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(t) }).catch(
-            (e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`),
-          );
+          fetch(webhook, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(t),
+          }).catch((e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`));
         }
       }
-      for (const w of summary.workflows) log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
+      for (const w of summary.workflows)
+        log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
       for (const e of summary.errors) log(`reconcile error: ${e}`);
       return summary;
     })();
@@ -150,7 +159,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         });
     };
     timer = setTimeout(tick, 500);
-    log(`reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS); alarms print here${webhook ? ` and post to ${webhook}` : ''}`);
+    log(
+      `reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS); alarms print here${webhook ? ` and post to ${webhook}` : ''}`,
+    );
   }
 
   return {

@@ -26,7 +26,11 @@ describe('compute allocatable', () => {
         gpu: { type: 'H100', count: 8, memoryGb: 80, resource: 'x/y' },
       }),
     ).toEqual({ millicores: 192000 - 500 - 3840, memoryMiB: 2097152 - 1536 - 62914, gpus: 8 });
-    expect(allocatable({ cpu: 4, memoryGb: 16 })).toEqual({ millicores: 3420, memoryMiB: 16384 - 1536 - 491, gpus: 0 });
+    expect(allocatable({ cpu: 4, memoryGb: 16 })).toEqual({
+      millicores: 3420,
+      memoryMiB: 16384 - 1536 - 491,
+      gpus: 0,
+    });
   });
 });
 
