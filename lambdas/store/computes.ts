@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ABSENT_STATUS,
   type Compute,
@@ -12,6 +12,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
+import { queryPartition } from './query';
 
 /** The compute repository: the only code that knows how a compute is laid out in the table. */
 
@@ -34,22 +35,7 @@ export async function getCompute(
 }
 
 export async function listComputes(): Promise<(Compute & { deletionRequested?: boolean })[]> {
-  const items: (Compute & { deletionRequested?: boolean })[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await documentClient().send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.computes().pk },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const i of out.Items ?? []) items.push(toCompute(i));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return items;
+  return (await queryPartition(keys.computes().pk)).map(toCompute);
 }
 
 export interface NewCompute {
@@ -326,4 +312,70 @@ export async function seedBuiltins(builtins: { name: string; spec: ComputeSpec }
     }
   }
   return written;
+}
+
+/**
+ * Writes what reconcile observed in AWS. Only `status.*` moves: the spec, its version and the workflow claim
+ * are left alone, so an observation never undoes a user's change or a workflow's claim.
+ */
+export async function recordObservation(name: string, status: Compute['status']): Promise<void> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        UpdateExpression: 'SET #s = :s',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':s': status },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e; // the compute was deleted meanwhile: nothing to record
+  }
+}
+
+export interface Sizing {
+  neededNodes: number;
+  lowerBoundNodes: number;
+  costPerHour: number;
+  computedAt: string;
+  /** Cool-down state: since when fewer nodes have been needed, and the most needed in that time. */
+  lowerSince?: string;
+  peak?: number;
+}
+
+export async function recordSizing(name: string, sizing: Sizing): Promise<void> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        UpdateExpression: 'SET sizing = :s',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':s': sizing },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+  }
+}
+
+/** Removes a deleted compute once its node group is gone; refused if it came back to life meanwhile. */
+export async function removeDeletedCompute(name: string): Promise<boolean> {
+  try {
+    await documentClient().send(
+      new DeleteCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        ConditionExpression: 'deletionRequested = :t AND #s.nodegroupStatus = :absent',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':t': true, ':absent': 'ABSENT' },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionFailure(e)) return false;
+    throw e;
+  }
 }

@@ -1,4 +1,3 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import {
   applyChange,
   type BuiltCatalog,
@@ -17,12 +16,12 @@ import type { Compute } from '../domain/compute';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
 import { declaredModels } from '../shared/builtin-config';
-import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { logger } from '../shared/logger';
 import { listComputes } from './computes';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
+import { queryPartition } from './query';
 
 /**
  * The catalog repository. Reads build the catalog in force from the declared models and the stored rows;
@@ -43,22 +42,7 @@ function declared(): Model[] {
 }
 
 async function storedRows(): Promise<Record<string, unknown>[]> {
-  const rows: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await documentClient().send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.models().pk },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    rows.push(...((out.Items ?? []) as Record<string, unknown>[]));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return rows;
+  return queryPartition(keys.models().pk);
 }
 
 // Each bad row is logged once per container, not on every request that loads the catalog.

@@ -1,4 +1,4 @@
-import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conflict, DomainError, notFound } from '../domain/errors';
 import {
   assertQuotaWrite,
@@ -14,6 +14,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
+import { queryPartition } from './query';
 
 /**
  * Scopes, quotas and admissions: the repository of the tenancy tree and of what admission decided. Tree and
@@ -21,25 +22,6 @@ import { type TxItem, withLedger } from './ledger';
  */
 
 const table = () => config().table;
-
-async function queryAll(pk: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await documentClient().send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    items.push(...(out.Items ?? []));
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
 
 export interface StoredScope extends Scope {
   version: number;
@@ -61,15 +43,17 @@ function strip<T>(item: Record<string, unknown>): T {
 }
 
 export async function listScopes(): Promise<StoredScope[]> {
-  return (await queryAll(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
+  return (await queryPartition(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
 }
 
 export async function listQuotas(): Promise<StoredQuota[]> {
-  return (await queryAll(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
+  return (await queryPartition(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
 }
 
 export async function listAdmissions(): Promise<ModelAdmission[]> {
-  return (await queryAll(keys.admissions().pk)).map((i) => strip<ModelAdmission & { version?: number }>(i));
+  return (await queryPartition(keys.admissions().pk)).map((i) =>
+    strip<ModelAdmission & { version?: number }>(i),
+  );
 }
 
 export async function loadTree(): Promise<ScopeTree> {
@@ -246,14 +230,4 @@ export function admissionItems(next: readonly ModelAdmission[], removed: readonl
     ...next.map((a) => ({ Put: { TableName: table(), Item: { ...keys.admission(a.model), ...a } } })),
     ...removed.map((m) => ({ Delete: { TableName: table(), Key: keys.admission(m) } })),
   ];
-}
-
-export async function deleteAdmission(model: string): Promise<void> {
-  await documentClient().send(new DeleteCommand({ TableName: table(), Key: keys.admission(model) }));
-}
-
-export async function putAdmissionDirect(a: ModelAdmission): Promise<void> {
-  await documentClient().send(
-    new PutCommand({ TableName: table(), Item: { ...keys.admission(a.model), ...a } }),
-  );
 }
