@@ -151,7 +151,15 @@ export interface Compute {
   updatedBy: string;
   status: ObservedStatus;
   /** Set by the reconciler: what placement needs, and the best any packing could do. */
-  sizing?: { neededNodes: number; lowerBoundNodes: number; costPerHour: number; computedAt: string };
+  sizing?: {
+    neededNodes: number;
+    lowerBoundNodes: number;
+    costPerHour: number;
+    computedAt: string;
+    /** Scale-down cool-down: since when fewer nodes have been needed, and the most needed meanwhile. */
+    lowerSince?: string;
+    peak?: number;
+  };
   /** The generation of node-group work; workflow execution names derive from it. */
   generation: number;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
