@@ -118,6 +118,8 @@ interface MState {
   blocked?: { reason: PendingReason; message: string; binding?: Binding; behind?: VictimRef };
   active: boolean;
   dirty: boolean;
+  /** A unit of the model was admitted in this pass: its min is then no victim either (its extras go with it). */
+  admittedNow?: boolean;
 }
 
 interface Held {
@@ -324,6 +326,7 @@ class Pass {
       t: this.time(unit.admittedAt),
     };
     ms.held.push(h);
+    if (fresh) ms.admittedNow = true;
     this.acc.charge(scope, h.total, 1);
     if (scope >= 0 && !fresh) {
       this.own[scope]!.push(h);
@@ -668,8 +671,11 @@ class Pass {
       const v = vec(h.total);
       return K.every((k) => lv.taken[k]! + v[k]! <= g[lv.branch * 3 + k]! - acc.u[lv.branch * 3 + k]! + EPS);
     };
-    // Critical units are never victims: they are admitted within their owner's guarantee only.
-    const takeable = (h: Held) => h.alive && !h.fresh && h.ms.cls !== 'critical';
+    // Critical units are never victims: they are admitted within their owner's guarantee only. Units admitted
+    // in this pass are never victims in it, and neither is a min whose model has an extra admitted in this
+    // pass: its extras go with it, so taking the min would make the fresh extra a victim too.
+    const takeable = (h: Held) =>
+      h.alive && !h.fresh && h.ms.cls !== 'critical' && !(h.unit.kind === 'min' && h.ms.admittedNow);
 
     const ownCandidate = (V: number, O: number[], lv: Level): Held | undefined => {
       for (const h of this.sortedOwn(V)) {

@@ -480,6 +480,30 @@ describe('make room', () => {
     expect(w.held('o')).toBe(3);
   });
 
+  test('a unit admitted in a pass is no victim in it, not even through its min', () => {
+    // b (org:b, no quota: all it holds is borrowed) runs its min; in the next pass its extra is admitted
+    // first (standard before opportunistic), filling the compute, then a, within org:a's guarantee, needs
+    // the room. b's extra is fresh; b's min would take it along, and once the extra alone made room the min
+    // was dropped as not needed, leaving the fresh extra the victim. Neither may go in this pass.
+    const w = new World(['org:a', 'org:b'], { 'org:a': { g: 4, l: 4 } }, [
+      { name: 'gpu', gpus: 4, cores: 100, memoryGb: 1000, maxNodes: 1 },
+    ]);
+    w.model('b', 'org:b', { gpus: 2, min: 1, target: 1, max: 2, cls: 'standard' });
+    w.pass();
+    w.model('b', 'org:b', { gpus: 2, min: 1, target: 2, max: 2, cls: 'standard' });
+    w.model('a', 'org:a', { gpus: 2, min: 1, cls: 'opportunistic' });
+    const d = w.pass();
+    expect(d.admitted.map((x) => x.unitId)).toEqual(['b#1']);
+    expect(d.victims).toEqual([]);
+    expect(w.admitted('b')).toBe(2);
+    expect(w.reasons('a')).toEqual(['NoLongerFits']);
+    // Next pass b's extra is no longer fresh: a takes it back (extras before the min), and b keeps its min.
+    const d2 = w.pass();
+    expect(d2.victims.map((v) => [v.unitId, v.reason])).toEqual([['b#1', 'TakenBackForScope']]);
+    expect(w.admitted('b')).toBe(1);
+    expect(w.reasons('a')).toEqual(['PendingTakeBack']);
+  });
+
   test('multiple resources: only the binding resource counts', () => {
     const w = new World(['org:o', 'project:a<org:o', 'project:b<org:o'], {
       'org:o': { g: { gpus: 8, cores: 16 }, l: { gpus: 8, cores: 16 } },

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { ModelClass } from '../../../../lambdas/domain/model';
 import {
+  type AdmittedUnit,
   type Decision,
   decide,
   QuotaBook,
@@ -227,40 +228,73 @@ describe('admission invariants', () => {
         const tree = new ScopeTree(w.scopes);
         const book = new QuotaBook(tree, w.quotas);
         const newcomer = w.models.find((m) => m.name === 'newcomer')!;
-        const byUnit = new Map(start.admissions.flatMap((a) => a.units.map((u) => [u.id, u] as const)));
+        const S = tree.id(newcomer.owner!);
+        const key = (model: string, unitId: string) => `${model}/${unitId}`;
+        const before = new Map(
+          start.admissions.flatMap((a) => a.units.map((u) => [key(a.model, u.id), u] as const)),
+        );
+        const after = new Map(
+          d.admissions.flatMap((a) => a.units.map((u) => [key(a.model, u.id), u] as const)),
+        );
         const minTaken = new Set(mine.filter((v) => v.unitId.endsWith('#min')).map((v) => v.model));
         for (const v of mine) {
           if (!v.unitId.endsWith('#min') && minTaken.has(v.model)) continue; // went along with its min
-          const u = byUnit.get(v.unitId)!;
-          // Put the victim back into the final state: some constraint of the request must then break.
-          const final = d.scopes;
-          const usage = (s: string) => {
-            const f = final.find((x) => x.scope === s)!.usage;
-            const back = tree.isAncestorOrSelf(tree.id(s), tree.id(v.scope)) ? u.replicas : 0;
-            return [
-              f.gpus + back * u.resources.gpus,
-              f.cores + back * u.resources.cores,
-              f.memoryGb + back * u.resources.memoryGb,
-            ];
+          // "Not needed" is judged where the plan was made: right after its request was admitted. Later
+          // requests of the pass may free more than they need (a 2-gpu victim for a 1-gpu replica), which
+          // does not make this victim unneeded for its own request. So undo every later admission and its
+          // victims, and what the pass released after the requests (extras of a min not admitted).
+          const at = d.admitted.findIndex((a) => a.model === v.forModel && a.unitId === v.forUnit);
+          expect(at).toBeGreaterThanOrEqual(0);
+          const request = d.admitted[at]!;
+          const later = d.admitted.slice(at + 1);
+          const laterKeys = new Set(later.map((a) => key(a.model, a.unitId)));
+          const usage = new Map(
+            d.scopes.map((x) => [x.scope, [x.usage.gpus, x.usage.cores, x.usage.memoryGb]]),
+          );
+          const h = (d.headroom as SimpleHeadroom).clone();
+          const charge = (model: string, u: AdmittedUnit, sign: 1 | -1) => {
+            const owner = w.models.find((m) => m.name === model)?.owner;
+            if (!owner) return;
+            for (const X of tree.pathOf[tree.id(owner)]!) {
+              const x = usage.get(tree.names[X]!)!;
+              x[0]! += sign * u.replicas * u.resources.gpus;
+              x[1]! += sign * u.replicas * u.resources.cores;
+              x[2]! += sign * u.replicas * u.resources.memoryGb;
+            }
+            if (sign > 0) h.restore(u.id, u.resources, u.placements);
+            else h.release(u.id);
           };
+          for (const a of later) charge(a.model, after.get(key(a.model, a.unitId))!, -1);
+          for (const x of d.victims) {
+            if (laterKeys.has(key(x.forModel, x.forUnit)))
+              charge(x.model, before.get(key(x.model, x.unitId))!, 1);
+          }
+          for (const x of d.released.filter((r) => r.why === 'min-not-admitted')) {
+            charge(x.model, before.get(key(x.model, x.unitId))!, 1);
+          }
+          // Put the victim back: some constraint of its request must then break.
+          charge(v.model, before.get(key(v.model, v.unitId))!, 1);
           let breaks = false;
-          const S = tree.id(newcomer.owner!);
           for (const X of tree.pathOf[S]!) {
-            const x = usage(tree.names[X]!);
+            const x = usage.get(tree.names[X]!)!;
             for (let k = 0; k < 3; k++) if (x[k]! > book.l[X * 3 + k]! + 1e-9) breaks = true;
           }
           if (newcomer.spec.class === 'critical') {
-            const x = usage(newcomer.owner!);
+            const x = usage.get(newcomer.owner!)!;
             for (let k = 0; k < 3; k++) {
               if (book.g[S * 3 + k]! > 0 && x[k]! > book.g[S * 3 + k]! + 1e-9) breaks = true;
             }
           }
-          const h = (d.headroom as SimpleHeadroom).clone();
-          h.restore(`${v.unitId}`, u.resources, u.placements);
-          if (
-            h.summary().some((c) => c.used.gpus > c.capacity.gpus || c.used.cores > c.capacity.cores + 1e-9)
-          )
-            breaks = true;
+          // Headroom, in every resource: the request must no longer fit anywhere with the victim back.
+          h.release(request.unitId);
+          const profile = newcomer.spec.profiles.find((p) => p.name === request.profile)!;
+          const fits = h.place({
+            id: request.unitId,
+            model: request.model,
+            profiles: [profile],
+            replicas: request.replicas,
+          });
+          if (!fits.ok) breaks = true;
           expect(breaks).toBe(true);
         }
       }),
