@@ -128,8 +128,8 @@ export function zodIssues(error: z.ZodError, prefix = ''): FieldIssue[] {
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   if (body === undefined) throw new HttpError(400, 'a JSON body is required', { errors: [] });
   const r = schema.safeParse(body);
-  if (!r.success) {
-    const errors = zodIssues(r.error);
+  const errors = r.success ? storableNumberIssues(r.data) : zodIssues(r.error);
+  if (errors.length) {
     throw new HttpError(
       400,
       `the request has ${errors.length} invalid field(s); fix each one listed in errors`,
@@ -138,7 +138,27 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
       },
     );
   }
-  return r.data;
+  return r.data as z.output<S>;
+}
+
+// DynamoDB stores numbers between 1e-130 and 1e126 in magnitude; anything else would fail the write with 500.
+const DYNAMO_MIN = 1e-130;
+const DYNAMO_MAX = 9.9999999999999999e125;
+
+/** Numbers a schema accepted but DynamoDB cannot store, as field issues, so they are refused with 400. */
+export function storableNumberIssues(value: unknown, path = ''): FieldIssue[] {
+  if (typeof value === 'number') {
+    const a = Math.abs(value);
+    if (!Number.isFinite(value) || (a !== 0 && (a < DYNAMO_MIN || a > DYNAMO_MAX))) {
+      return [{ path: path || '(body)', message: 'a number between 1e-130 and 1e125 in magnitude, or 0' }];
+    }
+    return [];
+  }
+  if (Array.isArray(value)) return value.flatMap((v, i) => storableNumberIssues(v, `${path}[${i}]`));
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) => storableNumberIssues(v, path ? `${path}.${k}` : k));
+  }
+  return [];
 }
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): ApiResponse {

@@ -28,6 +28,30 @@ interface Compiled extends Route {
   names: string[];
 }
 
+/** Longest path parameter accepted: names are far shorter, and DynamoDB refuses keys over 1024 bytes. */
+export const MAX_PARAM_BYTES = 512;
+
+function decodeParam(name: string, raw: string): string {
+  let value: string;
+  try {
+    value = decodeURIComponent(raw);
+  } catch {
+    throw new HttpError(
+      400,
+      `the ${name} in the path is not valid percent-encoding; encode it with encodeURIComponent`,
+      {
+        errors: [{ path: name, message: 'malformed percent-encoding' }],
+      },
+    );
+  }
+  if (Buffer.byteLength(value, 'utf8') > MAX_PARAM_BYTES) {
+    throw new HttpError(400, `the ${name} in the path is over ${MAX_PARAM_BYTES} bytes`, {
+      errors: [{ path: name, message: `at most ${MAX_PARAM_BYTES} bytes` }],
+    });
+  }
+  return value;
+}
+
 /**
  * A small table router: the route list is data, so the OpenAPI test can check every route is documented,
  * and an unknown path (404) is told apart from a known path with the wrong method (405, with Allow).
@@ -74,7 +98,7 @@ export class Router {
       }
       const params: Record<string, string> = {};
       r.names.forEach((n, i) => {
-        params[n] = decodeURIComponent(m[i + 1] ?? '');
+        params[n] = decodeParam(n, m[i + 1] ?? '');
       });
       return { route: r, params };
     }
