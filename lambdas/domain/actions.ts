@@ -41,7 +41,11 @@ export function decideAction({ compute, needed, observedMax }: ActionInput): Act
   if (s === 'ABSENT') {
     return desired > 0 ? { kind: 'provision', desired, max } : { kind: 'none', why: 'nothing placed here' };
   }
-  // ACTIVE or DEGRADED: EKS accepts updates in both; DEGRADED only clears with a successful scale-out.
+  // ACTIVE or DEGRADED: EKS accepts updates in both; DEGRADED only clears with a successful scale-out, and EKS
+  // does not retry a failed one by itself, so a degraded group short of nodes is asked again each pass.
+  if (s === 'DEGRADED' && compute.status.readyNodes < desired) {
+    return { kind: 'scale', desired, max };
+  }
   if (compute.status.desiredNodes !== desired || (observedMax !== undefined && observedMax !== max)) {
     return { kind: 'scale', desired, max };
   }

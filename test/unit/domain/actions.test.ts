@@ -38,6 +38,14 @@ describe('decideAction', () => {
     });
   });
 
+  it('asks a DEGRADED group short of ready nodes to scale out again, since EKS does not retry by itself', () => {
+    const degraded = input('DEGRADED', 4, {}, 4);
+    degraded.compute.status.readyNodes = 2;
+    expect(decideAction(degraded)).toEqual({ kind: 'scale', desired: 4, max: 4 });
+    const healthy = input('DEGRADED', 2, {}, 2);
+    expect(decideAction(healthy).kind).toBe('none');
+  });
+
   it('waits while EKS is busy or a workflow runs', () => {
     for (const s of ['CREATING', 'UPDATING', 'DELETING'] as const)
       expect(decideAction(input(s, 3)).kind).toBe('none');
