@@ -1,0 +1,27 @@
+import './env';
+import { controlPlane, log, num, record } from './common';
+import { invokeHttp } from './lib/invoke';
+import { type LoadReport, runLoad } from './lib/load';
+
+/** The long load run: SOAK_LOAD_CLIENTS (default 200) clients over HTTP for SOAK_LOAD_SECONDS (default 60). */
+export async function soakLoad(): Promise<LoadReport> {
+  const cp = await controlPlane();
+  try {
+    const clients = num('SOAK_LOAD_CLIENTS', 200);
+    const seconds = num('SOAK_LOAD_SECONDS', 60);
+    log(`load: ${clients} concurrent clients for ${seconds} s over HTTP`);
+    const r = await runLoad({ invoke: invokeHttp(cp.apiUrl), clients, seconds });
+    log(
+      `load: ${r.requests} requests (${r.throughputPerSecond}/s), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; ` +
+        `${r.expected409} expected 409s, ${r.errorCount} errors, ${r.inconsistencies.length} inconsistencies`,
+    );
+    record('load', r);
+    return r;
+  } finally {
+    await cp.stop();
+  }
+}
+
+export const loadOk = (r: LoadReport) => r.errorCount === 0 && r.inconsistencies.length === 0;
+
+if (require.main === module) soakLoad().then((r) => process.exit(loadOk(r) ? 0 : 1));

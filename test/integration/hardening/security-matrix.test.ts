@@ -1,0 +1,269 @@
+import { buildRouter, setReconcileRunner } from '../../../lambdas/api/app';
+import {
+  enc,
+  expectOk,
+  l4Compute,
+  l4Model,
+  P,
+  PRINCIPALS,
+  type PrincipalKey,
+  setupTenancy,
+} from '../../../soak/lib/fixture';
+import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/invoke';
+import { testApi } from '../../helpers/api';
+
+/**
+ * DESIGN.md §8 as a table: every route of the router, tried by a platform admin, an admin of team:ml, an
+ * editor and a viewer of project:a, a stranger, and an unauthenticated caller, against the outcome the
+ * design calls for. The route list comes from the router, so a route added without a row fails here.
+ *
+ * Each principal works on resources of its own (c-put-editor, m-del-viewer, ...) made beforehand by the
+ * platform admin, so the order of the cases does not matter. A resource a caller may not see answers 404,
+ * like a missing one (names do not leak); one it sees but may not change answers 403.
+ */
+
+type Outcome = Record<PrincipalKey, number>;
+interface Case {
+  /** Made by the platform admin before any case runs. */
+  setup?: (admin: JsonClient, p: PrincipalKey) => Promise<void>;
+  req: (p: PrincipalKey) => { path: string; body?: unknown };
+  expect: Outcome;
+}
+
+const all = (s: number): Outcome => ({ platform: s, teamAdmin: s, editor: s, viewer: s, stranger: s });
+/** Seen and changed by the project's editors and above; seen by its viewer; invisible to a stranger. */
+const projectEdit = (ok: number): Outcome => ({
+  platform: ok,
+  teamAdmin: ok,
+  editor: ok,
+  viewer: 403,
+  stranger: 404,
+});
+/** Decided one level up (team:ml admins), seen by the project's members, invisible to a stranger. */
+const fromAbove = (ok: number): Outcome => ({
+  platform: ok,
+  teamAdmin: ok,
+  editor: 403,
+  viewer: 403,
+  stranger: 404,
+});
+const readable: Outcome = { platform: 200, teamAdmin: 200, editor: 200, viewer: 200, stranger: 404 };
+
+const compute = (name: string) => l4Compute(name, 'project:a', 2);
+const model = (name: string) => l4Model(name, 'project:a');
+const mkCompute = (prefix: string) => async (admin: JsonClient, p: PrincipalKey) =>
+  expectOk(
+    `${prefix}-${p}`,
+    await admin('POST', '/v1/computes', compute(`${prefix}-${p.toLowerCase()}`)),
+    201,
+  );
+const mkModel = (prefix: string) => async (admin: JsonClient, p: PrincipalKey) =>
+  expectOk(`${prefix}-${p}`, await admin('POST', '/v1/models', model(`${prefix}-${p.toLowerCase()}`)), 201);
+/** A project of the principal's own under team:ml, where the editor and viewer hold their roles too. */
+const mkProject = (prefix: string, quota: boolean) => async (admin: JsonClient, p: PrincipalKey) => {
+  const name = `project:${prefix}-${p.toLowerCase()}`;
+  expectOk(name, await admin('POST', '/v1/scopes', { name, parent: 'team:ml' }), 201);
+  for (const [who, role] of [
+    [P.editor, 'editor'],
+    [P.viewer, 'viewer'],
+  ] as const)
+    expectOk(
+      `${name} ${role}`,
+      await admin('PUT', `/v1/scopes/${enc(name)}/members/${enc(who)}`, { role }),
+      200,
+    );
+  if (quota)
+    expectOk(`${name} quota`, await admin('PUT', `/v1/quotas/${enc(name)}`, { guarantee: { gpus: 1 } }), 200);
+};
+const n = (prefix: string, p: PrincipalKey) => `${prefix}-${p.toLowerCase()}`;
+
+const MATRIX: Record<string, Case> = {
+  'GET /v1/healthz': { req: () => ({ path: '/v1/healthz' }), expect: all(200) },
+  'GET /v1/openapi.json': { req: () => ({ path: '/v1/openapi.json' }), expect: all(200) },
+
+  'GET /v1/computes': { req: () => ({ path: '/v1/computes' }), expect: all(200) },
+  'POST /v1/computes': {
+    req: (p) => ({ path: '/v1/computes', body: compute(n('c-new', p)) }),
+    // A stranger may not create in project:a either; the owner scope is named in the body, so 403.
+    expect: { ...projectEdit(201), stranger: 403 },
+  },
+  'GET /v1/computes/{name}': { req: () => ({ path: '/v1/computes/c-a' }), expect: readable },
+  'PUT /v1/computes/{name}': {
+    setup: mkCompute('c-put'),
+    req: (p) => {
+      const body = compute(n('c-put', p));
+      body.spec.nodeGroup.maxNodes = 3;
+      return { path: `/v1/computes/${n('c-put', p)}`, body };
+    },
+    expect: projectEdit(200),
+  },
+  'DELETE /v1/computes/{name}': {
+    setup: mkCompute('c-del'),
+    req: (p) => ({ path: `/v1/computes/${n('c-del', p)}` }),
+    expect: projectEdit(204),
+  },
+  'POST /v1/computes/{name}/clone': {
+    req: (p) => ({ path: '/v1/computes/c-a/clone', body: { name: n('c-clone', p) } }),
+    expect: projectEdit(201),
+  },
+  'POST /v1/computes/{name}/rename': {
+    setup: mkCompute('c-ren'),
+    req: (p) => ({ path: `/v1/computes/${n('c-ren', p)}/rename`, body: { name: n('c-renamed', p) } }),
+    expect: projectEdit(201),
+  },
+
+  'GET /v1/models': { req: () => ({ path: '/v1/models' }), expect: all(200) },
+  'POST /v1/models': {
+    req: (p) => ({ path: '/v1/models', body: model(n('m-new', p)) }),
+    expect: { ...projectEdit(201), stranger: 403 },
+  },
+  'GET /v1/models/{name}': { req: () => ({ path: '/v1/models/m-a' }), expect: readable },
+  'PUT /v1/models/{name}': {
+    setup: mkModel('m-put'),
+    req: (p) => {
+      const body = model(n('m-put', p));
+      body.spec.scaling = { min: 0, max: 2 };
+      return { path: `/v1/models/${n('m-put', p)}`, body };
+    },
+    expect: projectEdit(200),
+  },
+  'DELETE /v1/models/{name}': {
+    setup: mkModel('m-del'),
+    req: (p) => ({ path: `/v1/models/${n('m-del', p)}` }),
+    expect: projectEdit(204),
+  },
+  'PUT /v1/models/{name}/scaling': {
+    setup: mkModel('m-scale'),
+    req: (p) => ({ path: `/v1/models/${n('m-scale', p)}/scaling`, body: { min: 0, max: 3 } }),
+    expect: projectEdit(200),
+  },
+  'PUT /v1/models/{name}/resources': {
+    setup: mkModel('m-res'),
+    req: (p) => ({ path: `/v1/models/${n('m-res', p)}/resources`, body: { memoryGb: 20, cpuCores: 3 } }),
+    expect: projectEdit(200),
+  },
+  'PUT /v1/models/{name}/class': {
+    setup: mkModel('m-class'),
+    req: (p) => ({ path: `/v1/models/${n('m-class', p)}/class`, body: { class: 'critical' } }),
+    expect: projectEdit(200),
+  },
+  'PUT /v1/models/{name}/owner': {
+    setup: mkModel('m-own'),
+    // Handing a model to team:ml needs editor there too: the project's editor is not.
+    req: (p) => ({ path: `/v1/models/${n('m-own', p)}/owner`, body: { owner: 'team:ml' } }),
+    expect: { platform: 200, teamAdmin: 200, editor: 403, viewer: 403, stranger: 404 },
+  },
+  'GET /v1/sources': { req: () => ({ path: '/v1/sources' }), expect: all(200) },
+
+  'GET /v1/scopes': { req: () => ({ path: '/v1/scopes' }), expect: all(200) },
+  'POST /v1/scopes': {
+    req: (p) => ({ path: '/v1/scopes', body: { name: `project:${n('new', p)}`, parent: 'team:ml' } }),
+    expect: { platform: 201, teamAdmin: 201, editor: 403, viewer: 403, stranger: 403 },
+  },
+  'GET /v1/scopes/{name}': { req: () => ({ path: '/v1/scopes/project:a' }), expect: readable },
+  'DELETE /v1/scopes/{name}': {
+    setup: mkProject('del', false),
+    req: (p) => ({ path: `/v1/scopes/project:${n('del', p)}` }),
+    expect: fromAbove(204),
+  },
+  'PUT /v1/scopes/{name}/members/{principal}': {
+    req: (p) => ({
+      path: `/v1/scopes/project:a/members/${enc(`arn:aws:iam::111111111111:role/new-${p}`)}`,
+      body: { role: 'viewer' },
+    }),
+    expect: fromAbove(200),
+  },
+  'DELETE /v1/scopes/{name}/members/{principal}': {
+    setup: async (admin, p) =>
+      expectOk(
+        `gone-${p}`,
+        await admin(
+          'PUT',
+          `/v1/scopes/project:a/members/${enc(`arn:aws:iam::111111111111:role/gone-${p}`)}`,
+          {
+            role: 'viewer',
+          },
+        ),
+        200,
+      ),
+    req: (p) => ({ path: `/v1/scopes/project:a/members/${enc(`arn:aws:iam::111111111111:role/gone-${p}`)}` }),
+    expect: fromAbove(204),
+  },
+
+  'GET /v1/quotas': { req: () => ({ path: '/v1/quotas' }), expect: all(200) },
+  'GET /v1/quotas/{scope}': { req: () => ({ path: '/v1/quotas/project:a' }), expect: readable },
+  'PUT /v1/quotas/{scope}': {
+    setup: mkProject('q', false),
+    req: (p) => ({
+      path: `/v1/quotas/project:${n('q', p)}`,
+      body: { guarantee: { gpus: 1 }, limit: { gpus: 2 } },
+    }),
+    expect: fromAbove(200),
+  },
+  'DELETE /v1/quotas/{scope}': {
+    setup: mkProject('qd', true),
+    req: (p) => ({ path: `/v1/quotas/project:${n('qd', p)}` }),
+    expect: fromAbove(204),
+  },
+  'GET /v1/capacity': { req: () => ({ path: '/v1/capacity' }), expect: all(200) },
+  'GET /v1/capacity/{scope}': { req: () => ({ path: '/v1/capacity/project:a' }), expect: readable },
+
+  'POST /v1/reconcile': {
+    req: () => ({ path: '/v1/reconcile' }),
+    expect: { platform: 200, teamAdmin: 403, editor: 403, viewer: 403, stranger: 403 },
+  },
+};
+
+let admin: JsonClient;
+const routes = buildRouter()
+  .list()
+  .map((r) => `${r.method} ${r.path}`);
+
+beforeAll(async () => {
+  await testApi({ admins: [P.platform] });
+  setReconcileRunner(async () => ({ stub: true }));
+  admin = jsonClient(invokeInProcess, P.platform);
+  await setupTenancy(admin);
+  expectOk('c-a', await admin('POST', '/v1/computes', compute('c-a')), 201);
+  expectOk('m-a', await admin('POST', '/v1/models', model('m-a')), 201);
+  for (const c of Object.values(MATRIX)) for (const p of PRINCIPALS) await c.setup?.(admin, p);
+});
+
+describe('security matrix', () => {
+  it('has a row for every route the router serves, and none for a route it does not', () => {
+    expect(Object.keys(MATRIX).sort()).toEqual([...routes].sort());
+  });
+
+  const cases = Object.keys(MATRIX).flatMap((route) => PRINCIPALS.map((p) => [route, p] as const));
+  it.each(cases)('%s as %s', async (route, p) => {
+    const c = MATRIX[route]!;
+    const [method] = route.split(' ') as [string];
+    const { path, body } = c.req(p);
+    const r = await jsonClient(invokeInProcess, P[p])(method, path, body);
+    expect({
+      route,
+      principal: p,
+      status: r.status,
+      detail: r.status >= 400 ? r.body?.detail : undefined,
+    }).toEqual({
+      route,
+      principal: p,
+      status: c.expect[p],
+      detail: c.expect[p] >= 400 ? r.body?.detail : undefined,
+    });
+    if (r.status >= 400) expect(r.headers['content-type']).toBe('application/problem+json');
+  });
+
+  it.each(routes)('%s refuses a caller without an IAM identity (401)', async (route) => {
+    const [method] = route.split(' ') as [string];
+    const { path, body } = MATRIX[route]?.req('stranger') ?? { path: route.split(' ')[1]! };
+    const r = await invokeInProcess({
+      method,
+      path,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    expect(r.status).toBe(401);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+  });
+});
