@@ -143,7 +143,7 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
 
 // DynamoDB stores numbers between 1e-130 and 1e126 in magnitude; anything else would fail the write with 500.
 const DYNAMO_MIN = 1e-130;
-const DYNAMO_MAX = 9.9999999999999999e125;
+const DYNAMO_MAX = 9.99e125;
 
 /** Numbers a schema accepted but DynamoDB cannot store, as field issues, so they are refused with 400. */
 export function storableNumberIssues(value: unknown, path = ''): FieldIssue[] {
