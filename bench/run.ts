@@ -78,8 +78,10 @@ async function main(): Promise<void> {
       md.push(`## ${s.title}\n\nnot measured: ${(e as Error).message}\n`);
     }
   }
-  const workflows = join(__dirname, 'workflows.md');
-  if (existsSync(workflows)) md.push(readFileSync(workflows, 'utf8'));
+  // Figures measured by other runs (workflow transitions, npm run soak) are kept as those runs wrote them.
+  for (const extra of [join(__dirname, 'workflows.md'), join(__dirname, '..', 'soak', 'RESULTS.md')]) {
+    if (existsSync(extra)) md.push(readFileSync(extra, 'utf8'));
+  }
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const m = results.machine as Record<string, unknown>;
   writeFileSync(
