@@ -161,6 +161,19 @@ export function storableNumberIssues(value: unknown, path = ''): FieldIssue[] {
   return [];
 }
 
+/** A PUT names the resource twice (path and manifest); they must agree, or the write would land elsewhere. */
+export function requireNameFromPath(manifestName: string, pathName: string): void {
+  if (manifestName !== pathName) {
+    throw new HttpError(
+      400,
+      `metadata.name is ${manifestName} but the path names ${pathName}; they must agree`,
+      {
+        errors: [{ path: 'metadata.name', message: `must be ${pathName}, as in the path` }],
+      },
+    );
+  }
+}
+
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): ApiResponse {
   return { status, body, headers };
 }

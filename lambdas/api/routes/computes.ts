@@ -19,7 +19,7 @@ import {
   replaceCompute,
 } from '../../store/computes';
 import type { Caller } from '../access';
-import { type ApiRequest, type ApiResponse, HttpError, json, parseBody } from '../http';
+import { type ApiRequest, type ApiResponse, HttpError, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
@@ -118,15 +118,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const caller = await callerOf(req);
       const m = parseBody(ComputeManifestInput, req.body);
       const name = req.params.name!;
-      if (m.metadata.name !== name) {
-        throw new HttpError(
-          400,
-          `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
-          {
-            errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
-          },
-        );
-      }
+      requireNameFromPath(m.metadata.name, name);
       const current = await getCompute(name);
       const expected = expectedVersion(req, m.metadata.version);
       if (!current || (current.owner && !caller.canSee(current.owner))) {

@@ -12,7 +12,7 @@ import {
 } from '../../domain/model';
 import { changeCatalog, getModel, loadCatalog } from '../../store/models';
 import type { Caller } from '../access';
-import { type ApiRequest, type ApiResponse, HttpError, json, parseBody } from '../http';
+import { type ApiRequest, type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 import { expectedVersion } from './computes';
 
@@ -123,15 +123,7 @@ export function modelRoutes(router: Router, callerOf: CallerOf): void {
       const caller = await callerOf(req);
       const m = parseBody(ModelBody, req.body);
       const name = req.params.name!;
-      if (m.metadata.name !== name) {
-        throw new HttpError(
-          400,
-          `metadata.name is ${m.metadata.name} but the path names ${name}; they must agree`,
-          {
-            errors: [{ path: 'metadata.name', message: `must be ${name}, as in the path` }],
-          },
-        );
-      }
+      requireNameFromPath(m.metadata.name, name);
       const r = await changeCatalog(
         {
           verb: 'replace',
