@@ -186,7 +186,15 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
       ...(cd.since ? { lowerSince: cd.since } : {}),
       ...(cd.peak !== undefined ? { peak: cd.peak } : {}),
     };
-    await recordSizing(c.name, sizing);
+    // Only a change is written: at 200 computes a steady pass would otherwise rewrite 200 items a minute.
+    const same =
+      prev !== undefined &&
+      prev.neededNodes === sizing.neededNodes &&
+      prev.lowerBoundNodes === sizing.lowerBoundNodes &&
+      prev.costPerHour === sizing.costPerHour &&
+      prev.lowerSince === sizing.lowerSince &&
+      prev.peak === sizing.peak;
+    if (!same) await recordSizing(c.name, sizing);
     const action = decideAction({
       compute: c,
       needed: cd.neededNodes,
