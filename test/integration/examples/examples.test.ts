@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+import type { ControlPlane } from '../../../local/control-plane';
+import { testControlPlane } from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -23,15 +23,7 @@ const FILES = [
 
 let cp: ControlPlane;
 beforeAll(async () => {
-  cp = await startControlPlane({
-    port: 0,
-    simPort: 0,
-    simTimeScale: 0.001,
-    reconcileSeconds: 0,
-    cooldownSeconds: 0,
-    dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
-    table: `examples-${randomUUID().slice(0, 8)}`,
-  });
+  cp = await testControlPlane('examples');
 });
 afterAll(() => cp.stop());
 

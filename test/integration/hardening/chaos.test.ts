@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+import type { ControlPlane } from '../../../local/control-plane';
 import { runChaos } from '../../../soak/lib/chaos';
 import { P } from '../../../soak/lib/fixture';
+import { testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The short chaos run (npm test); npm run soak runs more passes. See soak/lib/chaos.ts. The run ends its faults
@@ -11,16 +11,7 @@ import { P } from '../../../soak/lib/fixture';
 
 let cp: ControlPlane;
 beforeAll(async () => {
-  cp = await startControlPlane({
-    port: 0,
-    simPort: 0,
-    simTimeScale: 0.001,
-    reconcileSeconds: 0,
-    cooldownSeconds: 0,
-    admins: [P.platform],
-    dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
-    table: `chaos-${randomUUID().slice(0, 8)}`,
-  });
+  cp = await testControlPlane('chaos', { admins: [P.platform] });
 });
 afterAll(() => cp.stop());
 

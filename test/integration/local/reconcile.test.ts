@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { runReconcile } from '../../../lambdas/reconcile/reconcile';
-import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+import type { ControlPlane } from '../../../local/control-plane';
+import { testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
@@ -9,15 +9,7 @@ import { type ControlPlane, startControlPlane } from '../../../local/control-pla
 
 let cp: ControlPlane;
 beforeAll(async () => {
-  cp = await startControlPlane({
-    port: 0,
-    simPort: 0,
-    simTimeScale: 0.001,
-    reconcileSeconds: 0,
-    cooldownSeconds: 0,
-    dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
-    table: `e2e-${randomUUID().slice(0, 8)}`,
-  });
+  cp = await testControlPlane('e2e');
 });
 afterAll(() => cp.stop());
 
