@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
-import { admissionSummary } from '../store/admission';
+import { admissionSummaries } from '../store/admission';
 import { seedBuiltins, setComputeUsers } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
 import { loadCatalog, modelsUsing } from '../store/models';
@@ -66,7 +66,7 @@ export function buildRouter(): Router {
   setOwnedModels(async (scope) =>
     (await loadCatalog()).models.filter((m) => m.owner === scope).map((m) => m.name),
   );
-  setAdmissionLookup(admissionSummary);
+  setAdmissionLookup(admissionSummaries);
   return router;
 }
 

@@ -149,7 +149,12 @@ export async function getAdmission(model: string): Promise<ModelAdmission | unde
   return rest as ModelAdmission;
 }
 
-/** The admission part of a model's status, for the models API. */
-export async function admissionSummary(model: Model) {
-  return modelStatus(model, await getAdmission(model.name));
+/**
+ * The admission part of each model's status, for the models API: one read of the admission record for a single
+ * model, the (cached) admission partition for a list, never one read per model.
+ */
+export async function admissionSummaries(models: readonly Model[]) {
+  if (models.length === 1) return [modelStatus(models[0]!, await getAdmission(models[0]!.name))];
+  const byModel = new Map((await listAdmissions()).map((a) => [a.model, a]));
+  return models.map((m) => modelStatus(m, byModel.get(m.name)));
 }

@@ -38,16 +38,21 @@ type CallerOf = (req: ApiRequest) => Promise<Caller>;
  * The admission fields of a model's status come from its admission record (keys.admission(model)); until the
  * admission module supplies them, manifests carry the catalog fields only.
  */
-export type AdmissionLookup = (model: Model) => Promise<AdmissionSummary | undefined>;
+export type AdmissionLookup = (models: readonly Model[]) => Promise<(AdmissionSummary | undefined)[]>;
 
-let admissionOf: AdmissionLookup = async () => undefined;
+let admissionOf: AdmissionLookup = async (models) => models.map(() => undefined);
 
 export function setAdmissionLookup(fn: AdmissionLookup): void {
   admissionOf = fn;
 }
 
 async function manifest(m: Model) {
-  return modelManifest(m, await admissionOf(m));
+  return modelManifest(m, (await admissionOf([m]))[0]);
+}
+
+async function manifests(ms: readonly Model[]) {
+  const summaries = await admissionOf(ms);
+  return ms.map((m, i) => modelManifest(m, summaries[i]));
 }
 
 async function withEtag(status: number, m: Model, extra: Record<string, string> = {}): Promise<ApiResponse> {
@@ -66,7 +71,7 @@ export function modelRoutes(router: Router, callerOf: CallerOf): void {
       const c = await loadCatalog();
       const items = c.models.filter((m) => visibleTo(caller, m)).sort((a, b) => a.name.localeCompare(b.name));
       return json(200, {
-        items: await Promise.all(items.map(manifest)),
+        items: await manifests(items),
         // Rows left out of the catalog are an operator's concern: shown to platform admins, logged for everyone.
         ...(caller.isPlatformAdmin && c.skipped.length
           ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) }
