@@ -225,7 +225,29 @@ const StoredModelSchema = z.object({
 });
 
 /** A stored row as a Model, or what is wrong with it. */
-export function parseStoredModel(raw: Record<string, unknown>): { model: Model } | { skipped: SkippedModel } {
+type Parsed = { model: Model } | { skipped: SkippedModel };
+
+// Rows the store shares between requests are frozen and never change: each is parsed once, not on every read.
+const parsedRows = new WeakMap<object, Parsed>();
+
+export function parseStoredModel(raw: Record<string, unknown>): Parsed {
+  if (!Object.isFrozen(raw)) return parseRow(raw);
+  let p = parsedRows.get(raw);
+  if (!p) {
+    p = parseRow(raw);
+    freezeDeep(p);
+    parsedRows.set(raw, p);
+  }
+  return p;
+}
+
+function freezeDeep(v: unknown): void {
+  if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const x of Object.values(v)) freezeDeep(x);
+}
+
+function parseRow(raw: Record<string, unknown>): Parsed {
   const name = typeof raw.name === 'string' ? raw.name : typeof raw.sk === 'string' ? raw.sk : '(unnamed)';
   const version = typeof raw.version === 'number' ? raw.version : undefined;
   const owner = typeof raw.owner === 'string' ? raw.owner : undefined;
