@@ -16,6 +16,7 @@ import {
   seedBuiltins,
 } from '../store/computes';
 import { commitChain, ledgerVersion, type TxItem } from '../store/ledger';
+import { inLedgerTurn } from '../store/turn';
 import { observeAll } from './observe';
 import { settleWorkflow, startWorkflow, type WorkflowKind } from './workflows';
 
@@ -93,7 +94,12 @@ const MAX_ITEMS = 98;
  * transaction is committed as a chain of slices, releases first, so no limit is exceeded between two slices;
  * if an API write lands in between, the rest is decided again from the stored state.
  */
-async function admit(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
+function admit(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
+  // One turn for the whole decision: API writes wait for the chain instead of breaking it slice by slice.
+  return inLedgerTurn(() => admitInTurn(now), { by: 'reconcile', waitMs: 120_000, leaseMs: 120_000 });
+}
+
+async function admitInTurn(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
   let commits = 0;
   for (let round = 0; ; round++) {
     const version = await ledgerVersion();

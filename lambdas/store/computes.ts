@@ -12,7 +12,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
-import { queryPartition } from './query';
+import { readPartition } from './ledger-cache';
 
 /** The compute repository: the only code that knows how a compute is laid out in the table. */
 
@@ -35,7 +35,7 @@ export async function getCompute(
 }
 
 export async function listComputes(): Promise<(Compute & { deletionRequested?: boolean })[]> {
-  return (await queryPartition(keys.computes().pk)).map(toCompute);
+  return (await readPartition('COMPUTE')).map(toCompute);
 }
 
 export interface NewCompute {

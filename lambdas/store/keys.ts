@@ -15,6 +15,8 @@ export const keys = {
   admissions: () => ({ pk: 'ADMISSION' }),
   /** The version every decision that reads the whole state (catalog, quotas, admission) is made against. */
   ledger: () => ({ pk: 'LEDGER', sk: 'STATE' }),
+  /** Whose turn it is to decide against the ledger (see turn.ts); present only while someone holds it. */
+  ledgerLease: () => ({ pk: 'LEDGER', sk: 'LEASE' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
 } as const;
 

@@ -1,9 +1,18 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { conflict, DomainError } from '../domain/errors';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { conflict } from '../domain/errors';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
+import {
+  applyToOverlay,
+  decidingAt,
+  ledgerVersion,
+  noteCommitted,
+  overlayAt,
+  type TxItem,
+} from './ledger-cache';
+import { inLedgerTurn, isInTurn, type TurnOptions } from './turn';
 
 /**
  * Every decision that depends on more than one item (a catalog change validated against the whole next
@@ -12,14 +21,7 @@ import { keys } from './keys';
  * racing decisions cannot both commit: the loser re-reads and decides again against the winner's state.
  */
 
-export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-export async function ledgerVersion(): Promise<number> {
-  const out = await documentClient().send(
-    new GetCommand({ TableName: config().table, Key: keys.ledger(), ConsistentRead: true }),
-  );
-  return (out.Item?.version as number | undefined) ?? 0;
-}
+export { ledgerVersion, type TxItem };
 
 function ledgerBump(version: number, by: string): TxItem {
   return {
@@ -47,25 +49,263 @@ function cancelledAt(e: unknown): number[] {
     .filter((i) => i >= 0);
 }
 
-export interface LedgerOptions {
-  by: string;
+/** The transaction lost to another ledger write: the version moved, or DynamoDB saw a concurrent transaction. */
+function lostLedger(e: unknown, failed: number[]): boolean {
+  return (
+    failed.includes(0) ||
+    (e as Error).name === 'TransactionConflictException' ||
+    (e instanceof TransactionCanceledException &&
+      (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'))
+  );
+}
+
+// Jittered backoff keeps racers (writers of other processes, past an expired lease) from colliding again.
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+
+const tooManyChanges = () => conflict('too many concurrent changes; retry the request', 'ConcurrentUpdate');
+
+export interface LedgerOptions extends TurnOptions {
   attempts?: number;
   /** Called when one of our own items (not the ledger) failed its condition: explain it to the caller. */
   onItemConflict?: (index: number) => Error;
+  /**
+   * The decision reads the ledger partitions only through the repositories' list functions and writes them
+   * only with Put and Delete, so it can be decided in memory after others and committed with them (groupCommit).
+   */
+  groupable?: boolean;
+}
+
+type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
+
+interface Job {
+  decide: Decide<unknown>;
+  opts: LedgerOptions;
+  settle: (outcome: { ok: true; value: unknown } | { ok: false; error: unknown }) => void;
+  done: boolean;
+  /** Being decided in another job's group: its own turn's timeout must wait for the group's outcome. */
+  claimed: boolean;
+  expired?: unknown;
+}
+
+// The writers of this process waiting for the turn, oldest first.
+const pending: Job[] = [];
+
+/**
+ * Runs `decide` against a fresh ledger version and commits what it returns with the ledger bump, in the ledger
+ * turn (turn.ts), so writers queue rather than race; still retries on a lost race (a lease that expired under a
+ * stalled holder). `decide` must read everything it depends on itself, so each retry sees the winner's writes.
+ * Groupable decisions waiting in this process are committed together by whoever's turn comes first.
+ */
+export function withLedger<T>(decide: Decide<T>, opts: LedgerOptions): Promise<T> {
+  if (isInTurn()) return decideAndCommit(decide, opts);
+  return new Promise<T>((resolve, reject) => {
+    const job: Job = {
+      decide,
+      opts,
+      done: false,
+      claimed: false,
+      settle: (o) => {
+        if (job.done) return;
+        job.done = true;
+        const i = pending.indexOf(job);
+        if (i >= 0) pending.splice(i, 1);
+        if (o.ok) resolve(o.value as T);
+        else reject(o.error);
+      },
+    };
+    pending.push(job);
+    inLedgerTurn(async () => {
+      // An earlier turn may have committed this job with its own group; then there is nothing left to do.
+      if (job.done) return;
+      if (!opts.groupable) {
+        job.settle(await outcome(() => decideAndCommit(decide, opts)));
+        return;
+      }
+      await groupCommit(job);
+    }, opts).catch((error) => {
+      if (job.claimed) job.expired = error;
+      else job.settle({ ok: false, error });
+    });
+  });
+}
+
+async function outcome(fn: () => Promise<unknown>) {
+  try {
+    return { ok: true as const, value: await fn() };
+  } catch (error) {
+    return { ok: false as const, error };
+  }
+}
+
+/** The most writes one group commits: a transaction holds 100 items, one of them the ledger bump. */
+const GROUP_ITEMS = 99;
+/** The most decisions one group makes: each reads the whole catalog in memory, and a turn should stay short. */
+const GROUP_JOBS = 24;
+
+/** The identity of the item a transaction item touches: one transaction may touch an item once. */
+function itemKey(it: TxItem): string {
+  const op = it.Put ?? it.Delete ?? it.Update ?? it.ConditionCheck;
+  const k =
+    (it.Put ? { pk: it.Put.Item?.pk, sk: it.Put.Item?.sk } : (op as { Key?: Record<string, unknown> }).Key) ??
+    {};
+  return `${op?.TableName}|${String(k.pk)}|${String(k.sk)}`;
 }
 
 /**
- * Runs `decide` against a fresh ledger version and commits what it returns with the ledger bump; retries on a
- * lost race. `decide` must read everything it depends on itself, so each retry sees the winner's writes.
+ * Group commit: the turn's own job and the groupable jobs queued behind it are decided one after another against
+ * the ledger partitions in memory (each sees the writes of those before it), and committed in one transaction
+ * with one ledger bump. Under a queue of writers this turns one commit per request into one per group, which is
+ * what lets the local control plane (one process, one CPU for everything) hold 200 concurrent clients. Each
+ * outcome, refusals included, is settled only once the group's transaction has committed, because every decision
+ * was made against the state that transaction creates. Two writes to one item merge (see merge); a job that
+ * cannot join (it checks an item the group writes, or the group is full) is left for its own turn.
  */
-export async function withLedger<T>(
+async function groupCommit(first: Job): Promise<void> {
+  const claimed = new Set<Job>();
+  try {
+    await decideGroup(first, claimed);
+  } finally {
+    for (const j of claimed) {
+      j.claimed = false;
+      // Its turn ran out while the group had it: it was not committed, so it gets its turn's answer now.
+      if (!j.done && j.expired !== undefined) j.settle({ ok: false, error: j.expired });
+    }
+  }
+}
+
+/** Where an item of the group's transaction came from: the first job that touched it, and its index there. */
+interface Slot {
+  op: TxItem;
+  job: Job;
+  index: number;
+}
+
+const CONDITION_FIELDS = [
+  'ConditionExpression',
+  'ExpressionAttributeNames',
+  'ExpressionAttributeValues',
+] as const;
+
+function condition(it: TxItem): Record<string, unknown> {
+  const op = (it.Put ?? it.Delete ?? it.ConditionCheck ?? {}) as Record<string, unknown>;
+  return Object.fromEntries(CONDITION_FIELDS.filter((f) => op[f] !== undefined).map((f) => [f, op[f]]));
+}
+
+/**
+ * A later job's write to an item an earlier job of the group wrote: one write with the later job's content and
+ * the earlier job's condition, which is the condition on the item as the table holds it now.
+ */
+function merge(earlier: TxItem, later: TxItem): TxItem {
+  const cond = condition(earlier);
+  const strip = <O extends object>(o: O) =>
+    Object.fromEntries(
+      Object.entries(o).filter(([k]) => !(CONDITION_FIELDS as readonly string[]).includes(k)),
+    );
+  if (later.Put) return { Put: { ...strip(later.Put), ...cond } as NonNullable<TxItem['Put']> };
+  return { Delete: { ...strip(later.Delete!), ...cond } as NonNullable<TxItem['Delete']> };
+}
+
+/**
+ * Adds one job's writes to the group's slots, or says they cannot join: a check on an item the group writes (or a
+ * different check on one it checks), or more items than a transaction holds. Two writes to one item merge.
+ */
+function join(slots: Map<string, Slot>, job: Job, mine: readonly TxItem[]): boolean {
+  const next = new Map(slots);
+  for (const [index, it] of mine.entries()) {
+    const k = itemKey(it);
+    const had = next.get(k);
+    if (!had) next.set(k, { op: it, job, index });
+    else if (it.ConditionCheck || had.op.ConditionCheck) {
+      if (!(it.ConditionCheck && had.op.ConditionCheck && sameJson(condition(it), condition(had.op))))
+        return false;
+    } else if (it.Update || had.op.Update) return false;
+    else next.set(k, { ...had, op: merge(had.op, it) });
+  }
+  if (next.size > GROUP_ITEMS) return false;
+  slots.clear();
+  for (const [k, v] of next) slots.set(k, v);
+  return true;
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
+  const attempts = first.opts.attempts ?? 12;
+  for (let attempt = 1; ; attempt++) {
+    const version = await ledgerVersion();
+    const overlay = await overlayAt(version);
+    const candidates = [first, ...pending.filter((j) => j !== first && !j.done && j.opts.groupable)];
+    const joined: { job: Job; outcome: Awaited<ReturnType<typeof outcome>> }[] = [];
+    const slots = new Map<string, Slot>();
+    for (const job of candidates) {
+      if (slots.size >= GROUP_ITEMS || joined.length >= GROUP_JOBS) break;
+      if (job.done) continue;
+      job.claimed = true;
+      claimed.add(job);
+      let mine: TxItem[] = [];
+      const o = await outcome(async () => {
+        const d = await decidingAt(version, job.decide, overlay);
+        mine = d.items;
+        return d.result;
+      });
+      // join() first: it changes nothing when the job cannot join, and applyToOverlay then cannot fail (the
+      // job's writes are Puts and Deletes of ledger partitions, which join() and the overlay both accept).
+      const before = new Map(slots);
+      const fits = join(slots, job, mine) && (mine.length === 0 || applyToOverlay(overlay, mine));
+      if (!fits) {
+        slots.clear();
+        for (const [k, v] of before) slots.set(k, v);
+        // Its own turn decides it again; the first job fits an empty group unless it writes outside the overlay.
+        if (job === first) {
+          first.settle(await outcome(() => decideAndCommit(first.decide, first.opts)));
+          return;
+        }
+        continue;
+      }
+      joined.push({ job, outcome: o });
+    }
+    const settleAll = () => {
+      for (const j of joined) j.job.settle(j.outcome);
+    };
+    const order = [...slots.values()];
+    const items = order.map((s) => s.op);
+    if (items.length === 0) return settleAll();
+    try {
+      await documentClient().send(
+        new TransactWriteCommand({ TransactItems: [ledgerBump(version, first.opts.by), ...items] }),
+      );
+      noteCommitted(version, items);
+      return settleAll();
+    } catch (e) {
+      const failed = cancelledAt(e);
+      const own = failed.find((i) => i > 0);
+      if (own !== undefined) {
+        // An item failed its condition: the job that first touched it is told why, the others decide again.
+        const slot = order[own - 1];
+        if (slot) {
+          const error =
+            slot.job.opts.onItemConflict?.(slot.index) ??
+            conflict('a concurrent change got there first; retry the request', 'ConcurrentUpdate');
+          slot.job.settle({ ok: false, error });
+        }
+        if (first.done) return;
+        continue;
+      }
+      if (!lostLedger(e, failed)) throw e;
+      if (attempt >= attempts) throw tooManyChanges();
+      await backoff(attempt);
+    }
+  }
+}
+
+async function decideAndCommit<T>(
   decide: () => Promise<{ items: TxItem[]; result: T }>,
   opts: LedgerOptions,
 ): Promise<T> {
   const attempts = opts.attempts ?? 12;
   for (let attempt = 1; ; attempt++) {
     const version = await ledgerVersion();
-    const { items, result } = await decide();
+    const { items, result } = await decidingAt(version, decide);
     if (items.length === 0) return result;
     if (items.length > 99)
       throw new Error(`a ledger transaction holds at most 99 items, got ${items.length}`);
@@ -73,25 +313,18 @@ export async function withLedger<T>(
       await documentClient().send(
         new TransactWriteCommand({ TransactItems: [ledgerBump(version, opts.by), ...items] }),
       );
+      noteCommitted(version, items);
       return result;
     } catch (e) {
       const failed = cancelledAt(e);
-      const ledgerLost = failed.includes(0) || (e as Error).name === 'TransactionConflictException';
-      const txConflict =
-        e instanceof TransactionCanceledException &&
-        (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict');
-      if ((ledgerLost || txConflict) && attempt < attempts) {
-        // Jittered backoff keeps a crowd of racers from colliding again on the next version.
-        await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+      const lost = lostLedger(e, failed);
+      if (lost && attempt < attempts) {
+        await backoff(attempt);
         continue;
       }
       const own = failed.find((i) => i > 0);
       if (own !== undefined && opts.onItemConflict) throw opts.onItemConflict(own - 1);
-      if (ledgerLost || txConflict) {
-        throw conflict('too many concurrent changes; retry the request', 'ConcurrentUpdate');
-      }
-      if (e instanceof DomainError) throw e;
-      throw e;
+      throw lost ? tooManyChanges() : e;
     }
   }
 }
@@ -119,6 +352,7 @@ export async function commitChain(
       }
       throw e;
     }
+    noteCommitted(v, slice);
     v++;
     committed++;
   }

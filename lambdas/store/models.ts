@@ -21,7 +21,7 @@ import { logger } from '../shared/logger';
 import { listComputes } from './computes';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
-import { queryPartition } from './query';
+import { queryLedgerPartition } from './ledger-cache';
 
 /**
  * The catalog repository. Reads build the catalog in force from the declared models and the stored rows;
@@ -41,8 +41,8 @@ function declared(): Model[] {
   return declaredModels().map((d) => declaredToModel(d, at));
 }
 
-async function storedRows(): Promise<Record<string, unknown>[]> {
-  return queryPartition(keys.models().pk);
+async function storedRows(): Promise<readonly Record<string, unknown>[]> {
+  return queryLedgerPartition('MODEL');
 }
 
 // Each bad row is logged once per container, not on every request that loads the catalog.
@@ -200,8 +200,7 @@ export async function changeCatalog(
     },
     {
       by: opts.by,
-      // Catalog changes are small and often come in bursts (a script adding a family of models).
-      attempts: 40,
+      groupable: true,
       onItemConflict: (i) =>
         i === 0
           ? conflict(

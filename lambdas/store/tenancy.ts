@@ -14,7 +14,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { type TxItem, withLedger } from './ledger';
-import { queryPartition } from './query';
+import { queryLedgerPartition, readPartition } from './ledger-cache';
 
 /**
  * Scopes, quotas and admissions: the repository of the tenancy tree and of what admission decided. Tree and
@@ -43,15 +43,15 @@ function strip<T>(item: Record<string, unknown>): T {
 }
 
 export async function listScopes(): Promise<StoredScope[]> {
-  return (await queryPartition(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
+  return (await readPartition('SCOPE')).map((i) => strip<StoredScope>(i));
 }
 
 export async function listQuotas(): Promise<StoredQuota[]> {
-  return (await queryPartition(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
+  return (await queryLedgerPartition('QUOTA')).map((i) => strip<StoredQuota>(i));
 }
 
 export async function listAdmissions(): Promise<ModelAdmission[]> {
-  return (await queryPartition(keys.admissions().pk)).map((i) =>
+  return (await queryLedgerPartition('ADMISSION')).map((i) =>
     strip<ModelAdmission & { version?: number }>(i),
   );
 }
@@ -206,6 +206,7 @@ export async function putQuota(q: Quota, by: string, expectedVersion?: number): 
     },
     {
       by,
+      groupable: true,
       onItemConflict: () =>
         conflict(`quota of ${q.scope} changed meanwhile; read it again and retry`, 'ConcurrentUpdate'),
     },
@@ -220,7 +221,7 @@ export async function deleteQuota(scope: string, by: string): Promise<void> {
       assertQuotaWrite(tree, quotas, { scope, delete: true });
       return { items: [{ Delete: { TableName: table(), Key: keys.quota(scope) } }], result: undefined };
     },
-    { by },
+    { by, groupable: true },
   );
 }
 

@@ -30,7 +30,10 @@ const manifest = (
 
 async function scan(): Promise<Record<string, unknown>[]> {
   const out = await documentClient().send(new ScanCommand({ TableName: api.table, ConsistentRead: true }));
-  return (out.Items ?? []).sort((a, b) => `${a.pk}#${a.sk}`.localeCompare(`${b.pk}#${b.sk}`));
+  // The ledger's version is compared (a refusal does not move it); its lease is a lock held while deciding.
+  return (out.Items ?? [])
+    .filter((i) => !(i.pk === 'LEDGER' && i.sk === 'LEASE'))
+    .sort((a, b) => `${a.pk}#${a.sk}`.localeCompare(`${b.pk}#${b.sk}`));
 }
 
 /** Sends a request that must be refused with `status`, and checks the table is exactly as before. */

@@ -1,0 +1,170 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { documentClient, dynamoEndpoint } from '../shared/clients';
+import { config } from '../shared/config';
+import { keys } from './keys';
+import { queryPartition } from './query';
+
+/**
+ * The partitions llmcap writes only in ledger transactions (models, quotas, admissions) cannot change while the
+ * ledger version stands still. So a process keeps the rows it read at a version and serves them for as long as
+ * the version is the same (one GetItem instead of a Query of the whole partition and its unmarshalling), and a
+ * ledger commit moves them to the next version by applying its own writes. Under load, re-reading these
+ * partitions was most of the API's work. A hand edit in the console does not move the ledger; MAX_AGE_MS bounds
+ * how long it stays unseen.
+ */
+
+export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type LedgerPartition = 'MODEL' | 'QUOTA' | 'ADMISSION';
+
+const PARTITIONS: readonly string[] = ['MODEL', 'QUOTA', 'ADMISSION'] satisfies LedgerPartition[];
+const MAX_AGE_MS = 5_000;
+
+interface Cached {
+  version: number;
+  at: number;
+  rows: readonly Record<string, unknown>[];
+}
+const cached = new Map<string, Cached>();
+const cacheKey = (pk: string) => `${dynamoEndpoint() ?? ''}|${config().table}|${pk}`;
+
+export async function ledgerVersion(): Promise<number> {
+  const out = await documentClient().send(
+    new GetCommand({ TableName: config().table, Key: keys.ledger(), ConsistentRead: true }),
+  );
+  return (out.Item?.version as number | undefined) ?? 0;
+}
+
+/**
+ * What a ledger decision is being made against: its version (reads inside it need not fetch it again) and, when
+ * it is one of a group committed together, the partitions as the decisions before it in the group left them.
+ */
+interface Deciding {
+  version: number;
+  overlay?: Overlay;
+}
+export type Overlay = Map<string, readonly Record<string, unknown>[]>;
+const deciding = new AsyncLocalStorage<Deciding>();
+
+export function decidingAt<T>(version: number, fn: () => Promise<T>, overlay?: Overlay): Promise<T> {
+  return deciding.run({ version, overlay }, fn);
+}
+
+/** Partitions written outside the ledger, read once for a whole group of decisions (see readPartition). */
+const OUTSIDE = ['COMPUTE', 'SCOPE'] as const;
+
+/** The ledger partitions at `version`, for a group of decisions to read and write in memory. */
+export async function overlayAt(version: number): Promise<Overlay> {
+  const outside = OUTSIDE.map(async (pk) => {
+    const rows = await queryPartition(pk);
+    // Shared by the group's decisions: frozen, so none can change what the next one reads.
+    for (const r of rows) deepFreeze(r);
+    return [pk, rows] as const;
+  });
+  const inside = PARTITIONS.map(
+    async (pk) => [pk, await decidingAt(version, () => queryLedgerPartition(pk as LedgerPartition))] as const,
+  );
+  return new Map(await Promise.all([...inside, ...outside]));
+}
+
+/**
+ * Computes and scopes, read from the table, or from the group's overlay inside a group of decisions: read once
+ * per group rather than once per decision, which is as fresh (they change outside the ledger either way) and
+ * still safe, because decisions check the computes they pin by version when they commit.
+ */
+export async function readPartition(
+  pk: (typeof OUTSIDE)[number],
+): Promise<readonly Record<string, unknown>[]> {
+  return deciding.getStore()?.overlay?.get(pk) ?? queryPartition(pk);
+}
+
+/**
+ * Applies one decision's writes to the overlay, for the decisions after it in the group. False (and the overlay
+ * unchanged) when they cannot be replayed in memory: an Update expression on a ledger partition, or a write to
+ * a partition the overlay does not hold (the next decision would read it from the table, without this write).
+ */
+export function applyToOverlay(overlay: Overlay, items: readonly TxItem[]): boolean {
+  const w = writesByPartition(items);
+  if (w.foreign || w.unreplayable.size) return false;
+  for (const [pk, writes] of w.byPk) overlay.set(pk, applyWrites(overlay.get(pk) ?? [], writes));
+  return true;
+}
+
+/** The writes per ledger partition; those partitions with a write that cannot be replayed; other partitions hit. */
+function writesByPartition(items: readonly TxItem[]) {
+  const byPk = new Map<string, TxItem[]>();
+  const unreplayable = new Set<string>();
+  let foreign = false;
+  for (const it of items) {
+    if (it.ConditionCheck) continue;
+    const pk = String(it.Put?.Item?.pk ?? it.Delete?.Key?.pk ?? it.Update?.Key?.pk ?? '');
+    if (!PARTITIONS.includes(pk)) foreign = true;
+    else if (it.Update) unreplayable.add(pk);
+    else byPk.set(pk, [...(byPk.get(pk) ?? []), it]);
+  }
+  return { byPk, unreplayable, foreign };
+}
+
+function applyWrites(
+  rows: readonly Record<string, unknown>[],
+  writes: readonly TxItem[],
+): readonly Record<string, unknown>[] {
+  if (!writes.length) return rows;
+  const bySk = new Map(rows.map((r) => [String(r.sk), r]));
+  for (const w of writes) {
+    if (w.Put) {
+      // What a Query would return: plain data, undefined attributes gone (removeUndefinedValues).
+      const row = JSON.parse(JSON.stringify(w.Put.Item)) as Record<string, unknown>;
+      deepFreeze(row);
+      bySk.set(String(row.sk), row);
+    } else if (w.Delete) bySk.delete(String(w.Delete.Key?.sk));
+  }
+  // A Query returns a partition in sort-key order; names are ASCII, so code-unit order is the same.
+  return [...bySk.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+}
+
+/** Every item of a ledger partition as of now; frozen, because other requests of this process share them. */
+export async function queryLedgerPartition(pk: LedgerPartition): Promise<readonly Record<string, unknown>[]> {
+  const d = deciding.getStore();
+  const mine = d?.overlay?.get(pk);
+  if (mine) return mine;
+  const key = cacheKey(pk);
+  const version = d?.version ?? (await ledgerVersion());
+  const hit = cached.get(key);
+  if (hit && hit.version === version && Date.now() - hit.at < MAX_AGE_MS) return hit.rows;
+  const at = Date.now();
+  const rows = await queryPartition(pk);
+  // Keep them only if no ledger write landed while the Query ran (it may have seen part of one).
+  if ((await ledgerVersion()) === version) {
+    for (const r of rows) deepFreeze(r);
+    cached.set(key, { version, at, rows });
+  }
+  return rows;
+}
+
+/**
+ * A ledger transaction moved the ledger from `version` to `version + 1` with `items`: the cached partitions at
+ * `version` become the partitions at `version + 1` by applying those writes. A write the cache cannot replay
+ * (an Update expression) drops that partition instead.
+ */
+export function noteCommitted(version: number, items: readonly TxItem[]): void {
+  const w = writesByPartition(items);
+  for (const pk of PARTITIONS) {
+    const key = cacheKey(pk);
+    const c = cached.get(key);
+    if (!c) continue;
+    if (c.version !== version || w.unreplayable.has(pk)) cached.delete(key);
+    else cached.set(key, { version: version + 1, at: c.at, rows: applyWrites(c.rows, w.byPk.get(pk) ?? []) });
+  }
+}
+
+/** After writing a ledger partition outside the ledger (tests, tools), so the next read sees the write. */
+export function forgetCachedPartitions(): void {
+  cached.clear();
+}
+
+function deepFreeze(v: unknown): void {
+  if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const x of Object.values(v)) deepFreeze(x);
+}
