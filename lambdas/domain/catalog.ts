@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { scopeName } from './compute';
 import { DomainError, type FieldIssue, notFound } from './errors';
+import { deepFreeze } from './freeze';
 import {
   type Model,
   type ModelClass,
@@ -234,17 +235,10 @@ export function parseStoredModel(raw: Record<string, unknown>): Parsed {
   if (!Object.isFrozen(raw)) return parseRow(raw);
   let p = parsedRows.get(raw);
   if (!p) {
-    p = parseRow(raw);
-    freezeDeep(p);
+    p = deepFreeze(parseRow(raw));
     parsedRows.set(raw, p);
   }
   return p;
-}
-
-function freezeDeep(v: unknown): void {
-  if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return;
-  Object.freeze(v);
-  for (const x of Object.values(v)) freezeDeep(x);
 }
 
 function parseRow(raw: Record<string, unknown>): Parsed {

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { deepFreeze } from '../domain/freeze';
 import { documentClient, dynamoEndpoint } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
@@ -79,15 +80,19 @@ export async function readPartition(
 }
 
 /**
- * Applies one decision's writes to the overlay, for the decisions after it in the group. False (and the overlay
- * unchanged) when they cannot be replayed in memory: an Update expression on a ledger partition, or a write to
- * a partition the overlay does not hold (the next decision would read it from the table, without this write).
+ * Whether one decision's writes can be replayed in memory for the decisions after it in a group: not an Update
+ * expression on a ledger partition, nor a write to a partition the overlay does not hold (the next decision
+ * would read it from the table, without this write).
  */
-export function applyToOverlay(overlay: Overlay, items: readonly TxItem[]): boolean {
+export function replayable(items: readonly TxItem[]): boolean {
   const w = writesByPartition(items);
-  if (w.foreign || w.unreplayable.size) return false;
-  for (const [pk, writes] of w.byPk) overlay.set(pk, applyWrites(overlay.get(pk) ?? [], writes));
-  return true;
+  return !w.foreign && w.unreplayable.size === 0;
+}
+
+/** Applies one decision's writes (replayable ones) to the overlay, for the decisions after it in the group. */
+export function applyToOverlay(overlay: Overlay, items: readonly TxItem[]): void {
+  for (const [pk, writes] of writesByPartition(items).byPk)
+    overlay.set(pk, applyWrites(overlay.get(pk) ?? [], writes));
 }
 
 /** The writes per ledger partition; those partitions with a write that cannot be replayed; other partitions hit. */
@@ -161,10 +166,4 @@ export function noteCommitted(version: number, items: readonly TxItem[]): void {
 /** After writing a ledger partition outside the ledger (tests, tools), so the next read sees the write. */
 export function forgetCachedPartitions(): void {
   cached.clear();
-}
-
-function deepFreeze(v: unknown): void {
-  if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return;
-  Object.freeze(v);
-  for (const x of Object.values(v)) deepFreeze(x);
 }

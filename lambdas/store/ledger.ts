@@ -10,6 +10,7 @@ import {
   ledgerVersion,
   noteCommitted,
   overlayAt,
+  replayable,
   type TxItem,
 } from './ledger-cache';
 import { inLedgerTurn, isInTurn, type TurnOptions } from './turn';
@@ -248,13 +249,8 @@ async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
         mine = d.items;
         return d.result;
       });
-      // join() first: it changes nothing when the job cannot join, and applyToOverlay then cannot fail (the
-      // job's writes are Puts and Deletes of ledger partitions, which join() and the overlay both accept).
-      const before = new Map(slots);
-      const fits = join(slots, job, mine) && (mine.length === 0 || applyToOverlay(overlay, mine));
-      if (!fits) {
-        slots.clear();
-        for (const [k, v] of before) slots.set(k, v);
+      // join() changes the group only when the job fits it.
+      if (!(replayable(mine) && join(slots, job, mine))) {
         // Its own turn decides it again; the first job fits an empty group unless it writes outside the overlay.
         if (job === first) {
           first.settle(await outcome(() => decideAndCommit(first.decide, first.opts)));
@@ -262,6 +258,7 @@ async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
         }
         continue;
       }
+      applyToOverlay(overlay, mine);
       joined.push({ job, outcome: o });
     }
     const settleAll = () => {
