@@ -12,6 +12,7 @@ import {
   type SimpleCompute,
   SimpleHeadroom,
 } from '../lambdas/domain/quota';
+import { mulberry32 } from '../local/cloud-sim/rng';
 
 /**
  * One admission pass at scale: 1,000 scopes (10 orgs, 90 teams, 900 projects; with the cluster above the
@@ -35,17 +36,6 @@ export interface AdmissionBenchRow {
   victims: number;
 }
 
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface World {
   scopes: Scope[];
   quotas: Quota[];
@@ -64,7 +54,7 @@ const PROFILES: Profile[][] = [
 ];
 
 function world(models: number, seed = 1): World {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const scopes: Scope[] = [];
   const projects: string[] = [];
   for (let o = 0; o < 10; o++) {
@@ -252,7 +242,7 @@ export async function benchAdmission(sizes = [330, 1000, 3300, 10000]): Promise<
     row('settled', w.models, settled);
 
     // Churn: 5% of models scaled to their max, and 1% new critical models within their owner's guarantee.
-    const r = rng(7);
+    const r = mulberry32(7);
     const next = w.models.map((m) =>
       r() < 0.05
         ? { ...m, spec: { ...m.spec, scaling: { ...m.spec.scaling, target: m.spec.scaling.max } } }

@@ -13,6 +13,7 @@ import {
   replicaRequest,
   strongLowerBound,
 } from '../lambdas/domain/placement';
+import { mulberry32 } from '../local/cloud-sim/rng';
 import { BUILTIN_COMPUTES, type NamedCompute } from '../test/helpers/computes';
 
 /**
@@ -73,18 +74,6 @@ const MIXES: Mix[] = [
   { name: 'mixed 30k', replicas: 30_000, gpuShare: 0.3, gpuCounts: [6, 2, 1, 0.5] },
 ];
 
-/** mulberry32: a tiny seeded generator, so every run benchmarks the same mixes. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const pick = <T>(r: () => number, xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
 function weighted(r: () => number, weights: readonly number[]): number {
   const total = weights.reduce((a, b) => a + b, 0);
@@ -98,7 +87,7 @@ function weighted(r: () => number, weights: readonly number[]): number {
 
 /** Units of 1 to 6 identical replicas; a profile's cores and memory vary a little, as teams tune them. */
 export function generateUnits(mix: Mix, seed = 42): ReplicaUnit[] {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const units: ReplicaUnit[] = [];
   let left = mix.replicas;
   for (let m = 0; left > 0; m++) {

@@ -1,20 +1,24 @@
-/**
- * Seeded pseudo-random numbers (mulberry32). Separate streams for identifiers and for faults, so that
- * creating one more node group does not change which later requests get throttled.
- */
-export class Rng {
-  private state: number;
-
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
+/** mulberry32: a tiny seeded generator of numbers in [0, 1); the simulator, the benches and the fuzzer use it. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Seeded pseudo-random numbers. Separate streams for identifiers and for faults, so that creating one more
+ * node group does not change which later requests get throttled.
+ */
+export class Rng {
+  readonly next: () => number;
+
+  constructor(seed: number) {
+    this.next = mulberry32(seed);
   }
 
   hex(chars: number): string {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import * as z from 'zod';
 import type { Route } from '../../lambdas/api/router';
+import { mulberry32 } from '../../local/cloud-sim/rng';
 import { P } from './fixture';
 import type { Invoke, RawRequest, RawResponse } from './invoke';
 
@@ -329,7 +330,7 @@ export function requestArb(routes: readonly Route[], withAnonymous: boolean): fc
       .map((g): FuzzRequest => {
         let i = 0;
         const path = route.path.replace(/\{(\w+)\}/g, () => g.params[i++] ?? 'x') + g.query;
-        const rnd = mulberry(g.seed);
+        const rnd = mulberry32(g.seed);
         let value = g.body;
         let text: string | undefined;
         let method = route.method;
@@ -350,17 +351,6 @@ export function requestArb(routes: readonly Route[], withAnonymous: boolean): fc
       });
   });
   return fc.oneof(...perRoute);
-}
-
-function mulberry(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---- checks ----------------------------------------------------------------------------------------------
