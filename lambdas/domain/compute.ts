@@ -139,6 +139,17 @@ export interface ObservedStatus {
   healthIssues?: { code: string; message: string }[];
 }
 
+/** What the reconciler last found a compute needs. */
+export interface Sizing {
+  neededNodes: number;
+  lowerBoundNodes: number;
+  costPerHour: number;
+  computedAt: string;
+  /** Scale-down cool-down: since when fewer nodes have been needed, and the most needed meanwhile. */
+  lowerSince?: string;
+  peak?: number;
+}
+
 export interface Compute {
   name: string;
   owner?: string;
@@ -151,15 +162,7 @@ export interface Compute {
   updatedBy: string;
   status: ObservedStatus;
   /** Set by the reconciler: what placement needs, and the best any packing could do. */
-  sizing?: {
-    neededNodes: number;
-    lowerBoundNodes: number;
-    costPerHour: number;
-    computedAt: string;
-    /** Scale-down cool-down: since when fewer nodes have been needed, and the most needed meanwhile. */
-    lowerSince?: string;
-    peak?: number;
-  };
+  sizing?: Sizing;
   /** The generation of node-group work; workflow execution names derive from it. */
   generation: number;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };

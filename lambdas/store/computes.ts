@@ -5,6 +5,7 @@ import {
   type Compute,
   type ComputeSpec,
   frozenFieldChanges,
+  type Sizing,
   sameValue,
 } from '../domain/compute';
 import { conflict, DomainError, notFound } from '../domain/errors';
@@ -333,16 +334,6 @@ export async function recordObservation(name: string, status: Compute['status'])
   } catch (e) {
     if (!isConditionFailure(e)) throw e; // the compute was deleted meanwhile: nothing to record
   }
-}
-
-export interface Sizing {
-  neededNodes: number;
-  lowerBoundNodes: number;
-  costPerHour: number;
-  computedAt: string;
-  /** Cool-down state: since when fewer nodes have been needed, and the most needed in that time. */
-  lowerSince?: string;
-  peak?: number;
 }
 
 export async function recordSizing(name: string, sizing: Sizing): Promise<void> {
