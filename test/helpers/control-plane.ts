@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
+import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
 
 /**
  * A local control plane for a test file: on free ports, with the DynamoDB Local of the integration run, a fresh
@@ -16,4 +16,19 @@ export function testControlPlane(prefix: string, over: ControlPlaneOptions = {})
     table: `${prefix}-${randomUUID().slice(0, 8)}`,
     ...over,
   });
+}
+
+/** Reconciles until `done` holds: each pass starts or observes workflows, which run in the background. */
+export async function reconcileUntil(
+  cp: ControlPlane,
+  done: () => Promise<boolean>,
+  passes = 40,
+): Promise<void> {
+  for (let i = 0; i < passes; i++) {
+    await cp.reconcile();
+    await cp.sfn.waitForIdle(10_000);
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('did not converge');
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { ControlPlane } from '../../../local/control-plane';
-import { testControlPlane } from '../../helpers/control-plane';
+import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -49,16 +49,7 @@ const scope = async (name: string) =>
   (await get('/v1/capacity')).scopes.find((s: any) => s.scope === name) as any;
 const reasons = async (name: string) => ((await model(name)).reasons as any[]).map((r) => r.reason);
 
-/** Reconciles until `done` holds: each pass starts or observes workflows, which run in the background. */
-async function converge(done: () => Promise<boolean>, passes = 40): Promise<void> {
-  for (let i = 0; i < passes; i++) {
-    await cp.reconcile();
-    await cp.sfn.waitForIdle(10_000);
-    if (await done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('did not converge');
-}
+const converge = (done: () => Promise<boolean>) => reconcileUntil(cp, done);
 
 const acme = async () => (await get('/v1/computes/l4-acme')).status;
 

@@ -1,6 +1,6 @@
 import { runReconcile } from '../../../lambdas/reconcile/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
-import { testControlPlane } from '../../helpers/control-plane';
+import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
@@ -23,16 +23,7 @@ const call = async (method: string, path: string, body?: unknown) => {
   return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
 };
 
-/** Reconciles until `done` holds: each pass starts or observes workflows, which run in the background. */
-async function converge(done: () => Promise<boolean>, passes = 40): Promise<void> {
-  for (let i = 0; i < passes; i++) {
-    await cp.reconcile();
-    await cp.sfn.waitForIdle(10_000);
-    if (await done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('did not converge');
-}
+const converge = (done: () => Promise<boolean>) => reconcileUntil(cp, done);
 
 /** Reconciles until a pass starts nothing and no workflow runs: a quiet point between scenarios. */
 async function settle(): Promise<void> {
