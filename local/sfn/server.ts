@@ -182,13 +182,18 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
     return rec;
   }
 
-  const describe = (r: LocalExecutionRecord) => ({
+  // ListExecutions gives this much of each execution; DescribeExecution adds its input, output and error.
+  const summary = (r: LocalExecutionRecord) => ({
     executionArn: r.executionArn,
     stateMachineArn: r.stateMachineArn,
     name: r.name,
     status: r.status,
     startDate: epoch(r.startDate),
     stopDate: epoch(r.stopDate),
+  });
+
+  const describe = (r: LocalExecutionRecord) => ({
+    ...summary(r),
     input: r.input,
     inputDetails: { included: true },
     ...(r.output !== undefined ? { output: r.output, outputDetails: { included: true } } : {}),
@@ -239,14 +244,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       const start = body.nextToken ? Number(Buffer.from(String(body.nextToken), 'base64').toString()) : 0;
       const page = all.slice(start, start + max);
       return {
-        executions: page.map((r) => ({
-          executionArn: r.executionArn,
-          stateMachineArn: r.stateMachineArn,
-          name: r.name,
-          status: r.status,
-          startDate: epoch(r.startDate),
-          stopDate: epoch(r.stopDate),
-        })),
+        executions: page.map(summary),
         ...(start + max < all.length
           ? { nextToken: Buffer.from(String(start + max)).toString('base64') }
           : {}),
