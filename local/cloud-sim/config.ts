@@ -85,8 +85,11 @@ export const DEFAULT_LIMITS: Limits = { nodegroupsPerCluster: 30, nodesPerNodegr
 
 /** What a config file (JSON or YAML, LLMCAP_SIM_CONFIG) may hold; options passed in code win over it. */
 export interface SimConfigFile {
+  /** 0 picks a free port; default 4510. */
   port?: number;
+  /** Multiplies every lifecycle duration: 0.001 turns a 2-minute create into 120 ms. Default 1. */
   timeScale?: number;
+  /** Seeds ids and fault draws; default random (printed in admin state). */
   seed?: number;
   clusterName?: string;
   clusterVersion?: string;

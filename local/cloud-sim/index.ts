@@ -7,10 +7,9 @@ import {
   checkFaults,
   DEFAULT_DURATIONS,
   DEFAULT_LIMITS,
-  type Durations,
   type FaultConfig,
-  type Limits,
   loadConfigFile,
+  type SimConfigFile,
 } from './config';
 import { renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
@@ -20,25 +19,13 @@ export { type Clock, DrivenClock, RealClock } from './clock';
 export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';
 export { DEFAULT_DURATIONS, DEFAULT_LIMITS } from './config';
 
-export interface CloudSimOptions {
-  /** 0 picks a free port; default 4510. */
-  port?: number;
+/** A config file's options (port, time scale, seed, faults, cluster, durations, limits), and what only code passes. */
+export interface CloudSimOptions extends SimConfigFile {
   host?: string;
-  /** Multiplies every lifecycle duration: 0.001 turns a 2-minute create into 120 ms. Default 1. */
-  timeScale?: number;
   /** Default: the wall clock. Pass a DrivenClock to move time by hand. */
   clock?: Clock;
-  /** Seeds ids and fault draws; default random (printed in admin state). */
-  seed?: number;
-  faults?: FaultConfig;
   /** JSON or YAML file with any of these options (code options win). */
   configFile?: string;
-  clusterName?: string;
-  clusterVersion?: string;
-  region?: string;
-  accountId?: string;
-  durations?: Partial<Durations>;
-  limits?: Partial<Limits>;
   /** Called with one line per API request; default silent. */
   log?: (line: string) => void;
 }
