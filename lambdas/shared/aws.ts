@@ -9,21 +9,19 @@ import { EKSClient } from '@aws-sdk/client-eks';
 let eks: EKSClient | undefined;
 let asg: AutoScalingClient | undefined;
 
+const options = () => ({
+  endpoint: process.env.LLMCAP_EKS_ENDPOINT || undefined,
+  maxAttempts: 6,
+  retryMode: 'adaptive',
+});
+
 export function eksClient(): EKSClient {
-  eks ??= new EKSClient({
-    endpoint: process.env.LLMCAP_EKS_ENDPOINT || undefined,
-    maxAttempts: 6,
-    retryMode: 'adaptive',
-  });
+  eks ??= new EKSClient(options());
   return eks;
 }
 
 export function autoScalingClient(): AutoScalingClient {
-  asg ??= new AutoScalingClient({
-    endpoint: process.env.LLMCAP_EKS_ENDPOINT || undefined,
-    maxAttempts: 6,
-    retryMode: 'adaptive',
-  });
+  asg ??= new AutoScalingClient(options());
   return asg;
 }
 
