@@ -1,9 +1,11 @@
 import { join } from 'node:path';
 import { Duration, Validations } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { starResourceAcks } from './nag';
 
 /**
  * Every llmcap Lambda gets the same defaults here, in one place: Node 24 on arm64, JSON logs with a retention,
@@ -18,8 +20,16 @@ export interface LlmcapFunctionProps {
   memorySize?: number;
   timeout?: Duration;
   logRetention: RetentionDays;
+  /**
+   * Actions the function calls that can only be granted on Resource "*" (each needs its reason in
+   * STAR_RESOURCE_ACTIONS); granted here so that the cdk-nag acknowledgement names exactly what is granted.
+   */
+  anyResourceActions?: string[];
   extra?: Partial<NodejsFunctionProps>;
 }
+
+/** What CDK grants on "*" for active tracing. */
+const XRAY_ACTIONS = ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'];
 
 export const ROOT = join(__dirname, '..', '..');
 
@@ -63,10 +73,10 @@ export class LlmcapFunction extends NodejsFunction {
       id: 'AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
       reason: 'The AWS managed basic execution role only lets the function write its own logs.',
     });
-    // X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource but `*`.
-    Validations.of(this.role!.node.findChild('DefaultPolicy')).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
-      reason: 'X-Ray trace segment and telemetry actions support only the * resource.',
-    });
+    const any = props.anyResourceActions ?? [];
+    if (any.length) this.addToRolePolicy(new PolicyStatement({ actions: any, resources: ['*'] }));
+    Validations.of(this.role!.node.findChild('DefaultPolicy')).acknowledge(
+      ...starResourceAcks([...XRAY_ACTIONS, ...any]),
+    );
   }
 }

@@ -13,3 +13,49 @@ export function arnWildcardAcks(arn: string, reason: string): { id: string; reas
     ])
     .map((id) => ({ id, reason }));
 }
+
+/**
+ * Every action llmcap grants on Resource "*", and why. `null` means the Service Authorization Reference lists
+ * no resource type for the action, so "*" is the only resource it can be granted on (test/infra/security.test.ts
+ * checks this against the reference's data); any other reason is written out.
+ */
+export const STAR_RESOURCE_ACTIONS: Record<string, string | null> = {
+  'xray:PutTraceSegments': null,
+  'xray:PutTelemetryRecords': null,
+  'xray:GetSamplingRules': null,
+  'xray:GetSamplingTargets': null,
+  'logs:CreateLogDelivery': null,
+  'logs:GetLogDelivery': null,
+  'logs:UpdateLogDelivery': null,
+  'logs:DeleteLogDelivery': null,
+  'logs:ListLogDeliveries': null,
+  'logs:PutResourcePolicy': null,
+  'logs:DescribeResourcePolicies': null,
+  'logs:DescribeLogGroups': null,
+  'autoscaling:DescribeAutoScalingGroups': null,
+  'cloudwatch:DescribeAlarms':
+    'the reconciler lists its alarms by name prefix, a request that names no alarm ARN to authorize on (AWS documents DescribeAlarms scoped to "*")',
+};
+
+/** The reason of an IAM5[Resource::*] acknowledgement for exactly these actions, built from the table above. */
+export function starResourceReason(actions: string[]): string {
+  const sorted = [...new Set(actions)].sort();
+  const unknown = sorted.filter((a) => !(a in STAR_RESOURCE_ACTIONS));
+  if (unknown.length)
+    throw new Error(`no reason for granting ${unknown.join(', ')} on "*": add it to STAR_RESOURCE_ACTIONS`);
+  const only = sorted.filter((a) => STAR_RESOURCE_ACTIONS[a] === null);
+  const other = sorted.filter((a) => STAR_RESOURCE_ACTIONS[a] !== null);
+  return [
+    ...(only.length ? [`${only.join(', ')}: no resource type in the Service Authorization Reference`] : []),
+    ...other.map((a) => `${a}: ${STAR_RESOURCE_ACTIONS[a]}`),
+  ].join('; ');
+}
+
+/** The acknowledgements (plain and pack-prefixed id) of an IAM5 finding for Resource "*" on these actions. */
+export function starResourceAcks(actions: string[]): { id: string; reason: string }[] {
+  const reason = starResourceReason(actions);
+  return ['AwsSolutions-IAM5[Resource::*]', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'].map((id) => ({
+    id,
+    reason,
+  }));
+}

@@ -6,7 +6,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { arnWildcardAcks } from './nag';
+import { arnWildcardAcks, starResourceAcks } from './nag';
 
 /**
  * The three node group workflows of DESIGN.md §5, deployed from the ASL files in statemachines/ (the same
@@ -32,13 +32,37 @@ const FILES: Record<WorkflowKind, string> = {
   delete: 'delete-nodegroup',
 };
 
-/** Exactly the EKS actions each ASL calls; nothing else. */
-const EKS_ACTIONS: Record<WorkflowKind, { cluster: string[]; nodegroup: string[] }> = {
-  // CreateNodegroup is authorized on the cluster; tagging on create is authorized on the new node group.
-  provision: { cluster: ['eks:CreateNodegroup'], nodegroup: ['eks:DescribeNodegroup', 'eks:TagResource'] },
-  scale: { cluster: [], nodegroup: ['eks:UpdateNodegroupConfig', 'eks:DescribeNodegroup'] },
-  delete: { cluster: [], nodegroup: ['eks:DeleteNodegroup', 'eks:DescribeNodegroup'] },
+/**
+ * Exactly the EKS actions each ASL calls (test/infra/iam-simulation.test.ts derives them from the ASL files
+ * and fails on one missing here). By the Service Authorization Reference: CreateNodegroup is authorized on the
+ * cluster and supports aws:RequestTag; the nodegroup resource supports aws:ResourceTag, so the actions that
+ * change a group are allowed only on groups tagged as this stage's. Reads stay open to the stage's node group
+ * names whatever their tags: a workflow must read a foreign group's tags to refuse to adopt it.
+ */
+const EKS_ACTIONS: Record<WorkflowKind, { create: boolean; change: string[]; read: string[] }> = {
+  provision: { create: true, change: [], read: ['eks:DescribeNodegroup'] },
+  scale: { create: false, change: ['eks:UpdateNodegroupConfig'], read: ['eks:DescribeNodegroup'] },
+  delete: { create: false, change: ['eks:DeleteNodegroup'], read: ['eks:DescribeNodegroup'] },
 };
+
+/** What CDK grants a state machine on Resource "*" for its execution logs and X-Ray traces. */
+export const STATE_MACHINE_RUNTIME_ACTIONS = [
+  'logs:CreateLogDelivery',
+  'logs:GetLogDelivery',
+  'logs:UpdateLogDelivery',
+  'logs:DeleteLogDelivery',
+  'logs:ListLogDeliveries',
+  'logs:PutResourcePolicy',
+  'logs:DescribeResourcePolicies',
+  'logs:DescribeLogGroups',
+  'xray:PutTraceSegments',
+  'xray:PutTelemetryRecords',
+  'xray:GetSamplingRules',
+  'xray:GetSamplingTargets',
+];
+
+/** The tag that marks a node group as this stage's; the workflows set it at creation. */
+export const STAGE_TAG = 'llmcap:stage';
 
 export class NodegroupWorkflows extends Construct {
   readonly provision: sfn.StateMachine;
@@ -122,10 +146,42 @@ export class NodegroupWorkflows extends Construct {
         comment: `llmcap ${props.stage}: ${file}`,
       });
       const actions = EKS_ACTIONS[kind];
-      if (actions.cluster.length) {
-        sm.addToRolePolicy(new iam.PolicyStatement({ actions: actions.cluster, resources: [clusterArn] }));
+      const ownTag = { StringEquals: { [`aws:RequestTag/${STAGE_TAG}`]: props.stage } };
+      if (actions.create) {
+        sm.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['eks:CreateNodegroup'],
+            resources: [clusterArn],
+            conditions: ownTag,
+          }),
+        );
+        // The reference lists no dependent action for tagging on create, but creates with tags have been
+        // refused without eks:TagResource on the new group: granted, with the same stage tag condition.
+        sm.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['eks:TagResource'],
+            resources: [nodegroupArns],
+            conditions: ownTag,
+          }),
+        );
       }
-      sm.addToRolePolicy(new iam.PolicyStatement({ actions: actions.nodegroup, resources: [nodegroupArns] }));
+      if (actions.change.length) {
+        sm.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: actions.change,
+            resources: [nodegroupArns],
+            conditions: { StringEquals: { [`aws:ResourceTag/${STAGE_TAG}`]: props.stage } },
+          }),
+        );
+      }
+      // DescribeUpdate, should a workflow call it, is authorized on the cluster as well as on the group.
+      const readsCluster = actions.read.includes('eks:DescribeUpdate');
+      sm.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: actions.read,
+          resources: readsCluster ? [clusterArn, nodegroupArns] : [nodegroupArns],
+        }),
+      );
       if (kind === 'provision') {
         sm.addToRolePolicy(
           new iam.PolicyStatement({
@@ -147,11 +203,7 @@ export class NodegroupWorkflows extends Construct {
           `eks:${region}:${account}:nodegroup/${props.clusterName}/${prefix}-*/*`,
           'Node group ARNs end in an id EKS assigns at creation; the wildcard is limited to this cluster and the llmcap-<stage>- name prefix.',
         ),
-        {
-          id: 'AwsSolutions-IAM5[Resource::*]',
-          reason:
-            'CloudWatch Logs delivery and X-Ray trace segment actions that Step Functions needs support no resource-level permissions.',
-        },
+        ...starResourceAcks(STATE_MACHINE_RUNTIME_ACTIONS),
       );
       return sm;
     };
@@ -162,21 +214,21 @@ export class NodegroupWorkflows extends Construct {
   }
 
   /**
-   * What lambdas/reconcile/workflows.ts needs: start and list executions of these three state machines, and
-   * describe or stop their executions. Execution ARNs end in the execution name, hence one wildcard each
-   * (cdk-nag AwsSolutions-IAM5 on the grantee's policy, which its owner acknowledges).
+   * What lambdas/reconcile/workflows.ts calls: start executions of these three state machines and describe
+   * them. Execution ARNs end in the execution name, hence one wildcard each (cdk-nag AwsSolutions-IAM5 on the
+   * grantee's policy, which its owner acknowledges).
    */
   grantStartWorkflows(grantee: iam.IGrantable): void {
     const machines = Object.values(this.stateMachines);
     const stack = Stack.of(this);
     iam.Grant.addToPrincipal({
       grantee,
-      actions: ['states:StartExecution', 'states:ListExecutions'],
+      actions: ['states:StartExecution'],
       resourceArns: machines.map((m) => m.stateMachineArn),
     });
     iam.Grant.addToPrincipal({
       grantee,
-      actions: ['states:DescribeExecution', 'states:StopExecution'],
+      actions: ['states:DescribeExecution'],
       // The names are known here, which keeps the ARNs literal (and the cdk-nag finding id predictable).
       resourceArns: Object.values(FILES).map((file) =>
         stack.formatArn({

