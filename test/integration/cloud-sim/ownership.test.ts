@@ -101,11 +101,13 @@ describe('node groups someone else made (admin endpoint)', () => {
       fetch(`${h.sim.endpoint}/_sim/nodegroups`, { method: 'POST', body: JSON.stringify(body) });
     const dup = await post({ name: 'taken' });
     expect(dup.status).toBe(400);
-    expect((await dup.json()).message).toBe(
+    expect(((await dup.json()) as { message: string }).message).toBe(
       'NodeGroup already exists with name taken and cluster name llmcap-local',
     );
     const bad = await post({ name: 'x', status: 'UPDATING' });
-    expect((await bad.json()).message).toMatch(/^status must be one of CREATING, ACTIVE/);
+    expect(((await bad.json()) as { message: string }).message).toMatch(
+      /^status must be one of CREATING, ACTIVE/,
+    );
   });
 });
 
