@@ -168,7 +168,7 @@ export function workflowsMarkdown(ms: Measurement[]): string {
         `| ${m.scenario} | ${m.status} | ${m.polls} | ${m.transitions} | ${m.simulatedSeconds} s | ${cost(m.transitions)} |`,
     ),
     '',
-    'One poll is Wait → DescribeNodegroup → CountPoll → Choice: 4 transitions. The fixed part is 6 (mark, EKS call, outcome, record, finish, end); a health-issue path adds 4 plus one per issue.',
+    'One poll is Wait → DescribeNodegroup → Choice: 3 transitions (the wait ends at a deadline in the input, so no counter state). The fixed part is 6 (mark, EKS call, outcome, record, finish, end); a health-issue path adds 4 plus one per issue.',
     '',
     `### A month (us-east-1, $${PRICE_PER_1000} per 1,000 transitions, first ${FREE_PER_MONTH.toLocaleString('en-US')} free)`,
     '',
