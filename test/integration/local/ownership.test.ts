@@ -1,4 +1,4 @@
-import { DescribeNodegroupCommand, TagResourceCommand } from '@aws-sdk/client-eks';
+import { DeleteNodegroupCommand, DescribeNodegroupCommand, TagResourceCommand } from '@aws-sdk/client-eks';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { foreignMessage, legacyComputeId } from '../../../lambdas/domain/nodegroup';
 import { eksClient } from '../../../lambdas/shared/aws';
@@ -124,10 +124,10 @@ describe("a node group of the compute's name that is not llmcap's", () => {
     });
   });
 
-  it('gets the compute its own group on the next pass once that group is deleted (runbook: delete it)', async () => {
-    cp.sim.admin.deleteNodegroup('llmcap-local-cpu-taken');
-    const pass = await cp.reconcile();
-    expect(workflowsOf(pass, 'cpu-taken')).toMatchObject([{ kind: 'provision', outcome: 'started' }]);
+  it('gets the compute its own group once that group is deleted (runbook: aws eks delete-nodegroup)', async () => {
+    await eksClient().send(
+      new DeleteNodegroupCommand({ clusterName: 'llmcap-local', nodegroupName: 'llmcap-local-cpu-taken' }),
+    );
     await reconcileUntil(cp, async () => {
       const s = (await compute('cpu-taken')).status;
       return s.nodegroupStatus === 'ACTIVE' && s.desiredNodes === 2;
@@ -144,7 +144,7 @@ describe("a node group of the compute's name that is not llmcap's", () => {
     expect(group('llmcap-local-cpu-taken')?.scalingConfig.desiredSize).toBe(1);
   });
 
-  it('is adopted once tagged with the compute id, when it really is this compute (runbook: claim it)', async () => {
+  it('is adopted once tagged with the compute id, when it really is this compute (runbook: aws eks tag-resource)', async () => {
     const c = await compute('cpu-taken');
     // aws eks describe-nodegroup ... --query nodegroup.nodegroupArn, then aws eks tag-resource.
     const described = await eksClient().send(
