@@ -97,7 +97,10 @@ const compute: Kind = {
         ],
         ['Cost', c.spec?.cost ? `${c.spec.cost.perHour} ${c.spec.cost.currency ?? 'USD'}/h` : undefined],
         // The id tags the node group (llmcap:compute-id): what to compare when a group's owner is in doubt.
-        ['Node group', s.nodegroupName ? `${s.nodegroupName} (llmcap:compute-id=${m.uid ?? '-'})` : undefined],
+        [
+          'Node group',
+          s.nodegroupName ? `${s.nodegroupName} (llmcap:compute-id=${m.uid ?? '-'})` : undefined,
+        ],
         ['Status', s.deletionRequested ? `${s.nodegroupStatus} (deletion requested)` : s.nodegroupStatus],
         [
           'Nodes',
