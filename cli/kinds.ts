@@ -96,7 +96,11 @@ const compute: Kind = {
           a ? `${a.millicores} m CPU, ${a.memoryMiB} MiB, ${a.gpus ?? 0} GPU per node` : undefined,
         ],
         ['Cost', c.spec?.cost ? `${c.spec.cost.perHour} ${c.spec.cost.currency ?? 'USD'}/h` : undefined],
-        ['Node group', s.nodegroupName],
+        // The id tags the node group (llmcap:compute-id): what to compare when a group's owner is in doubt.
+        [
+          'Node group',
+          s.nodegroupName ? `${s.nodegroupName} (llmcap:compute-id=${m.uid ?? '-'})` : undefined,
+        ],
         ['Status', s.deletionRequested ? `${s.nodegroupStatus} (deletion requested)` : s.nodegroupStatus],
         [
           'Nodes',

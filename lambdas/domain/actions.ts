@@ -28,7 +28,8 @@ export function decideAction({ compute, needed, observedMax }: ActionInput): Act
   if (compute.workflow?.state === 'RUNNING')
     return { kind: 'none', why: `workflow ${compute.workflow.executionName} is running` };
   if (compute.deletionRequested) {
-    if (s === 'ABSENT') return { kind: 'remove-item' };
+    // A FOREIGN group is someone else's: deleting the compute removes the item and leaves that group alone.
+    if (s === 'ABSENT' || s === 'FOREIGN') return { kind: 'remove-item' };
     if (s === 'DELETING') return { kind: 'none', why: 'node group is being deleted' };
     if (s === 'DELETE_FAILED') return { kind: 'none', why: 'node group deletion failed: see statusMessage' };
     return { kind: 'delete', why: 'the compute was deleted' };
@@ -38,6 +39,15 @@ export function decideAction({ compute, needed, observedMax }: ActionInput): Act
   if (s === 'CREATE_FAILED')
     return { kind: 'delete', why: 'node group creation failed; deleting it so it can be re-created' };
   if (s === 'DELETE_FAILED') return { kind: 'none', why: 'node group deletion failed: see statusMessage' };
+  // Creating again would only meet the same group: wait until someone renames the compute or deletes that
+  // group (reconcile observes it every pass and records ABSENT once the name is free).
+  if (s === 'FOREIGN')
+    return {
+      kind: 'none',
+      why:
+        compute.status.statusMessage ??
+        "the node group of this name is not llmcap's: rename the compute or delete that node group",
+    };
   if (s === 'ABSENT') {
     return desired > 0 ? { kind: 'provision', desired, max } : { kind: 'none', why: 'nothing placed here' };
   }

@@ -1,4 +1,7 @@
 import * as z from 'zod';
+import { COMPUTE_ID_PATTERN, incarnation, nodegroupNameOf } from './nodegroup';
+
+export { nodegroupName } from './nodegroup';
 
 /**
  * A compute is a node kind: one EKS managed node group of one instance type. The manifest's spec is the
@@ -30,6 +33,8 @@ export const NODEGROUP_STATUSES = [
   'CREATE_FAILED',
   'DELETE_FAILED',
   'DEGRADED',
+  // llmcap's own: a node group holds the compute's name but its tags say it is someone else's.
+  'FOREIGN',
 ] as const;
 export type NodegroupStatus = (typeof NODEGROUP_STATUSES)[number];
 
@@ -114,6 +119,7 @@ export const ComputeMetadataInput = z.strictObject({
   owner: scopeName.optional(),
   version: z.number().int().min(1).optional(),
   ...READ_ONLY_METADATA,
+  uid: z.string().regex(COMPUTE_ID_PATTERN, 'the id llmcap gave the compute (read only)').optional(),
 });
 
 /** The payload of POST /v1/computes and PUT /v1/computes/{name}. */
@@ -165,6 +171,12 @@ export interface Compute {
   sizing?: Sizing;
   /** The generation of node-group work; workflow execution names derive from it. */
   generation: number;
+  /**
+   * The incarnation id, fixed when the item is created (a rename or a delete and create makes a new one). It
+   * tags the node group (llmcap:compute-id) and is part of every execution name. Absent on items stored
+   * before ids existed: see incarnation() in nodegroup.ts.
+   */
+  uid?: string;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
 }
 
@@ -183,15 +195,6 @@ export function allocatable(node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' |
     memoryMiB: Math.floor(mib - 1536 - Math.floor(mib * 0.03)),
     gpus: node.gpu?.count ?? 0,
   };
-}
-
-/** `llmcap-<stage>-<name>`, lowercased, other characters as `-`, at most 63 (the EKS limit). */
-export function nodegroupName(stage: string, name: string): string {
-  return `llmcap-${stage}-${name}`
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, '-')
-    .slice(0, 63)
-    .replace(/-+$/, '');
 }
 
 export interface Taint {
@@ -215,9 +218,12 @@ export function labels(name: string): Record<string, string> {
   return { 'llmcap.dev/compute': name };
 }
 
-/** True while EKS holds a node group for this compute (anything but ABSENT). */
+/** Statuses in which this compute owns no node group: ABSENT, or FOREIGN (the name is held by another's). */
+export const NO_NODEGROUP: readonly NodegroupStatus[] = ['ABSENT', 'FOREIGN'];
+
+/** True while EKS holds a node group of this compute's (anything but ABSENT and FOREIGN). */
 export function nodegroupExists(status: ObservedStatus): boolean {
-  return status.nodegroupStatus !== 'ABSENT';
+  return !NO_NODEGROUP.includes(status.nodegroupStatus);
 }
 
 /**
@@ -257,10 +263,10 @@ export const ABSENT_STATUS: ObservedStatus = Object.freeze({
 }) as ObservedStatus;
 
 /** The derived view of a compute shown in its manifest's status. */
-export function derived(stage: string, c: Pick<Compute, 'name' | 'spec'>) {
+export function derived(stage: string, c: Pick<Compute, 'name' | 'spec' | 'createdAt' | 'uid'>) {
   const t = taint(c.name, c.spec);
   return {
-    nodegroupName: nodegroupName(stage, c.name),
+    nodegroupName: nodegroupNameOf(stage, c),
     taint: taintString(t),
     labels: labels(c.name),
     allocatable: allocatable(c.spec.node),
@@ -273,6 +279,7 @@ export function toManifest(stage: string, c: Compute) {
     kind: 'Compute' as const,
     metadata: {
       name: c.name,
+      uid: incarnation(c).id,
       ...(c.owner ? { owner: c.owner } : {}),
       builtin: c.builtin,
       version: c.version,

@@ -1,13 +1,15 @@
 import { DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
-import { nodegroupName } from '../domain/compute';
+import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
 import { autoScalingClient, eksClient } from '../shared/aws';
 import { config } from '../shared/config';
 
 /**
  * Observes what AWS runs for each compute: DescribeNodegroup (bounded concurrency; the SDK retries throttling)
- * and, for ready nodes, the InService instances of the node group's Auto Scaling group.
+ * and, for ready nodes, the InService instances of the node group's Auto Scaling group. A group whose tags
+ * say it is not this compute's is recorded FOREIGN and nothing more is read from it, so no workflow is ever
+ * started on someone else's group.
  */
 
 export interface Observation {
@@ -36,8 +38,8 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Pr
 
 function healthMessage(ng: Nodegroup): { message?: string; issues: { code: string; message: string }[] } {
   const issues = (ng.health?.issues ?? []).map((i) => ({
-    code: i.code ?? 'Unknown',
-    message: i.message ?? '',
+    code: i.code ?? ISSUE_DEFAULTS.code,
+    message: i.message ?? ISSUE_DEFAULTS.message,
   }));
   if (!issues.length) return { issues };
   return { issues, message: issues.map((i) => `${i.code}: ${i.message}`).join('; ') };
@@ -48,11 +50,10 @@ export function needsObservation(c: Pick<Compute, 'status' | 'workflow'>): boole
   return c.status.nodegroupStatus !== 'ABSENT' || c.workflow?.state === 'RUNNING';
 }
 
-async function observeOne(
-  c: Pick<Compute, 'name' | 'status' | 'workflow'>,
-  now: string,
-): Promise<Observation> {
-  const name = nodegroupName(config().stage, c.name);
+export type ObservedCompute = Pick<Compute, 'name' | 'status' | 'workflow' | 'createdAt' | 'uid'>;
+
+async function observeOne(c: ObservedCompute, now: string): Promise<Observation> {
+  const name = nodegroupNameOf(config().stage, c);
   let calls = 1;
   let ng: Nodegroup | undefined;
   try {
@@ -63,8 +64,14 @@ async function observeOne(
   } catch (e) {
     if ((e as Error).name !== 'ResourceNotFoundException') throw e;
   }
+  const was = c.status.nodegroupStatus;
   if (!ng) {
-    const vanished = c.status.nodegroupStatus !== 'ABSENT' && c.status.nodegroupStatus !== 'DELETING';
+    const vanished = was !== 'ABSENT' && was !== 'DELETING' && was !== 'FOREIGN';
+    const message = vanished
+      ? `node group ${name} is gone: it was deleted outside llmcap`
+      : was === 'FOREIGN'
+        ? `node group ${name} that was not llmcap's is gone; llmcap creates this compute's own`
+        : undefined;
     return {
       compute: c.name,
       vanished,
@@ -74,7 +81,23 @@ async function observeOne(
         desiredNodes: 0,
         readyNodes: 0,
         lastReconciledAt: now,
-        ...(vanished ? { statusMessage: `node group ${name} is gone: it was deleted outside llmcap` } : {}),
+        ...(message ? { statusMessage: message } : {}),
+      },
+    };
+  }
+  const owner = ownerOf(config().stage, c);
+  if (!ownsNodegroup(ng.tags, owner)) {
+    return {
+      compute: c.name,
+      vanished: false,
+      calls,
+      status: {
+        nodegroupStatus: 'FOREIGN',
+        desiredNodes: 0,
+        readyNodes: 0,
+        lastReconciledAt: now,
+        healthIssues: [],
+        statusMessage: foreignMessage(name, ng.tags, owner),
       },
     };
   }
@@ -106,10 +129,7 @@ async function observeOne(
   };
 }
 
-export async function observeAll(
-  computes: Pick<Compute, 'name' | 'status' | 'workflow'>[],
-  now: string,
-): Promise<Observation[]> {
+export async function observeAll(computes: ObservedCompute[], now: string): Promise<Observation[]> {
   const targets = computes.filter(needsObservation);
   return mapLimit(targets, MAX_CONCURRENCY, (c) => observeOne(c, now));
 }

@@ -89,6 +89,14 @@ export function unitsOf(
 
 const MAX_ITEMS = 98;
 
+/** What the NodegroupFailed alarm counts: states that need a person. */
+const FAILED_STATUSES: readonly Compute['status']['nodegroupStatus'][] = [
+  'CREATE_FAILED',
+  'DELETE_FAILED',
+  'DEGRADED',
+  'FOREIGN',
+];
+
 /**
  * Decides admission for every model and commits it through the ledger. A decision larger than one
  * transaction is committed as a chain of slices, releases first, so no limit is exceeded between two slices;
@@ -234,10 +242,8 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
       neededNodes: cd.neededNodes,
       lowerBoundNodes: sizing.lowerBoundNodes,
       costPerHour: sizing.costPerHour,
-      failed:
-        c.status.nodegroupStatus === 'CREATE_FAILED' ||
-        c.status.nodegroupStatus === 'DELETE_FAILED' ||
-        c.status.nodegroupStatus === 'DEGRADED',
+      // FOREIGN too: the compute gets no nodes until someone renames it or deletes the other group.
+      failed: FAILED_STATUSES.includes(c.status.nodegroupStatus),
       ...(c.status.statusMessage ? { statusMessage: c.status.statusMessage } : {}),
       action: action.kind,
       ...(note ? { actionNote: note } : {}),

@@ -1,6 +1,19 @@
 import { DescribeExecutionCommand, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type Compute, labels, nodegroupName, taint } from '../domain/compute';
+import { type Compute, labels, taint } from '../domain/compute';
+import {
+  clientRequestToken,
+  executionName,
+  ISSUE_DEFAULTS,
+  incarnation,
+  type NodegroupOwner,
+  nodegroupNameOf,
+  nodegroupTags,
+  ownerOf,
+  TAG_COMPUTE,
+  TAG_COMPUTE_ID,
+  TAG_STAGE,
+} from '../domain/nodegroup';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { attributeKey, keys } from '../store/keys';
@@ -8,9 +21,10 @@ import { attributeKey, keys } from '../store/keys';
 /**
  * Starts the node group workflows (statemachines/*.asl.json) for a compute. A compute is claimed first with a
  * conditional write (generation + 1, workflow RUNNING), then the execution is started under a name derived
- * from compute, kind and generation: two reconcilers can race, but only one claim wins, and repeating the
- * same claim and start is a no-op. Endpoints and ARNs come from the environment, so the same code runs
- * against AWS and against the local Step Functions (local/sfn).
+ * from compute, kind, generation and the compute's incarnation id: two reconcilers can race, but only one
+ * claim wins, repeating the same claim and start is a no-op, and a compute deleted and created again never
+ * meets the names Step Functions keeps for 90 days. Endpoints and ARNs come from the environment, so the same
+ * code runs against AWS and against the local Step Functions (local/sfn).
  */
 
 export type WorkflowKind = 'provision' | 'scale' | 'delete';
@@ -41,10 +55,24 @@ export interface WorkflowInput {
   /** The generation this execution owns; every status write is conditional on it. */
   generation: number;
   nodegroup: NodegroupParameters;
+  /** What the node group's tags must say for the workflow to adopt a group that already holds the name. */
+  owner: NodegroupOwner;
+  /** EKS's idempotency token for this work (incarnation, kind, generation), not the execution name. */
+  clientRequestToken: string;
   /** Seconds between two DescribeNodegroup polls. */
   pollSeconds: number;
-  /** Polls before the workflow records a timeout and stops waiting (reconcile keeps observing). */
-  maxPolls: number;
+  /** How long the workflow polls before it records a timeout and stops (reconcile keeps observing). */
+  waitSeconds: number;
+  /** The end of that wait (ISO 8601): the poll's Choice compares the describe's time with it. */
+  waitUntil: string;
+  /**
+   * What the ASL reads in place of members EKS may leave out (an issue's code and message, our tag keys on a
+   * group someone else made), merged under the real ones so that no path points at a missing field.
+   */
+  absent: {
+    tags: Record<string, string>;
+    issue: { Code: string; Message: string };
+  };
 }
 
 /**
@@ -57,7 +85,10 @@ export const POLL_DEFAULTS: Record<WorkflowKind, { pollSeconds: number; maxPolls
   delete: { pollSeconds: 30, maxPolls: 60 },
 };
 
-export type WorkflowCompute = Pick<Compute, 'name' | 'spec' | 'generation' | 'workflow'>;
+export type WorkflowCompute = Pick<
+  Compute,
+  'name' | 'spec' | 'generation' | 'workflow' | 'createdAt' | 'uid'
+>;
 
 export interface BuildInputOptions {
   kind: WorkflowKind;
@@ -67,21 +98,28 @@ export interface BuildInputOptions {
   stage?: string;
   subnetIds?: string[];
   pollSeconds?: number;
+  /** The wait budget in polls: the workflow waits pollSeconds × maxPolls. */
   maxPolls?: number;
+  /** When the work was claimed (ISO 8601); the wait ends pollSeconds × maxPolls after it. Default now. */
+  claimedAt?: string;
 }
 
 export function buildWorkflowInput(
-  compute: Pick<Compute, 'name' | 'spec'>,
+  compute: Pick<Compute, 'name' | 'spec' | 'createdAt' | 'uid'>,
   o: BuildInputOptions,
 ): WorkflowInput {
   const stage = o.stage ?? config().stage;
   const { node, nodeGroup } = compute.spec;
   const t = taint(compute.name, compute.spec);
   const max = nodeGroup.maxNodes;
+  const owner = ownerOf(stage, compute);
+  const pollSeconds = o.pollSeconds ?? POLL_DEFAULTS[o.kind].pollSeconds;
+  const waitSeconds = pollSeconds * (o.maxPolls ?? POLL_DEFAULTS[o.kind].maxPolls);
+  const claimed = o.claimedAt ? Date.parse(o.claimedAt) : Date.now();
   return {
     key: attributeKey(keys.compute(compute.name)),
     computeName: compute.name,
-    nodegroupName: nodegroupName(stage, compute.name),
+    nodegroupName: nodegroupNameOf(stage, compute),
     generation: o.generation,
     nodegroup: {
       instanceTypes: [node.instanceType],
@@ -91,23 +129,32 @@ export function buildWorkflowInput(
       subnets: nodeGroup.subnetIds ?? o.subnetIds ?? config().subnetIds,
       labels: labels(compute.name),
       taints: [{ Key: t.key, Value: t.value, Effect: t.effect }],
-      tags: { 'llmcap:stage': stage, 'llmcap:compute': compute.name },
+      tags: nodegroupTags(owner),
       scalingConfig: {
         MinSize: 0,
         MaxSize: max,
         DesiredSize: o.kind === 'delete' ? 0 : Math.min(Math.max(Math.floor(o.desiredNodes), 0), max),
       },
     },
-    pollSeconds: o.pollSeconds ?? POLL_DEFAULTS[o.kind].pollSeconds,
-    maxPolls: o.maxPolls ?? POLL_DEFAULTS[o.kind].maxPolls,
+    owner,
+    clientRequestToken: clientRequestToken(owner.computeId, o.kind, o.generation),
+    pollSeconds,
+    waitSeconds,
+    waitUntil: new Date(claimed + waitSeconds * 1000).toISOString(),
+    absent: {
+      tags: { [TAG_STAGE]: '', [TAG_COMPUTE]: '', [TAG_COMPUTE_ID]: '' },
+      issue: { Code: ISSUE_DEFAULTS.code, Message: ISSUE_DEFAULTS.message },
+    },
   };
 }
 
-/** `<compute>-<kind>-g<generation>`: valid Step Functions name characters, at most 80. */
-export function executionName(computeName: string, kind: WorkflowKind, generation: number): string {
-  const suffix = `-${kind}-g${generation}`;
-  const base = computeName.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, 80 - suffix.length);
-  return `${base}${suffix}`;
+/** The execution name of a compute's work: see executionName in domain/nodegroup.ts. */
+export function executionNameOf(
+  compute: Pick<Compute, 'name' | 'createdAt' | 'uid'>,
+  kind: WorkflowKind,
+  generation: number,
+): string {
+  return executionName(compute.name, kind, generation, incarnation(compute).id);
 }
 
 export function stateMachineArn(kind: WorkflowKind, env: NodeJS.ProcessEnv = process.env): string {
@@ -167,8 +214,9 @@ const table = () => config().table;
 export async function startWorkflow(req: StartWorkflowRequest): Promise<StartWorkflowResult> {
   const { compute, kind } = req;
   const generation = compute.generation + 1;
-  const name = executionName(compute.name, kind, generation);
-  const input = buildWorkflowInput(compute, { ...req, generation });
+  const name = executionNameOf(compute, kind, generation);
+  const now = new Date().toISOString();
+  let input = buildWorkflowInput(compute, { ...req, generation, claimedAt: now });
   if (kind !== 'delete' && input.nodegroup.subnets.length === 0) {
     return {
       outcome: 'refused',
@@ -177,7 +225,6 @@ export async function startWorkflow(req: StartWorkflowRequest): Promise<StartWor
     };
   }
   const smArn = stateMachineArn(kind);
-  const now = new Date().toISOString();
   let repeat = false;
   try {
     await documentClient().send(
@@ -217,14 +264,17 @@ export async function startWorkflow(req: StartWorkflowRequest): Promise<StartWor
         message: `compute ${compute.name} is at generation ${current.generation}, not ${compute.generation}: read it again`,
       };
     }
-    // The same claim was made before (a retried reconcile): make sure its execution exists, once.
+    // The same claim was made before (a retried reconcile): make sure its execution exists, once, with the
+    // input that claim gave it (its wait ends where the first attempt's did).
+    const claimedAt = current.workflow?.startedAt;
+    if (claimedAt) input = buildWorkflowInput(compute, { ...req, generation, claimedAt });
   }
 
   const body = JSON.stringify(input);
   const arn = executionArnOf(smArn, name);
   if (repeat) {
     const existing = await describeExecution(arn);
-    if (existing) return alreadyStarted(existing.input, body, arn, name, generation);
+    if (existing) return alreadyStarted(compute.name, existing, { arn, name, generation, repeat });
   }
   try {
     const out = await sfnClient().send(
@@ -239,7 +289,7 @@ export async function startWorkflow(req: StartWorkflowRequest): Promise<StartWor
   } catch (e) {
     if ((e as Error).name === 'ExecutionAlreadyExists') {
       const existing = await sfnClient().send(new DescribeExecutionCommand({ executionArn: arn }));
-      return alreadyStarted(existing.input, body, arn, name, generation);
+      return alreadyStarted(compute.name, existing, { arn, name, generation, repeat });
     }
     await releaseClaim(
       compute.name,
@@ -260,28 +310,26 @@ async function describeExecution(arn: string) {
   }
 }
 
-function alreadyStarted(
-  existingInput: string | undefined,
-  body: string,
-  executionArn: string,
-  name: string,
-  generation: number,
-): StartWorkflowResult {
-  if (sameJson(existingInput, body))
-    return { outcome: 'already-started', executionArn, executionName: name, generation };
-  return {
-    outcome: 'refused',
-    reason: 'NameTaken',
-    message: `execution ${name} already exists with a different input (the compute changed since it started)`,
-  };
-}
-
-function sameJson(a: string | undefined, b: string): boolean {
-  try {
-    return a !== undefined && JSON.stringify(JSON.parse(a)) === JSON.stringify(JSON.parse(b));
-  } catch {
-    return false;
-  }
+/**
+ * StartExecution found an execution of this name. On a repeat of a claim it is that claim's own (the name is
+ * its incarnation, kind and generation), running or finished since. On a fresh claim it cannot be this work:
+ * Step Functions answers so only for a closed execution or another input, and keeps closed names for 90
+ * days. The claim is then released with the reason, so the compute never waits on an execution that will not
+ * record for it.
+ */
+async function alreadyStarted(
+  computeName: string,
+  existing: { status?: string },
+  claim: { arn: string; name: string; generation: number; repeat: boolean },
+): Promise<StartWorkflowResult> {
+  const { arn, name, generation } = claim;
+  if (claim.repeat) return { outcome: 'already-started', executionArn: arn, executionName: name, generation };
+  const message =
+    existing.status === 'RUNNING'
+      ? `execution ${name} is already running with another input`
+      : `execution ${name} already ran (${existing.status}) and Step Functions keeps its name for 90 days`;
+  await releaseClaim(computeName, generation, name, `could not start workflow ${name}: ${message}`);
+  return { outcome: 'refused', reason: 'NameTaken', message };
 }
 
 async function readCompute(name: string): Promise<WorkflowCompute | undefined> {

@@ -5,10 +5,12 @@ import {
   type Compute,
   type ComputeSpec,
   frozenFieldChanges,
+  nodegroupExists,
   type Sizing,
   sameValue,
 } from '../domain/compute';
 import { conflict, DomainError, notFound } from '../domain/errors';
+import { newComputeId } from '../domain/nodegroup';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
@@ -61,8 +63,13 @@ function newItem(c: NewCompute, now: string): Item {
     updatedBy: c.by,
     status: { ...ABSENT_STATUS },
     generation: 0,
+    uid: newComputeId(),
   };
 }
+
+/** Condition (and its values) that the compute owns no node group: ABSENT, or FOREIGN (someone else's). */
+const NO_GROUP_CONDITION = '#status.nodegroupStatus IN (:absent, :foreign)';
+const NO_GROUP_VALUES = { ':absent': 'ABSENT', ':foreign': 'FOREIGN' };
 
 function isConditionFailure(e: unknown): boolean {
   return (
@@ -113,8 +120,8 @@ export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
     ':by': r.by,
   };
   if (r.requireNoNodegroup) {
-    cond.push('#status.nodegroupStatus = :absent');
-    values[':absent'] = 'ABSENT';
+    cond.push(NO_GROUP_CONDITION);
+    Object.assign(values, NO_GROUP_VALUES);
   }
   const owner = r.owner ? '#owner = :owner' : undefined;
   if (r.owner) values[':owner'] = r.owner;
@@ -193,13 +200,13 @@ export async function deleteCompute(
       }
       refuseIfUsed(name, await computeUsers(name), 'delete');
       const base = { TableName: table(), Key: keys.compute(name) };
-      if (c.status.nodegroupStatus === 'ABSENT' && c.workflow?.state !== 'RUNNING') {
+      if (!nodegroupExists(c.status) && c.workflow?.state !== 'RUNNING') {
         const item: TxItem = {
           Delete: {
             ...base,
-            ConditionExpression: '#version = :v AND #status.nodegroupStatus = :absent',
+            ConditionExpression: `#version = :v AND ${NO_GROUP_CONDITION}`,
             ExpressionAttributeNames: { '#version': 'version', '#status': 'status' },
-            ExpressionAttributeValues: { ':v': c.version, ':absent': 'ABSENT' },
+            ExpressionAttributeValues: { ':v': c.version, ...NO_GROUP_VALUES },
           },
         };
         return { items: [item], result: { deleted: true, compute: c } };
@@ -242,7 +249,7 @@ export async function renameCompute(name: string, to: string, by: string): Promi
       if (!c) throw notFound(`compute ${name} does not exist`);
       if (c.builtin)
         throw conflict(`compute ${name} is built in; clone it under a new name instead`, 'BuiltIn');
-      if (c.status.nodegroupStatus !== 'ABSENT' || c.workflow?.state === 'RUNNING') {
+      if (nodegroupExists(c.status) || c.workflow?.state === 'RUNNING') {
         throw conflict(
           `compute ${name} has a node group (${c.status.nodegroupStatus}); node group names cannot change, so clone it under ${to} instead`,
           'NodegroupExists',
@@ -250,6 +257,7 @@ export async function renameCompute(name: string, to: string, by: string): Promi
       }
       refuseIfUsed(name, await computeUsers(name), 'rename');
       const now = new Date().toISOString();
+      // A new item, so a new incarnation id: its node group name and execution names are new as well.
       const next = newItem({ name: to, owner: c.owner, builtin: false, spec: c.spec, by }, now);
       next.createdAt = c.createdAt;
       next.createdBy = c.createdBy;
@@ -258,9 +266,9 @@ export async function renameCompute(name: string, to: string, by: string): Promi
           Delete: {
             TableName: table(),
             Key: keys.compute(name),
-            ConditionExpression: '#version = :v AND #status.nodegroupStatus = :absent',
+            ConditionExpression: `#version = :v AND ${NO_GROUP_CONDITION}`,
             ExpressionAttributeNames: { '#version': 'version', '#status': 'status' },
-            ExpressionAttributeValues: { ':v': c.version, ':absent': 'ABSENT' },
+            ExpressionAttributeValues: { ':v': c.version, ...NO_GROUP_VALUES },
           },
         },
         { Put: { TableName: table(), Item: next, ConditionExpression: 'attribute_not_exists(pk)' } },
@@ -359,9 +367,9 @@ export async function removeDeletedCompute(name: string): Promise<boolean> {
       new DeleteCommand({
         TableName: table(),
         Key: keys.compute(name),
-        ConditionExpression: 'deletionRequested = :t AND #s.nodegroupStatus = :absent',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':t': true, ':absent': 'ABSENT' },
+        ConditionExpression: `deletionRequested = :t AND ${NO_GROUP_CONDITION}`,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':t': true, ...NO_GROUP_VALUES },
       }),
     );
     return true;

@@ -38,6 +38,9 @@ export interface FaultSelector {
   instanceType?: string;
 }
 
+/** Members of a health issue a fault may leave out: EKS's model makes both optional. */
+export const OMITTABLE_ISSUE_MEMBERS = ['code', 'message'] as const;
+
 /** Instances of matching groups never launch: CREATE_FAILED on create, DEGRADED on a scale-out. */
 export interface LaunchFailureRule extends FaultSelector {
   /** NodegroupIssueCode reported in health.issues (default AsgInstanceLaunchFailures). */
@@ -46,11 +49,14 @@ export interface LaunchFailureRule extends FaultSelector {
   message?: string;
   /** Delay before the failure shows (default durations.createFailureMs / scaleOutFailureMs); scaled. */
   afterMs?: number;
+  /** Report the health issue without these members (`code`, `message`), as EKS may. */
+  omit?: (typeof OMITTABLE_ISSUE_MEMBERS)[number][];
 }
 
 export interface DeleteFailureRule extends FaultSelector {
   code?: string;
   message?: string;
+  omit?: (typeof OMITTABLE_ISSUE_MEMBERS)[number][];
 }
 
 export interface VanishRule extends FaultSelector {
@@ -133,6 +139,20 @@ export function checkFaults(f: FaultConfig): FaultConfig {
     'vanish',
   ] as const) {
     if (f[key] !== undefined && !Array.isArray(f[key])) throw new Error(`faults.${key} must be a list`);
+  }
+  for (const [key, rules] of [
+    ['launchFailures', f.launchFailures],
+    ['deleteFailures', f.deleteFailures],
+  ] as const) {
+    for (const r of rules ?? []) {
+      const omit = r.omit;
+      if (
+        omit !== undefined &&
+        (!Array.isArray(omit) ||
+          omit.some((m) => !(OMITTABLE_ISSUE_MEMBERS as readonly string[]).includes(m)))
+      )
+        throw new Error(`faults.${key}[].omit must list code and/or message`);
+    }
   }
   for (const v of f.vanish ?? []) {
     if (typeof v.afterMs !== 'number' || v.afterMs < 0)

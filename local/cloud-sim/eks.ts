@@ -1,6 +1,12 @@
 import { EksError, invalidParam } from './errors';
-import type { SimNodegroup, SimUpdate, Simulator } from './state';
-import { checkNodegroupName, validateCreate, validateUpdate } from './validate';
+import {
+  OUT_OF_BAND_STATES,
+  type OutOfBandState,
+  type SimNodegroup,
+  type SimUpdate,
+  type Simulator,
+} from './state';
+import { checkNodegroupName, checkTags, validateCreate, validateUpdate } from './validate';
 
 /** EKS REST-JSON routes (apiVersion 2017-11-01) for the operations llmcap uses, answered as AWS answers them. */
 
@@ -50,7 +56,7 @@ export function renderNodegroup(sim: Simulator, ng: SimNodegroup, opts: { withRe
     updateConfig: ng.updateConfig,
     nodeRepairConfig: i.nodeRepairConfig ?? null,
     launchTemplate: i.launchTemplate ?? null,
-    tags: i.tags ?? {},
+    tags: { ...ng.tags },
   };
 }
 
@@ -65,6 +71,42 @@ export function renderUpdate(u: SimUpdate) {
   };
 }
 
+const CLUSTER_SUBNETS = ['subnet-0a1b2c3d4e5f60001', 'subnet-0a1b2c3d4e5f60002', 'subnet-0a1b2c3d4e5f60003'];
+
+/** A node group someone else made, for the admin endpoint: `POST /_sim/nodegroups`. */
+export interface OutOfBandNodegroup {
+  name: string;
+  /** Their tags; default none. */
+  tags?: Record<string, string>;
+  /** Default ACTIVE. */
+  status?: OutOfBandState;
+  instanceType?: string;
+  desiredSize?: number;
+  maxSize?: number;
+  subnets?: string[];
+}
+
+/** Validates like CreateNodegroup (name, tags, sizes), then puts the group straight into its state. */
+export function createOutOfBand(sim: Simulator, spec: OutOfBandNodegroup): SimNodegroup {
+  if (typeof spec !== 'object' || spec === null) throw new Error('body must be {"name": ..., "tags": {...}}');
+  const status = spec.status ?? 'ACTIVE';
+  if (!OUT_OF_BAND_STATES.includes(status))
+    throw new Error(`status must be one of ${OUT_OF_BAND_STATES.join(', ')}`);
+  const desiredSize = spec.desiredSize ?? 1;
+  const input = validateCreate(
+    {
+      nodegroupName: spec.name,
+      subnets: spec.subnets ?? CLUSTER_SUBNETS.slice(0, 2),
+      nodeRole: `arn:aws:iam::${sim.opts.accountId}:role/not-llmcap-node`,
+      scalingConfig: { minSize: 0, maxSize: spec.maxSize ?? Math.max(desiredSize, 1), desiredSize },
+      instanceTypes: [spec.instanceType ?? 'm7i.large'],
+      ...(spec.tags ? { tags: spec.tags } : {}),
+    },
+    { clusterVersion: sim.opts.clusterVersion, nodesQuota: sim.opts.limits.nodesPerNodegroup },
+  );
+  return sim.createOutOfBand(input, status);
+}
+
 function renderCluster(sim: Simulator) {
   const { clusterName, clusterVersion, region, accountId } = sim.opts;
   return {
@@ -75,7 +117,7 @@ function renderCluster(sim: Simulator) {
     endpoint: `https://0123456789ABCDEF0123456789ABCDEF.gr7.${region}.eks.amazonaws.com`,
     roleArn: `arn:aws:iam::${accountId}:role/${clusterName}-cluster`,
     resourcesVpcConfig: {
-      subnetIds: ['subnet-0a1b2c3d4e5f60001', 'subnet-0a1b2c3d4e5f60002', 'subnet-0a1b2c3d4e5f60003'],
+      subnetIds: CLUSTER_SUBNETS,
       securityGroupIds: [],
       clusterSecurityGroupId: 'sg-0a1b2c3d4e5f60001',
       vpcId: 'vpc-0a1b2c3d4e5f60001',
@@ -112,8 +154,9 @@ const segs = (path: string) =>
 /** Matches a request to an operation; the handler runs later, after fault injection had its say. */
 export function routeEks(sim: Simulator, req: EksRequest): EksRoute | undefined {
   const p = segs(req.path);
-  if (p[0] !== 'clusters') return undefined;
   const m = req.method;
+  if (p[0] === 'tags' && p.length === 2) return routeTags(sim, req, p[1] as string);
+  if (p[0] !== 'clusters') return undefined;
   if (p.length === 1 && m === 'GET')
     return {
       operation: 'ListClusters',
@@ -152,6 +195,51 @@ export function routeEks(sim: Simulator, req: EksRequest): EksRoute | undefined 
   if (p[2] === 'updates' && p.length === 4 && m === 'GET')
     return op('DescribeUpdate', () => describeUpdate(sim, p[3] as string, req.query.get('nodegroupName')));
   return undefined;
+}
+
+/**
+ * `/tags/{resourceArn}` for node group ARNs: GET ListTagsForResource, POST TagResource `{tags}`, DELETE
+ * UntagResource `?tagKeys=`. These operations answer BadRequestException and NotFoundException, not the
+ * node-group exceptions.
+ */
+function routeTags(sim: Simulator, req: EksRequest, arn: string): EksRoute | undefined {
+  if (req.method === 'GET')
+    return { operation: 'ListTagsForResource', handle: () => ({ tags: { ...sim.byArn(arn).tags } }) };
+  if (req.method === 'POST')
+    return {
+      operation: 'TagResource',
+      handle: () => {
+        const ng = sim.byArn(arn);
+        const tags = req.body.tags;
+        if (tags === undefined || tags === null || Object.keys(tags as object).length === 0)
+          throw new EksError('BadRequestException', 'tags must contain at least one tag');
+        asBadRequest(() => checkTags(tags));
+        sim.tag(ng, tags as Record<string, string>);
+        return {};
+      },
+    };
+  if (req.method === 'DELETE')
+    return {
+      operation: 'UntagResource',
+      handle: () => {
+        const ng = sim.byArn(arn);
+        const keys = req.query.getAll('tagKeys');
+        if (keys.length === 0)
+          throw new EksError('BadRequestException', 'tagKeys must contain at least one key');
+        sim.untag(ng, keys);
+        return {};
+      },
+    };
+  return undefined;
+}
+
+function asBadRequest(check: () => void): void {
+  try {
+    check();
+  } catch (e) {
+    if (e instanceof EksError) throw new EksError('BadRequestException', e.message);
+    throw e;
+  }
 }
 
 function createNodegroup(sim: Simulator, body: Record<string, unknown>) {

@@ -9,6 +9,9 @@ export const EKS_ERROR_STATUS = {
   ServiceUnavailableException: 503,
   ResourceNotFoundException: 404,
   ThrottlingException: 429,
+  // The tagging operations (TagResource, UntagResource, ListTagsForResource) answer with these two.
+  BadRequestException: 400,
+  NotFoundException: 404,
   // Not modelled for EKS: what a REST API answers for a route or body it cannot read.
   UnknownOperationException: 404,
   SerializationException: 400,

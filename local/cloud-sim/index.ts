@@ -11,13 +11,14 @@ import {
   loadConfigFile,
   type SimConfigFile,
 } from './config';
-import { renderNodegroup, renderUpdate, routeEks } from './eks';
+import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
 import { Simulator } from './state';
 
 export { type Clock, DrivenClock, RealClock } from './clock';
 export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';
 export { DEFAULT_DURATIONS, DEFAULT_LIMITS } from './config';
+export type { OutOfBandNodegroup } from './eks';
 
 /** A config file's options (port, time scale, seed, faults, cluster, durations, limits), and what only code passes. */
 export interface CloudSimOptions extends SimConfigFile {
@@ -42,7 +43,8 @@ export interface SimStateView {
     name: string;
     status: string;
     scalingConfig: { minSize: number; maxSize: number; desiredSize: number };
-    health: { issues: { code: string; message: string; resourceIds: string[] }[] };
+    health: { issues: { code?: string; message?: string; resourceIds: string[] }[] };
+    tags: Record<string, string>;
     autoScalingGroup: {
       name: string;
       desiredCapacity: number;
@@ -62,6 +64,8 @@ export interface CloudSimAdmin {
   patchFaults(f: FaultConfig): void;
   /** Deletes a node group and its ASG at once, as if someone used the console; false if it did not exist. */
   deleteNodegroup(name: string): boolean;
+  /** Creates a node group someone else owns (their tags), already in the given state; see createOutOfBand. */
+  createNodegroup(spec: OutOfBandNodegroup): SimStateView['nodegroups'][number];
   /** Forgets every node group, update and token; faults go back to the configured ones. */
   reset(): void;
 }
@@ -114,6 +118,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     deleteNodegroup: (name) => {
       sim.catchUp();
       return sim.deleteOutOfBand(name);
+    },
+    createNodegroup: (spec) => {
+      sim.catchUp();
+      const ng = createOutOfBand(sim, spec);
+      return stateView(sim, clock, seed, timeScale).nodegroups.find((n) => n.name === ng.name)!;
     },
     reset: () => sim.reset(structuredClone(initialFaults)),
   };
@@ -222,6 +231,8 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       admin.patchFaults(body as FaultConfig);
       return [200, admin.getFaults()];
     }
+    if (route === 'POST /nodegroups')
+      return [201, admin.createNodegroup(body as unknown as OutOfBandNodegroup)];
     if (route === 'DELETE /nodegroups' && p[1]) {
       const name = decodeURIComponent(p[1]);
       if (!admin.deleteNodegroup(name)) return [404, { message: `No node group found for name: ${name}.` }];
@@ -303,6 +314,7 @@ function stateView(sim: Simulator, clock: Clock, seed: number, timeScale: number
         status: r.status,
         scalingConfig: r.scalingConfig,
         health: r.health,
+        tags: r.tags,
         autoScalingGroup: {
           name: ng.asg.name,
           desiredCapacity: ng.asg.desired,

@@ -29,9 +29,10 @@ export interface SimInstance {
   launchedAt: number;
 }
 
+/** EKS's model makes code and message optional: a fault can leave either out (`omit`). */
 export interface HealthIssue {
-  code: string;
-  message: string;
+  code?: string;
+  message?: string;
   resourceIds: string[];
 }
 
@@ -45,6 +46,17 @@ export interface SimUpdate {
 }
 
 type Phase = 'CREATING' | 'ACTIVE' | 'CREATE_FAILED' | 'DELETING' | 'DELETE_FAILED';
+
+/** The states a node group made out of band can be put in at once. */
+export const OUT_OF_BAND_STATES = [
+  'CREATING',
+  'ACTIVE',
+  'DEGRADED',
+  'CREATE_FAILED',
+  'DELETING',
+  'DELETE_FAILED',
+] as const;
+export type OutOfBandState = (typeof OUT_OF_BAND_STATES)[number];
 
 export interface SimAsg {
   name: string;
@@ -74,6 +86,8 @@ export interface SimNodegroup {
   instanceTypes: string[];
   labels: Record<string, string> | null;
   taints: Taint[] | null;
+  /** The node group's tags: those of CreateNodegroup, then as TagResource and UntagResource change them. */
+  tags: Record<string, string>;
   updateConfig: Record<string, unknown>;
   issues: HealthIssue[];
   asg: SimAsg;
@@ -273,6 +287,7 @@ export class Simulator {
         input.launchTemplate && !input.instanceTypes ? [] : (input.instanceTypes ?? ['t3.medium']),
       labels: input.labels ?? null,
       taints: input.taints && input.taints.length > 0 ? input.taints : null,
+      tags: { ...(input.tags ?? {}) },
       updateConfig: { ...(input.updateConfig ?? { maxUnavailable: 1 }) },
       issues: [],
       asg: {
@@ -437,6 +452,42 @@ export class Simulator {
     return this.groups.delete(name);
   }
 
+  /**
+   * Creates a node group as someone else would (another team, a tool, an older deploy): with their tags and
+   * already in the given state, its nodes InService at once. DELETING goes on to be deleted as a delete would.
+   */
+  createOutOfBand(input: CreateNodegroupInput, state: OutOfBandState = 'ACTIVE'): SimNodegroup {
+    const ng = this.create(input);
+    if (state === 'CREATING') return ng;
+    for (const i of ng.asg.instances) i.state = 'InService';
+    ng.phase = state === 'DELETE_FAILED' || state === 'CREATE_FAILED' ? state : 'ACTIVE';
+    if (state === 'DEGRADED' || state === 'CREATE_FAILED')
+      ng.issues = [launchIssue({}, ng, this.opts.region)];
+    if (state === 'DEGRADED') ng.degraded = true;
+    if (state === 'DELETE_FAILED') ng.issues = [deleteIssue({}, this.ids)];
+    if (state === 'DELETING') this.delete(ng);
+    return ng;
+  }
+
+  // ---- tags (TagResource, UntagResource, ListTagsForResource) ----
+
+  byArn(arn: string): SimNodegroup {
+    const ng = this.list().find((g) => g.arn === arn);
+    if (!ng) throw new EksError('NotFoundException', `Resource ${arn} was not found`);
+    return ng;
+  }
+
+  tag(ng: SimNodegroup, tags: Record<string, string>): void {
+    const next = { ...ng.tags, ...tags };
+    if (Object.keys(next).length > 50)
+      throw new EksError('BadRequestException', "Resource can't have more than 50 tags");
+    ng.tags = next;
+  }
+
+  untag(ng: SimNodegroup, keys: string[]): void {
+    ng.tags = Object.fromEntries(Object.entries(ng.tags).filter(([k]) => !keys.includes(k)));
+  }
+
   // ---- Auto Scaling behaviour ----
 
   private alive(ng: SimNodegroup): boolean {
@@ -570,6 +621,14 @@ function sameTaint(a: Taint, b: Taint): boolean {
   return a.key === b.key && a.effect === b.effect;
 }
 
+/** Leaves out the members a fault's `omit` names, as EKS may (both are optional in its model). */
+function withOmitted(issue: HealthIssue, omit: readonly string[] | undefined): HealthIssue {
+  const out = { ...issue };
+  if (omit?.includes('code')) delete out.code;
+  if (omit?.includes('message')) delete out.message;
+  return out;
+}
+
 function launchIssue(rule: LaunchFailureRule, ng: SimNodegroup, region: string): HealthIssue {
   const code = rule.code ?? 'AsgInstanceLaunchFailures';
   const type = rule.instanceType ?? ng.instanceTypes[0] ?? 't3.medium';
@@ -581,16 +640,19 @@ function launchIssue(rule: LaunchFailureRule, ng: SimNodegroup, region: string):
     (code === 'AsgInstanceLaunchFailures'
       ? `Could not launch ${market} Instances. InsufficientInstanceCapacity - We currently do not have sufficient ${type} capacity in the Availability Zone you requested (${azs[0]}). Our system will be working on provisioning additional capacity. You can currently get ${type} capacity by not specifying an Availability Zone in your request or choosing ${others}. Launching EC2 instance failed.`
       : `Could not launch ${market} Instances. ${code}. Launching EC2 instance failed.`);
-  return { code, message, resourceIds: [ng.asg.name] };
+  return withOmitted({ code, message, resourceIds: [ng.asg.name] }, rule.omit);
 }
 
 function deleteIssue(rule: DeleteFailureRule, ids: Rng): HealthIssue {
   const sg = `sg-${ids.hex(17)}`;
-  return {
-    code: rule.code ?? 'Ec2SecurityGroupDeletionFailure',
-    message: rule.message ?? `DependencyViolation - resource has a dependent object`,
-    resourceIds: [sg],
-  };
+  return withOmitted(
+    {
+      code: rule.code ?? 'Ec2SecurityGroupDeletionFailure',
+      message: rule.message ?? `DependencyViolation - resource has a dependent object`,
+      resourceIds: [sg],
+    },
+    rule.omit,
+  );
 }
 
 function stableHash(body: Record<string, unknown>): string {

@@ -8,8 +8,8 @@ import { NormalizedSchema } from '@smithy/core/schema';
  * configurable endpoints: `arn:aws:states:::aws-sdk:<service>:<action>` (PascalCase parameters and results,
  * converted through the SDK's own service schema so that map keys such as labels and tags are left alone) and
  * the optimized `arn:aws:states:::dynamodb:<getItem|putItem|updateItem|deleteItem>`. Errors are thrown with
- * the names Step Functions gives them (`Eks.ResourceInUseException`, `DynamoDB.ConditionalCheckFailedException`)
- * so that Retry and Catch match exactly as in AWS.
+ * the names Step Functions gives them (`Eks.ResourceInUseException`, `DynamoDB.ConditionalCheckFailedException`,
+ * `DynamoDB.RequestLimitExceeded`) so that Retry and Catch match exactly as in AWS.
  */
 
 export type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
@@ -46,8 +46,13 @@ const SERVICES: Record<string, Service> = {
   },
 };
 
-/** The optimized DynamoDB integration, whose errors are prefixed `DynamoDB.` rather than `DynamoDb.`. */
+/**
+ * The optimized DynamoDB integration. Its errors are `DynamoDB.` and DynamoDB's own error code, as DynamoDB
+ * sends it (`DynamoDB.RequestLimitExceeded`, `DynamoDB.InternalServerError`: no `Exception` added, unlike
+ * the AWS SDK integration's `DynamoDb.` names), and `DynamoDB.AmazonDynamoDBException` when no code came back.
+ */
 const OPTIMIZED_DYNAMODB = new Set(['getItem', 'putItem', 'updateItem', 'deleteItem']);
+export const OPTIMIZED_DYNAMODB_PREFIX = 'DynamoDB';
 
 /** An error as a Task state raises it: `name` is what Retry/Catch match, `message` becomes the Cause. */
 export class TaskError extends Error {
@@ -72,7 +77,7 @@ export function parseResource(resource: string): ParsedResource {
   }
   const ddb = /^arn:aws:states:::dynamodb:([A-Za-z]+)$/.exec(resource);
   if (ddb && OPTIMIZED_DYNAMODB.has(ddb[1]!))
-    return { service: 'dynamodb', action: ddb[1]!, errorPrefix: 'DynamoDB' };
+    return { service: 'dynamodb', action: ddb[1]!, errorPrefix: OPTIMIZED_DYNAMODB_PREFIX };
   throw new TaskError('States.Runtime', `Task resource ${resource} is not supported by the local runner`);
 }
 
@@ -151,17 +156,32 @@ export function fromSdk(ns: NormalizedSchema, value: unknown): Json {
 
 type SdkError = Error & { $metadata?: { httpStatusCode?: number; requestId?: string }; $fault?: string };
 
-/** Renames an SDK failure as Step Functions does; failures without a service answer are SdkClientException. */
+/**
+ * Renames an SDK failure as Step Functions does. AWS SDK integration: `<Service>.<Name>Exception`, and
+ * SdkClientException for failures without a service answer. Optimized DynamoDB: `DynamoDB.<error code>` with
+ * the Java SDK's cause text, and AmazonDynamoDBException without an answer.
+ */
 export function toTaskError(prefix: string, e: unknown): TaskError {
   const err = e as SdkError;
   if (err instanceof TaskError) return err;
-  if (err?.$metadata?.httpStatusCode !== undefined || err?.$fault) {
-    const status = err.$metadata?.httpStatusCode ?? 'unknown';
-    const requestId = err.$metadata?.requestId ?? 'none';
-    const service = prefix === 'DynamoDB' ? 'DynamoDb' : prefix;
+  const answered = err?.$metadata?.httpStatusCode !== undefined || err?.$fault !== undefined;
+  const status = err?.$metadata?.httpStatusCode ?? 'unknown';
+  const requestId = err?.$metadata?.requestId ?? 'none';
+  if (prefix === OPTIMIZED_DYNAMODB_PREFIX) {
+    if (!answered)
+      return new TaskError(
+        `${prefix}.AmazonDynamoDBException`,
+        `Unable to execute HTTP request: ${err?.message ?? String(e)}`,
+      );
+    return new TaskError(
+      `${prefix}.${err.name}`,
+      `${err.message} (Service: AmazonDynamoDBv2; Status Code: ${status}; Error Code: ${err.name}; Request ID: ${requestId}; Proxy: null)`,
+    );
+  }
+  if (answered) {
     return new TaskError(
       stepFunctionsErrorName(prefix, err.name),
-      `${err.message} (Service: ${service}, Status Code: ${status}, Request ID: ${requestId})`,
+      `${err.message} (Service: ${prefix}, Status Code: ${status}, Request ID: ${requestId})`,
     );
   }
   return new TaskError(

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ComputeSpec } from '../../lambdas/domain/compute';
-import { buildWorkflowInput, POLL_DEFAULTS, type WorkflowKind } from '../../lambdas/reconcile/workflows';
+import { newComputeId } from '../../lambdas/domain/nodegroup';
+import {
+  buildWorkflowInput,
+  executionNameOf,
+  POLL_DEFAULTS,
+  type WorkflowKind,
+} from '../../lambdas/reconcile/workflows';
 import { ensureTable } from '../../lambdas/store/table';
 import { startCloudSim } from '../cloud-sim';
 import { startDynamoDbLocal } from '../dynamodb-local';
@@ -61,21 +67,24 @@ export async function measureWorkflowTransitions(scale = 0.005): Promise<Measure
   });
   const results: Measurement[] = [];
   let generation = 0;
+  const ids = new Map<string, string>();
   const runOne = async (scenario: string, name: string, kind: WorkflowKind, desiredNodes: number) => {
     generation++;
+    if (!ids.has(name)) ids.set(name, newComputeId());
+    const compute = { name, spec, createdAt: '2026-01-01T00:00:00.000Z', uid: ids.get(name)! };
+    const executionName = executionNameOf(compute, kind, generation);
     await doc.send(
       new PutCommand({
         TableName: 'bench',
         Item: {
           pk: 'COMPUTE',
           sk: name,
-          name,
-          spec,
+          ...compute,
           version: 1,
           generation,
           status: { nodegroupStatus: 'ABSENT', desiredNodes: 0, readyNodes: 0 },
           workflow: {
-            executionName: `${name}-${kind}-g${generation}`,
+            executionName,
             kind,
             state: 'RUNNING',
             startedAt: new Date().toISOString(),
@@ -83,7 +92,7 @@ export async function measureWorkflowTransitions(scale = 0.005): Promise<Measure
         },
       }),
     );
-    const input = buildWorkflowInput({ name, spec }, { kind, generation, desiredNodes, stage: 'bench' });
+    const input = buildWorkflowInput(compute, { kind, generation, desiredNodes, stage: 'bench' });
     const started = Date.now();
     const arn = {
       provision: sfn.stateMachineArns.provision,
@@ -98,7 +107,7 @@ export async function measureWorkflowTransitions(scale = 0.005): Promise<Measure
       },
       body: JSON.stringify({
         stateMachineArn: arn,
-        name: `${name}-${kind}-g${generation}`,
+        name: executionName,
         input: JSON.stringify(input),
       }),
     });
@@ -159,7 +168,7 @@ export function workflowsMarkdown(ms: Measurement[]): string {
         `| ${m.scenario} | ${m.status} | ${m.polls} | ${m.transitions} | ${m.simulatedSeconds} s | ${cost(m.transitions)} |`,
     ),
     '',
-    'One poll is Wait → DescribeNodegroup → CountPoll → Choice: 4 transitions. The fixed part is 6 (mark, EKS call, outcome, record, finish, end); a health-issue path adds 4 plus one per issue.',
+    'One poll is Wait → DescribeNodegroup → Choice: 3 transitions (the wait ends at a deadline in the input, so no counter state). The fixed part is 6 (mark, EKS call, outcome, record, finish, end); a health-issue path adds 4 plus one per issue.',
     '',
     `### A month (us-east-1, $${PRICE_PER_1000} per 1,000 transitions, first ${FREE_PER_MONTH.toLocaleString('en-US')} free)`,
     '',

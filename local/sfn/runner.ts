@@ -6,7 +6,9 @@ import type { Json, TaskDispatcher } from './dispatcher';
 /**
  * Executes an ASL file locally with aws-local-stepfunctions: the same text CDK deploys, with the same
  * definitionSubstitutions, every Task dispatched to real SDK clients, and Wait and Retry intervals scaled by
- * configuration so that a 30-second poll can take milliseconds in a test.
+ * configuration so that a 30-second poll can take milliseconds in a test. Deadlines a Choice compares times
+ * against (Timestamp*Path into the input) are brought closer by the same factor, so a wait budget keeps its
+ * proportion to the shortened polls.
  */
 
 export interface RunnerTiming {
@@ -54,6 +56,29 @@ function readPath(doc: unknown, path: string): unknown {
   return cur;
 }
 
+function writePath(doc: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.slice(2).split('.');
+  let cur = doc;
+  for (const part of parts.slice(0, -1)) cur = cur[part] as Record<string, unknown>;
+  cur[parts[parts.length - 1] as string] = value;
+}
+
+const TIMESTAMP_PATH_RULES = [
+  'TimestampEqualsPath',
+  'TimestampLessThanPath',
+  'TimestampGreaterThanPath',
+  'TimestampLessThanEqualsPath',
+  'TimestampGreaterThanEqualsPath',
+];
+
+/** The `$.x` paths of the timestamps Choice rules compare against, nested And/Or/Not included. */
+function timestampPaths(rule: Record<string, unknown>, out: Set<string>): void {
+  for (const k of TIMESTAMP_PATH_RULES) if (typeof rule[k] === 'string') out.add(rule[k] as string);
+  for (const r of [...((rule.And ?? rule.Or ?? []) as Record<string, unknown>[]), rule.Not]) {
+    if (r && typeof r === 'object') timestampPaths(r as Record<string, unknown>, out);
+  }
+}
+
 /** Test instrumentation: runs before a Task state calls its service (e.g. to make EKS busy at that moment). */
 export interface RunnerHooks {
   beforeTask?: (stateName: string, resource: string, parameters: unknown) => Promise<void> | void;
@@ -77,6 +102,7 @@ export class LocalStateMachine {
   private readonly scaled: Definition;
   private readonly taskResources = new Map<string, string>();
   private readonly secondsPathWaits = new Map<string, string>();
+  private readonly deadlinePaths = new Set<string>();
   private readonly timing: Required<Pick<RunnerTiming, 'waitScale' | 'retryScale'>> & RunnerTiming;
 
   constructor(
@@ -101,6 +127,8 @@ export class LocalStateMachine {
       if (s.Type === 'Wait' && typeof s.Seconds === 'number') s.Seconds = this.waitSeconds(s.Seconds);
       if (s.Type === 'Wait' && typeof s.SecondsPath === 'string')
         this.secondsPathWaits.set(name, s.SecondsPath);
+      if (s.Type === 'Choice')
+        for (const rule of s.Choices as Record<string, unknown>[]) timestampPaths(rule, this.deadlinePaths);
       for (const r of (s.Retry as Record<string, number>[] | undefined) ?? []) {
         r.IntervalSeconds = (r.IntervalSeconds ?? 1) * this.timing.retryScale;
         if (r.MaxDelaySeconds !== undefined) r.MaxDelaySeconds *= this.timing.retryScale;
@@ -111,6 +139,20 @@ export class LocalStateMachine {
   private waitSeconds(seconds: number): number {
     const s = seconds * this.timing.waitScale;
     return this.timing.maxWaitSeconds !== undefined ? Math.min(s, this.timing.maxWaitSeconds) : s;
+  }
+
+  /** The input as this runner's shortened time sees it: each deadline as far from now as waits are shortened. */
+  private scaledInput(input: Json): Json {
+    if (this.timing.waitScale === 1 || typeof input !== 'object' || input === null) return input;
+    const copy = JSON.parse(JSON.stringify(input)) as Record<string, unknown>;
+    const now = Date.now();
+    for (const path of this.deadlinePaths) {
+      const v = readPath(copy, path);
+      const t = typeof v === 'string' ? Date.parse(v) : Number.NaN;
+      if (Number.isFinite(t) && t > now)
+        writePath(copy, path, new Date(now + (t - now) * this.timing.waitScale).toISOString());
+    }
+    return copy as Json;
   }
 
   run(input: Json, ctx: ExecutionContext): RunHandle {
@@ -132,7 +174,7 @@ export class LocalStateMachine {
     const machine = new StateMachine(this.scaled as unknown as StateMachineDefinition, {
       validationOptions: { noValidate: true },
     });
-    const exec = machine.run(input as never, {
+    const exec = machine.run(this.scaledInput(input) as never, {
       overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never, waitTimeOverrides },
       context: {
         Execution: {

@@ -9,7 +9,9 @@ import { LocalStateMachine, loadDefinition, type RunnerHooks, type RunnerTiming 
 /**
  * A local Step Functions endpoint: enough of the awsJson1_0 protocol (StartExecution, DescribeExecution,
  * ListExecutions, StopExecution) for the unmodified @aws-sdk/client-sfn, so that the reconcile code starts
- * workflows locally by endpoint override alone. Executions run in-process from the ASL files.
+ * workflows locally by endpoint override alone. Executions run in-process from the ASL files. Names follow
+ * Standard workflows' rule: a name is taken for as long as its execution is kept, which is while it runs and
+ * for 90 days after it closes, on this server's clock.
  */
 
 export type ExecutionStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'ABORTED';
@@ -48,8 +50,13 @@ export interface LocalStepFunctionsOptions {
   nodeRoleArn?: string;
   statemachinesDir?: string;
   timing?: RunnerTiming;
+  /** Dates executions and decides when a closed one is forgotten; default the wall clock. */
+  clock?: { now(): number };
   log?: (line: string) => void;
 }
+
+/** How long Step Functions keeps a closed Standard execution, and with it its name. */
+export const RETENTION_MS = 90 * 86_400_000;
 
 export interface LocalStepFunctions {
   endpoint: string;
@@ -123,6 +130,14 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
   }
 
   const executions = new Map<string, LocalExecutionRecord>();
+  const clock = opts.clock ?? { now: () => Date.now() };
+
+  /** Forgets executions closed for longer than the retention: their names may be used again. */
+  function expire(): void {
+    const cutoff = clock.now() - RETENTION_MS;
+    for (const [arn, r] of executions)
+      if (r.status !== 'RUNNING' && r.stopDate && r.stopDate.getTime() <= cutoff) executions.delete(arn);
+  }
 
   function startExecution(stateMachineArn: string, name: string, input: string): LocalExecutionRecord {
     const sm = machines.get(stateMachineArn)!;
@@ -139,7 +154,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       name,
       input,
       status: 'RUNNING',
-      startDate: new Date(),
+      startDate: new Date(clock.now()),
       events: [],
       transitions: 0,
       done: Promise.resolve(),
@@ -174,7 +189,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
         },
       )
       .finally(() => {
-        rec.stopDate ??= new Date();
+        rec.stopDate ??= new Date(clock.now());
         log(`execution ${name} ${rec.status}${rec.error ? ` (${rec.error}: ${rec.cause})` : ''}`);
       });
     executions.set(executionArn, rec);
@@ -213,11 +228,13 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       } catch {
         throw new ApiError('InvalidExecutionInput', 'Invalid Execution Input: not valid JSON');
       }
+      expire();
       const existing = executions.get(
         `arn:aws:states:${region}:${account}:execution:${machines.get(arn)!.name}:${name}`,
       );
       if (existing) {
-        // As in AWS: the same name and input while running is idempotent; anything else is a conflict.
+        // As in AWS: the same name and input while running is idempotent; a closed execution's name, or a
+        // running one's with another input, is refused until the execution is forgotten.
         if (existing.status === 'RUNNING' && sameJson(existing.input, input)) {
           return { executionArn: existing.executionArn, startDate: epoch(existing.startDate) };
         }
@@ -227,6 +244,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       return { executionArn: rec.executionArn, startDate: epoch(rec.startDate) };
     },
     DescribeExecution(body) {
+      expire();
       const rec = executions.get(String(body.executionArn ?? ''));
       if (!rec)
         throw new ApiError('ExecutionDoesNotExist', `Execution Does Not Exist: '${body.executionArn}'`);
@@ -236,6 +254,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       const arn = String(body.stateMachineArn ?? '');
       if (!machines.has(arn))
         throw new ApiError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${arn}'`);
+      expire();
       const filter = body.statusFilter as string | undefined;
       const all = [...executions.values()]
         .filter((r) => r.stateMachineArn === arn && (!filter || r.status === filter))
@@ -256,7 +275,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
         throw new ApiError('ExecutionDoesNotExist', `Execution Does Not Exist: '${body.executionArn}'`);
       if (rec.status === 'RUNNING') {
         rec.status = 'ABORTED';
-        rec.stopDate = new Date();
+        rec.stopDate = new Date(clock.now());
         rec.error = body.error === undefined ? undefined : String(body.error);
         rec.cause = body.cause === undefined ? undefined : String(body.cause);
         rec.abort();

@@ -107,7 +107,8 @@ export async function runRestarts(o: RestartOptions): Promise<RestartReport> {
       if (names.has(e.name)) report.duplicateExecutions.push(e.name);
       names.add(e.name);
       if (into && e.name.includes('-provision-')) {
-        const c = e.name.replace(/-(provision|scale|delete)-g\d+$/, '');
+        // The input names the compute; the execution name may shorten it (and ends in the compute's id).
+        const c = (JSON.parse(e.input) as { computeName: string }).computeName;
         into[c] = (into[c] ?? 0) + 1;
       }
     }

@@ -177,6 +177,48 @@ describe('create, apply, clone, rename, delete', () => {
     expect(r.body.status.deletionRequested).toBe(true);
   });
 
+  it('gives each compute an id it keeps on every change, and a new one on rename or when created again', async () => {
+    const created = (await api.call('POST', '/v1/computes', manifest('l4-id'))).body;
+    expect(created.metadata.uid).toMatch(/^[0-9a-hjkmnp-tv-z]{12}$/);
+    // A manifest read back, id included, can be applied again; the id is not the caller's to change.
+    const put = await api.call('PUT', '/v1/computes/l4-id', {
+      ...created,
+      spec: { ...created.spec, nodeGroup: { maxNodes: 4 } },
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.metadata.uid).toBe(created.metadata.uid);
+    const renamed = (await api.call('POST', '/v1/computes/l4-id/rename', { name: 'l4-id2' })).body;
+    expect(renamed.metadata.uid).not.toBe(created.metadata.uid);
+    expect((await api.call('DELETE', '/v1/computes/l4-id2')).status).toBe(204);
+    const again = (await api.call('POST', '/v1/computes', manifest('l4-id2'))).body;
+    expect(again.metadata.uid).not.toBe(renamed.metadata.uid);
+  });
+
+  it("treats a compute whose name is held by someone else's group (FOREIGN) as having no group of its own", async () => {
+    await api.call('POST', '/v1/computes', manifest('l4-f1'));
+    await setNodegroupStatus('l4-f1', 'FOREIGN');
+    // Its hardware can change (no group of its own exists), and it can be renamed out of the way.
+    const changed = await api.call(
+      'PUT',
+      '/v1/computes/l4-f1',
+      manifest('l4-f1', {
+        node: {
+          instanceType: 'g6.4xlarge',
+          cpu: 16,
+          memoryGb: 64,
+          gpu: { type: 'L4', count: 1, memoryGb: 24 },
+        },
+      }),
+    );
+    expect(changed.status).toBe(200);
+    const renamed = await api.call('POST', '/v1/computes/l4-f1/rename', { name: 'l4-f2' });
+    expect(renamed.status).toBe(201);
+    // And deleting it removes the item at once: the other group is not llmcap's to delete.
+    await setNodegroupStatus('l4-f2', 'FOREIGN');
+    expect((await api.call('DELETE', '/v1/computes/l4-f2')).status).toBe(204);
+    expect((await api.call('GET', '/v1/computes/l4-f2')).status).toBe(404);
+  });
+
   it('refuses to delete or rename a compute that models use', async () => {
     await api.call('POST', '/v1/computes', manifest('l4-l'));
     setComputeUsers(async (name) => (name === 'l4-l' ? ['qwen3-8b'] : []));

@@ -118,6 +118,8 @@ describe('llmcap against the local control plane', () => {
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/Allocatable:\s+1460 m CPU, 6411 MiB, 0 GPU per node/);
     expect(c.stdout).toMatch(/Taint:\s+llmcap\.dev\/compute=cli-cpu:NO_SCHEDULE/);
+    // The node group's name with the id its tags must carry.
+    expect(c.stdout).toMatch(/Node group:\s+llmcap-\S+-cli-cpu \(llmcap:compute-id=[0-9a-hjkmnp-tv-z]{12}\)/);
     const m = await run(['describe', 'model', 'cli-chat']);
     expect(m.stdout).toMatch(/Fallback:\s+cli-small/);
     expect(m.stdout).toMatch(/Profiles \(in order of preference\):\n\s+NAME\s+GPUS/);

@@ -1,3 +1,4 @@
+import { executionNameOf } from '../../../lambdas/reconcile/workflows';
 import {
   cpuSpec,
   type Harness,
@@ -33,7 +34,10 @@ describe('delete-nodegroup, run locally against the cloud simulator and DynamoDB
       healthIssues: [],
       statusMessage: 'Node group llmcap-test-cpu-del was deleted',
     });
-    expect(r.compute.workflow).toMatchObject({ executionName: 'cpu-del-delete-g2', state: 'SUCCEEDED' });
+    expect(r.compute.workflow).toMatchObject({
+      executionName: executionNameOf(r.compute, 'delete', 2),
+      state: 'SUCCEEDED',
+    });
     expect(simGroup(h, 'llmcap-test-cpu-del')).toBeUndefined();
   });
 
@@ -78,6 +82,22 @@ describe('delete-nodegroup, run locally against the cloud simulator and DynamoDB
       },
     ]);
     expect(simGroup(h, 'llmcap-test-cpu-stuck')?.status).toBe('DELETE_FAILED');
+  });
+
+  it('records DELETE_FAILED when EKS reports the health issue without code or message', async () => {
+    await putCompute(h, 'cpu-bare', cpuSpec());
+    await run(h, 'cpu-bare', 'provision', { desiredNodes: 1 });
+    h.sim.admin.setFaults({
+      deleteFailures: [{ nodegroup: 'llmcap-test-cpu-bare', omit: ['code', 'message'] }],
+    });
+    const r = await run(h, 'cpu-bare', 'delete');
+
+    expect(r.execution.error).toBe('Nodegroup.DeleteFailed');
+    expect(r.compute.status).toMatchObject({
+      nodegroupStatus: 'DELETE_FAILED',
+      statusMessage: 'Node group llmcap-test-cpu-bare is DELETE_FAILED: Unknown: (EKS gave no message)',
+      healthIssues: [{ code: 'Unknown', message: '(EKS gave no message)' }],
+    });
   });
 
   it('retries DescribeNodegroup through 5xx answers while the group is deleting', async () => {

@@ -1,6 +1,7 @@
 import { EKSClient } from '@aws-sdk/client-eks';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Compute, ComputeSpec } from '../../../lambdas/domain/compute';
+import { newComputeId } from '../../../lambdas/domain/nodegroup';
 import {
   resetWorkflowClients,
   type StartWorkflowResult,
@@ -102,13 +103,17 @@ export function gpuSpec(instanceType = 'g6.2xlarge'): ComputeSpec {
 
 export type StoredCompute = Compute & { pk: string; sk: string };
 
-/** Puts a compute item as the store lays it out: status ABSENT, generation 0, version 1. */
+/**
+ * Puts a compute item as the store lays it out: status ABSENT, generation 0, version 1, a fresh incarnation
+ * id (`legacy: true` leaves it out, as items stored before ids existed have none).
+ */
 export async function putCompute(
   h: Harness,
   name: string,
   spec: ComputeSpec,
-  extra: Partial<Pick<Compute, 'status' | 'generation' | 'workflow'>> = {},
+  extra: Partial<Pick<Compute, 'status' | 'generation' | 'workflow' | 'uid'>> & { legacy?: boolean } = {},
 ): Promise<StoredCompute> {
+  const { legacy, ...rest } = extra;
   const now = new Date().toISOString();
   const item: StoredCompute = {
     pk: 'COMPUTE',
@@ -123,8 +128,10 @@ export async function putCompute(
     updatedBy: 'test',
     status: { nodegroupStatus: 'ABSENT', desiredNodes: 0, readyNodes: 0 },
     generation: 0,
-    ...extra,
+    uid: newComputeId(),
+    ...rest,
   };
+  if (legacy) delete item.uid;
   await documentClient().send(new PutCommand({ TableName: h.table, Item: item }));
   return item;
 }

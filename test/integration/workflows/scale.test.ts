@@ -1,4 +1,5 @@
 import { UpdateNodegroupConfigCommand } from '@aws-sdk/client-eks';
+import { executionNameOf } from '../../../lambdas/reconcile/workflows';
 import {
   cpuSpec,
   type Harness,
@@ -41,7 +42,7 @@ describe('scale-nodegroup, run locally against the cloud simulator and DynamoDB 
       statusMessage: 'Node group llmcap-test-cpu-up is ACTIVE with 3 desired node(s)',
     });
     expect(r.compute.workflow).toMatchObject({
-      executionName: 'cpu-up-scale-g2',
+      executionName: executionNameOf(r.compute, 'scale', 2),
       kind: 'scale',
       state: 'SUCCEEDED',
     });
@@ -96,6 +97,21 @@ describe('scale-nodegroup, run locally against the cloud simulator and DynamoDB 
       { code: 'AsgInstanceLaunchFailures', message: expect.stringContaining('m7i.xlarge') },
     ]);
     expect(r.compute.status.desiredNodes).toBe(3);
+  });
+
+  it('records DEGRADED when EKS reports the health issue without code or message', async () => {
+    await activeCompute('cpu-bare', 1);
+    h.sim.admin.setFaults({
+      launchFailures: [{ nodegroup: 'llmcap-test-cpu-bare', afterMs: 10_000, omit: ['code', 'message'] }],
+    });
+    const r = await run(h, 'cpu-bare', 'scale', { desiredNodes: 3 });
+
+    expect(r.execution.status).toBe('SUCCEEDED');
+    expect(r.compute.status).toMatchObject({
+      nodegroupStatus: 'DEGRADED',
+      statusMessage: 'Node group llmcap-test-cpu-bare is DEGRADED: Unknown: (EKS gave no message)',
+      healthIssues: [{ code: 'Unknown', message: '(EKS gave no message)' }],
+    });
   });
 
   it('records that there is nothing to scale when the node group does not exist', async () => {

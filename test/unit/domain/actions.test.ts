@@ -64,4 +64,25 @@ describe('decideAction', () => {
     expect(decideAction(input('ABSENT', 0, { deletionRequested: true })).kind).toBe('remove-item');
     expect(decideAction(input('DELETE_FAILED', 0, { deletionRequested: true })).kind).toBe('none');
   });
+
+  it("leaves a compute whose node group name is held by someone else's group alone, saying why", () => {
+    const foreign = input('FOREIGN', 2, {
+      status: {
+        nodegroupStatus: 'FOREIGN',
+        desiredNodes: 0,
+        readyNodes: 0,
+        statusMessage: "node group llmcap-dev-gpu-l4-1x exists and is not llmcap's (tags {})",
+      },
+    });
+    expect(decideAction(foreign)).toEqual({
+      kind: 'none',
+      why: "node group llmcap-dev-gpu-l4-1x exists and is not llmcap's (tags {})",
+    });
+    // Never provisions (it would meet the same group) nor scales or deletes it, whatever is needed.
+    for (const needed of [0, 1, 4]) expect(decideAction(input('FOREIGN', needed)).kind).toBe('none');
+  });
+
+  it("removes a deleted compute whose name is held by someone else's group, leaving that group alone", () => {
+    expect(decideAction(input('FOREIGN', 0, { deletionRequested: true }))).toEqual({ kind: 'remove-item' });
+  });
 });

@@ -12,6 +12,20 @@ const aslValidator = require('asl-validator') as (definition: unknown) => {
   errorsText: (separator?: string) => string;
 };
 
+/**
+ * DynamoDB's error codes as the optimized integration names them (`DynamoDB.` + the code DynamoDB sends; AWS's
+ * own sample projects retry DynamoDB.AmazonDynamoDBException, the name of a failure without a code). Codes
+ * from the DynamoDB API reference: RequestLimitExceeded and InternalServerError have no Exception suffix.
+ */
+const DYNAMODB_TRANSIENT = [
+  'DynamoDB.ProvisionedThroughputExceededException',
+  'DynamoDB.ThrottlingException',
+  'DynamoDB.RequestLimitExceeded',
+  'DynamoDB.InternalServerError',
+  'DynamoDB.AmazonDynamoDBException',
+];
+const DYNAMODB_ERRORS = [...DYNAMODB_TRANSIENT, 'DynamoDB.ConditionalCheckFailedException'];
+
 /** A CDK definitionSubstitutions placeholder, spelt without a template literal look-alike. */
 const ph = (name: string) => `$${'{'}${name}}`;
 
@@ -72,13 +86,18 @@ describe.each(FILES)('%s', (file) => {
       const resource = s.Resource as string;
       const expected = resource.includes(':eks:')
         ? ['Eks.ThrottlingException', 'Eks.ServerException', 'Eks.ServiceUnavailableException']
-        : [
-            'DynamoDB.ThrottlingException',
-            'DynamoDB.ProvisionedThroughputExceededException',
-            'DynamoDB.InternalServerErrorException',
-          ];
+        : DYNAMODB_TRANSIENT;
       expect({ name, missing: expected.filter((e) => !errors.includes(e)) }).toEqual({ name, missing: [] });
     }
+  });
+
+  it('names DynamoDB errors as the optimized integration raises them: DynamoDB. and the error code as sent', () => {
+    const named = new Set<string>();
+    for (const [, s] of tasks(def)) {
+      for (const r of [...((s.Retry as Catcher[]) ?? []), ...((s.Catch as Catcher[]) ?? [])])
+        for (const e of r.ErrorEquals) if (/^DynamoD[Bb]\./.test(e)) named.add(e);
+    }
+    expect([...named].filter((e) => !DYNAMODB_ERRORS.includes(e))).toEqual([]);
   });
 
   it('writes status only conditionally on the generation, never touching version, and treats a lost condition as superseded', () => {
@@ -100,18 +119,35 @@ describe.each(FILES)('%s', (file) => {
     }
   });
 
-  it('polls with the wait taken from the input and a bounded number of polls', () => {
-    const waits = Object.values(def.States).filter((s) => s.Type === 'Wait');
+  it('polls in three states (Wait, DescribeNodegroup, Choice), with the wait from the input and a deadline', () => {
+    const waits = Object.entries(def.States).filter(([, s]) => s.Type === 'Wait');
     expect(waits.length).toBe(1);
-    expect(waits[0]).toMatchObject({ SecondsPath: '$.pollSeconds' });
-    const bounded = Object.values(def.States).some(
-      (s) =>
-        s.Type === 'Choice' &&
-        (s.Choices as Record<string, unknown>[]).some(
-          (c) => c.Variable === '$.poll.count' && c.NumericGreaterThanEqualsPath === '$.maxPolls',
-        ),
-    );
-    expect(bounded).toBe(true);
+    const [waitName, wait] = waits[0]!;
+    expect(wait).toMatchObject({ SecondsPath: '$.pollSeconds' });
+    // Each poll is billed per state entered: Wait → Describe → Choice → back to the Wait.
+    const describe = def.States[wait.Next as string]!;
+    expect(describe).toMatchObject({
+      Type: 'Task',
+      Resource: 'arn:aws:states:::aws-sdk:eks:describeNodegroup',
+    });
+    const choice = def.States[describe.Next as string]!;
+    expect(choice).toMatchObject({ Type: 'Choice', Default: waitName });
+    // The loop ends at the deadline the input gives, compared with the time of the describe.
+    expect(describe.ResultSelector).toMatchObject({ 'At.$': '$$.State.EnteredTime' });
+    expect(choice.Choices).toContainEqual({
+      Variable: '$.observed.At',
+      TimestampGreaterThanEqualsPath: '$.waitUntil',
+      Next: 'PollTimedOut',
+    });
+  });
+
+  it('never paths into the optional members of a health issue (code, message)', () => {
+    // A path to a missing field is States.Runtime, which no Catch (not even States.ALL) stops.
+    expect(text).not.toMatch(/\$\$\.Map\.Item\.Value\./);
+    expect(text).not.toMatch(/Issues\[\d+\]\./);
+    expect(def.States.ListHealthIssues).toMatchObject({
+      ItemSelector: { 'issue.$': 'States.JsonMerge($.absent.issue, $$.Map.Item.Value, false)' },
+    });
   });
 
   it('ends every failed outcome in a Fail state named for the failure', () => {
@@ -130,13 +166,13 @@ describe('the three workflows', () => {
     ]);
   });
 
-  it('create with every node group parameter and an idempotency token derived from the execution', () => {
+  it('create with every node group parameter and the idempotency token of the input (incarnation and generation)', () => {
     const create = load('provision-nodegroup.asl.json').States.CreateNodegroup!;
     expect(create.Resource).toBe('arn:aws:states:::aws-sdk:eks:createNodegroup');
     expect(create.Parameters).toMatchObject({
       ClusterName: ph('ClusterName'),
       NodeRole: ph('NodeRoleArn'),
-      'ClientRequestToken.$': '$$.Execution.Name',
+      'ClientRequestToken.$': '$.clientRequestToken',
       'ScalingConfig.$': '$.nodegroup.scalingConfig',
       'Labels.$': '$.nodegroup.labels',
       'Taints.$': '$.nodegroup.taints',
@@ -144,9 +180,12 @@ describe('the three workflows', () => {
       'Subnets.$': '$.nodegroup.subnets',
     });
     const catchers = create.Catch as Catcher[];
+    // A group that holds the name is described at once: its tags decide whether it is adopted.
     expect(catchers.find((c) => c.ErrorEquals.includes('Eks.ResourceInUseException'))?.Next).toBe(
-      'WaitForActive',
+      'DescribeNodegroup',
     );
+    const update = load('scale-nodegroup.asl.json').States.UpdateNodegroupConfig!;
+    expect(update.Parameters).toMatchObject({ 'ClientRequestToken.$': '$.clientRequestToken' });
   });
 
   it('retry ResourceInUseException on update and delete, where it means the group is busy', () => {

@@ -93,11 +93,44 @@ describe('SDK output to PascalCase task result', () => {
 describe('error names as Step Functions gives them', () => {
   it.each([
     ['Eks', 'ResourceInUseException', 'Eks.ResourceInUseException'],
-    ['DynamoDB', 'ConditionalCheckFailedException', 'DynamoDB.ConditionalCheckFailedException'],
     ['S3', 'NoSuchKey', 'S3.NoSuchKeyException'],
-    ['DynamoDB', 'InternalServerError', 'DynamoDB.InternalServerErrorException'],
-  ])('%s %s → %s', (prefix, name, expected) => {
+    ['DynamoDb', 'InternalServerError', 'DynamoDb.InternalServerErrorException'],
+  ])('AWS SDK integration: %s %s → %s', (prefix, name, expected) => {
     expect(stepFunctionsErrorName(prefix, name)).toBe(expected);
+  });
+
+  const serviceError = (name: string, status: number) =>
+    Object.assign(new Error(`${name} happened`), {
+      name,
+      $metadata: { httpStatusCode: status, requestId: 'r-2' },
+      $fault: status >= 500 ? 'server' : 'client',
+    });
+
+  it.each([
+    ['ConditionalCheckFailedException', 400, 'DynamoDB.ConditionalCheckFailedException'],
+    ['ProvisionedThroughputExceededException', 400, 'DynamoDB.ProvisionedThroughputExceededException'],
+    ['RequestLimitExceeded', 400, 'DynamoDB.RequestLimitExceeded'],
+    ['ThrottlingException', 400, 'DynamoDB.ThrottlingException'],
+    ['InternalServerError', 500, 'DynamoDB.InternalServerError'],
+  ])('optimized DynamoDB integration: %s → the error code as DynamoDB sends it', (name, status, expected) => {
+    const t = toTaskError('DynamoDB', serviceError(name, status));
+    expect(t.name).toBe(expected);
+    expect(t.message).toBe(
+      `${name} happened (Service: AmazonDynamoDBv2; Status Code: ${status}; Error Code: ${name}; Request ID: r-2; Proxy: null)`,
+    );
+  });
+
+  it('names an optimized DynamoDB call that gets no answer DynamoDB.AmazonDynamoDBException', async () => {
+    const d = createDispatcher({ endpoints: { dynamodb: 'http://127.0.0.1:9' } });
+    await expect(
+      d.dispatch('arn:aws:states:::dynamodb:updateItem', {
+        TableName: 't',
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'SET x = :x',
+        ExpressionAttributeValues: { ':x': { S: 'y' } },
+      }),
+    ).rejects.toMatchObject({ name: 'DynamoDB.AmazonDynamoDBException' });
+    d.destroy();
   });
 
   it('puts the service, HTTP status and request id in the cause of a service error', () => {
