@@ -6,7 +6,7 @@ import { alarmName } from '../../lambdas/reconcile/cloudwatch-alarms';
 import {
   buildWorkflowInput,
   executionArnOf,
-  executionName,
+  executionNameOf,
   type WorkflowKind,
 } from '../../lambdas/reconcile/workflows';
 import { resetConfig } from '../../lambdas/shared/config';
@@ -21,6 +21,9 @@ import {
   resourcePolicies,
   rolesOf,
 } from '../helpers/iam';
+
+/** A compute as stored: workflows name their executions and tokens after its incarnation id. */
+const GPU_L4 = { ...builtin('gpu-l4-1x'), createdAt: '2026-01-01T00:00:00.000Z', uid: 'k3v9x2m4q8wz' };
 
 /**
  * The synthesized policies, evaluated by an IAM policy simulator as AWS would evaluate them in the stage's
@@ -127,7 +130,7 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       ]),
       'client-sfn:DescribeExecutionCommand': (['provision', 'scale', 'delete'] as const).map((k) => [
         'states:DescribeExecution',
-        executionArnOf(sm(k), executionName('gpu-l4-1x', k, 3)),
+        executionArnOf(sm(k), executionNameOf(GPU_L4, k, 3)),
       ]),
       'client-cloudwatch:DescribeAlarmsCommand': [['cloudwatch:DescribeAlarms', '*']],
       'client-cloudwatch:PutMetricAlarmCommand': [['cloudwatch:PutMetricAlarm', alarm]],
@@ -266,7 +269,7 @@ describe('the state machine roles allow exactly what the ASL calls', () => {
     }),
   ) as Record<WorkflowKind, { definition: string; role: RoleModel }>;
   const input = (kind: WorkflowKind) =>
-    buildWorkflowInput(builtin('gpu-l4-1x'), {
+    buildWorkflowInput(GPU_L4, {
       kind,
       generation: 2,
       desiredNodes: 1,
@@ -277,7 +280,7 @@ describe('the state machine roles allow exactly what the ASL calls', () => {
     aslCalls(
       machines[kind].definition,
       input(kind),
-      { executionName: executionName('gpu-l4-1x', kind, 2) },
+      { executionName: executionNameOf(GPU_L4, kind, 2) },
       ENV,
     );
 
