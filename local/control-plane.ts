@@ -1,16 +1,22 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { resetApp, setReconcileRunner } from '../lambdas/api/app';
+import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
+import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../lambdas/domain/reconcile-pass';
 import { AlarmEvaluator, alarmStates, type Transition } from '../lambdas/reconcile/alarms';
-import { type ReconcileSummary, runReconcile } from '../lambdas/reconcile/reconcile';
+import { handler as reconcileHandler } from '../lambdas/reconcile/handler';
+import { passesSettled } from '../lambdas/reconcile/pass';
+import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
 import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
 import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
+import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
 import { type CloudSim, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+import { type LocalLambda, startLocalLambda } from './lambda';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
 /**
@@ -37,6 +43,8 @@ export interface ControlPlaneOptions {
   cooldownSeconds?: number;
   /** Where ALARM / OK transitions are posted as JSON (LLMCAP_ALERT_WEBHOOK). */
   alertWebhook?: string;
+  /** The reconcile Lambda's timeout in the local Lambda; default 300 s, as in the stack. */
+  reconcileTimeoutSeconds?: number;
   log?: (line: string) => void;
 }
 
@@ -46,7 +54,12 @@ export interface ControlPlane {
   table: string;
   sim: CloudSim;
   sfn: LocalStepFunctions;
-  /** Runs one pass now (as the schedule would) and evaluates the alarms on it. */
+  /** The local Lambda that runs the reconcile function (`reconcileFunction`), as POST /v1/reconcile invokes it. */
+  lambda: LocalLambda;
+  reconcileFunction: string;
+  /** Where the reconcile function's failed and expired events go (the stack's on-failure queue). */
+  reconcileFailureDestination: string;
+  /** Queues a scheduled pass (as the schedule does), waits for it, and evaluates the alarms on it. */
   reconcile(): Promise<ReconcileSummary>;
   /** Every alarm transition so far, oldest first. */
   transitions: Transition[];
@@ -115,35 +128,68 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const evaluator = new AlarmEvaluator();
   const transitions: Transition[] = [];
   const webhook = opts.alertWebhook ?? process.env.LLMCAP_ALERT_WEBHOOK;
-  // Passes never overlap within this process (as the Lambda's reserved concurrency of 1 ensures in AWS).
-  let running: Promise<ReconcileSummary> | undefined;
-  const reconcile = async (): Promise<ReconcileSummary> => {
-    while (running) await running.catch(() => undefined);
-    running = (async () => {
-      const summary = await runReconcile();
-      for (const t of evaluator.evaluate(alarmStates(summary), summary.startedAt)) {
-        transitions.push(t);
-        log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
-        if (webhook) {
-          fetch(webhook, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(t),
-          }).catch((e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`));
-        }
+  const report = (summary: ReconcileSummary) => {
+    for (const t of evaluator.evaluate(alarmStates(summary), summary.startedAt)) {
+      transitions.push(t);
+      log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
+      if (webhook) {
+        fetch(webhook, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(t),
+        }).catch((e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`));
       }
-      for (const w of summary.workflows)
-        log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
-      for (const e of summary.errors) log(`reconcile error: ${e}`);
-      return summary;
-    })();
-    try {
-      return await running;
-    } finally {
-      running = undefined;
     }
+    for (const w of summary.workflows)
+      log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
+    for (const e of summary.errors) log(`reconcile error: ${e}`);
   };
-  setReconcileRunner(reconcile);
+
+  // The reconcile function runs in the local Lambda with the stack's settings: reserved concurrency 1 (passes
+  // never overlap), its timeout, no retries, and an on-failure destination; POST /v1/reconcile reaches it
+  // through @aws-sdk/client-lambda like in AWS.
+  const reconcileFunction = `${table}-reconcile`;
+  const region = process.env.AWS_REGION ?? 'us-east-1';
+  const failures = `arn:aws:sqs:${region}:000000000000:${reconcileFunction}-failures`;
+  const lambda = await startLocalLambda({
+    region,
+    functions: {
+      [reconcileFunction]: {
+        handler: async (event, context) => {
+          const out = await reconcileHandler(event, context);
+          if (out && typeof out === 'object' && 'computes' in out) report(out as ReconcileSummary);
+          return out;
+        },
+        reservedConcurrency: 1,
+        timeoutSeconds: opts.reconcileTimeoutSeconds ?? RECONCILE_TIMEOUT_SECONDS,
+        memoryMb: 1024,
+        async: {
+          maximumRetryAttempts: RECONCILE_ASYNC.retryAttempts,
+          maximumEventAgeSeconds: RECONCILE_ASYNC.maxEventAgeSeconds,
+          onFailure: failures,
+        },
+      },
+    },
+    onDestination: (_arn, r) =>
+      log(
+        `reconcile pass failed (${r.requestContext.condition}${r.responsePayload ? `: ${r.responsePayload.errorMessage}` : ''}); its event is in the on-failure queue ${failures}`,
+      ),
+  });
+  log(`Lambda           ${lambda.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
+    LLMCAP_RECONCILE_FUNCTION: reconcileFunction,
+  });
+  resetConfig();
+  resetLambdaClient();
+
+  // As EventBridge Scheduler sends it (the stack's schedule input), so the pass gets an id of its own.
+  const reconcile = async (): Promise<ReconcileSummary> =>
+    (await lambda.enqueue(reconcileFunction, {
+      source: 'llmcap.schedule',
+      scheduledTime: new Date().toISOString(),
+      executionId: randomUUID(),
+    })) as ReconcileSummary;
 
   const api = await startApiServer({ handler, port: opts.port ?? 3000 });
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default local-admin)`);
@@ -170,12 +216,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     table,
     sim,
     sfn,
+    lambda,
+    reconcileFunction,
+    reconcileFailureDestination: failures,
     reconcile,
     transitions,
     stop: async () => {
       if (timer) clearTimeout(timer);
       timer = undefined;
-      await running?.catch(() => undefined);
+      await lambda.stop();
+      await passesSettled();
       await api.close();
       await sfn.stop();
       await sim.stop();

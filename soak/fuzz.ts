@@ -24,7 +24,11 @@ export async function soakFuzz(): Promise<FuzzReport> {
       requests,
       seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined,
       timeLimitMs: num('SOAK_FUZZ_MINUTES', 15) * 60_000,
-      afterReconcile: () => cp.sfn.waitForIdle(60_000),
+      // The pass runs after POST answers (202): wait for it, then for the workflows it started.
+      afterReconcile: async () => {
+        await cp.lambda.waitForIdle(60_000);
+        await cp.sfn.waitForIdle(60_000);
+      },
       log: (l) => (process.env.SOAK_VERBOSE ? log(l) : undefined),
     });
     log(

@@ -17,12 +17,20 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import {
+  ContextAttribute,
+  Schedule,
+  ScheduleExpression,
+  ScheduleTargetInput,
+} from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
@@ -66,6 +74,8 @@ export class LlmcapStack extends Stack {
   readonly onCallKey: Key;
   /** Every alarm of this stage, kept by the stack or by the reconciler, is named llmcap-<stage>-*. */
   readonly alarmArns: string;
+  /** Reconcile invocations that failed or expired (Lambda's on-failure destination and the schedule's DLQ). */
+  readonly reconcileFailures: Queue;
 
   constructor(scope: Construct, id: string, props: LlmcapStackProps) {
     super(scope, id, props);
@@ -168,7 +178,7 @@ export class LlmcapStack extends Stack {
       description: 'llmcap reconcile: observe node groups, admit, place, start workflows, report',
       logRetention,
       memorySize: 1024,
-      timeout: Duration.minutes(5),
+      timeout: Duration.seconds(RECONCILE_TIMEOUT_SECONDS),
       environment: {
         LLMCAP_STAGE: cfg.stage,
         LLMCAP_TABLE: this.table.tableName,
@@ -215,23 +225,61 @@ export class LlmcapStack extends Stack {
         ),
       ),
     );
-    // Lambda's grantInvoke also covers the function's versions and aliases (<arn>:*).
+    // The scheduler target's grant also covers the function's versions and aliases (<arn>:*).
     const invokeVersions = {
       id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${this.getLogicalId(this.reconcileFunction.node.defaultChild as never)}.Arn>:*]`,
       reason:
         'Invoking the reconcile function, including its versions (arn:*), is the only permission granted.',
     };
 
+    // Failed and expired reconcile invocations land in one queue, whichever part gave up on them: Lambda's
+    // on-failure destination (the pass failed, timed out, or waited past its maximum age) and the schedule's
+    // dead-letter queue (Scheduler could not invoke the function at all). A queue rather than the on-call
+    // topic: its records keep for 14 days for whoever investigates (and can be read again), and one alarm on
+    // its depth pages once instead of an email per failed minute.
+    this.reconcileFailures = new Queue(this, 'ReconcileFailures', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.reconcileFailures).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SQS3',
+      reason:
+        'This queue is the dead-letter queue (on-failure destination and Scheduler DLQ) of the reconciler; nothing consumes it to need one of its own.',
+    });
+    this.reconcileFunction.configureAsyncInvoke({
+      retryAttempts: RECONCILE_ASYNC.retryAttempts,
+      maxEventAge: Duration.seconds(RECONCILE_ASYNC.maxEventAgeSeconds),
+      onFailure: new SqsDestination(this.reconcileFailures),
+    });
+
     new Schedule(this, 'ReconcileSchedule', {
       description: `llmcap ${cfg.stage}: reconcile every ${cfg.reconcileRate} minute(s)`,
       schedule: ScheduleExpression.rate(Duration.minutes(cfg.reconcileRate)),
-      target: new LambdaInvoke(this.reconcileFunction, { retryAttempts: 0 }),
+      // Scheduler invokes asynchronously, so its retries cover only failing to hand the event to Lambda: retried
+      // within one interval, after which the next scheduled pass replaces it; given up, into the same queue.
+      target: new LambdaInvoke(this.reconcileFunction, {
+        retryAttempts: 2,
+        maxEventAge: Duration.minutes(cfg.reconcileRate),
+        deadLetterQueue: this.reconcileFailures,
+        // Each pass is recorded under an id derived from the execution, so a redelivered event is not run twice.
+        input: ScheduleTargetInput.fromObject({
+          source: 'llmcap.schedule',
+          scheduledTime: ContextAttribute.scheduledTime,
+          executionId: ContextAttribute.executionId,
+        }),
+      }),
     });
 
-    // POST /v1/reconcile invokes the reconciler, which holds the EKS and Step Functions permissions.
+    // POST /v1/reconcile queues a pass and invokes the reconciler asynchronously (InvocationType Event, still
+    // lambda:InvokeFunction), which holds the EKS and Step Functions permissions; only the unqualified function.
     this.apiFunction.addEnvironment('LLMCAP_RECONCILE_FUNCTION', this.reconcileFunction.functionName);
-    this.reconcileFunction.grantInvoke(this.apiFunction);
-    Validations.of(this.apiFunction.role!.node.findChild('DefaultPolicy')).acknowledge(invokeVersions);
+    this.apiFunction.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [this.reconcileFunction.functionArn],
+      }),
+    );
     // The scheduler target's role is created at stack level by aws-scheduler-targets.
     for (const child of this.node.children.filter((c) => c.node.id.startsWith('SchedulerRoleForTarget'))) {
       Validations.of(child).acknowledge(invokeVersions);
@@ -279,6 +327,34 @@ export class LlmcapStack extends Stack {
       failed.addAlarmAction(alarmAction);
       failed.addOkAction(alarmAction);
     }
+
+    // Visible and in-flight together: reading a message to investigate it does not clear the alarm, deleting does.
+    const failures = new Alarm(this, 'ReconcileFailuresAlarm', {
+      alarmName: `llmcap-${cfg.stage}-ReconcileFailures`,
+      alarmDescription: `Reconcile invocations failed, timed out or expired unrun; their records wait in the queue ${this.reconcileFailures.queueName}. Runbook: docs/operations.md#reconcilefailures`,
+      metric: new MathExpression({
+        expression: 'FILL(visible, 0) + FILL(inflight, 0)',
+        usingMetrics: {
+          visible: this.reconcileFailures.metricApproximateNumberOfMessagesVisible({
+            period: Duration.minutes(1),
+            statistic: 'Maximum',
+          }),
+          inflight: this.reconcileFailures.metricApproximateNumberOfMessagesNotVisible({
+            period: Duration.minutes(1),
+            statistic: 'Maximum',
+          }),
+        },
+        label: 'failed reconcile invocations waiting',
+        period: Duration.minutes(1),
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      // An empty queue that nobody touches stops reporting: that is the quiet state, not a failure.
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    failures.addAlarmAction(alarmAction);
+    failures.addOkAction(alarmAction);
 
     // --- Dashboard: capacity per scope and node groups ----------------------------------------------------
     const search = (metric: string, dim: 'Scope' | 'Compute', label: string) =>

@@ -20,6 +20,7 @@ import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
 import { modelRoutes, setAdmissionLookup } from './routes/models';
+import { reconcileRoutes } from './routes/reconcile';
 import { tenancyRoutes } from './routes/tenancy';
 
 /**
@@ -48,18 +49,7 @@ export function buildRouter(): Router {
   computeRoutes(router, callerOf);
   modelRoutes(router, callerOf);
   tenancyRoutes(router);
-  router.add(
-    'POST',
-    '/v1/reconcile',
-    async (req) => {
-      (await callerOf(req)).requirePlatformAdmin('running a reconcile');
-      return { status: 200, body: await reconcileRunner() };
-    },
-    {
-      summary: 'Run a reconcile now and return its summary (platform admins)',
-      responses: { 200: 'the summary' },
-    },
-  );
+  reconcileRoutes(router, callerOf);
   // A compute is not deleted or renamed while a model pins it or has no other compute to run on.
   setComputeUsers(modelsUsing);
   // A scope is not deleted while it owns models.
@@ -68,28 +58,6 @@ export function buildRouter(): Router {
   );
   setAdmissionLookup(admissionSummaries);
   return router;
-}
-
-export type ReconcileRunner = () => Promise<unknown>;
-
-/**
- * In AWS, POST /v1/reconcile invokes the reconcile Lambda (it holds the EKS and Step Functions permissions
- * the API does not); the local control plane runs the pass in-process instead.
- */
-let reconcileRunner: ReconcileRunner = async () => {
-  const fn = process.env.LLMCAP_RECONCILE_FUNCTION;
-  if (!fn) throw new HttpError(503, 'no reconciler is configured here (LLMCAP_RECONCILE_FUNCTION is unset)');
-  const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
-  const out = await new LambdaClient({}).send(
-    new InvokeCommand({ FunctionName: fn, Payload: Buffer.from(JSON.stringify({ source: 'api' })) }),
-  );
-  const payload = out.Payload ? JSON.parse(Buffer.from(out.Payload).toString('utf8')) : undefined;
-  if (out.FunctionError) throw new Error(`reconcile failed: ${JSON.stringify(payload)}`);
-  return payload;
-};
-
-export function setReconcileRunner(fn: ReconcileRunner): void {
-  reconcileRunner = fn;
 }
 
 let router: Router | undefined;

@@ -141,6 +141,24 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   return r.data as z.output<S>;
 }
 
+/** Parses the query string with its schema, or throws a 400 that lists every issue. */
+export function parseQuery<S extends z.ZodType>(schema: S, query: ApiRequest['query']): z.output<S> {
+  const r = schema.safeParse(query);
+  if (!r.success) {
+    const errors = zodIssues(r.error).map((i) =>
+      i.path === '(body)' ? { path: '(query)', message: i.message.replace('field(s)', 'parameter(s)') } : i,
+    );
+    throw new HttpError(
+      400,
+      `the query has ${errors.length} invalid parameter(s); fix each one listed in errors`,
+      {
+        errors,
+      },
+    );
+  }
+  return r.data as z.output<S>;
+}
+
 // DynamoDB stores numbers between 1e-130 and 1e126 in magnitude; anything else would fail the write with 500.
 const DYNAMO_MIN = 1e-130;
 const DYNAMO_MAX = 9.99e125;

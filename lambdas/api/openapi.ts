@@ -39,6 +39,12 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
       required: true,
       schema: { type: 'string' },
     }));
+    const query = Object.entries(r.doc.query?.shape ?? {}).map(([name, s]) => ({
+      name,
+      in: 'query',
+      required: !(s as z.ZodType).safeParse(undefined).success,
+      schema: schemaOf(s as z.ZodType),
+    }));
     const headers = r.write
       ? [
           {
@@ -56,7 +62,7 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
     for (const [code, description] of Object.entries(r.doc.responses ?? { 200: 'OK' })) {
       responses[code] = { description, content: { 'application/json': { schema: { type: 'object' } } } };
     }
-    for (const code of r.write ? [400, 403, 404, 409, 413] : [403, 404]) {
+    for (const code of r.write ? [400, 403, 404, 409, 413] : r.doc.query ? [400, 403, 404] : [403, 404]) {
       responses[String(code)] = {
         description: 'problem details (RFC 9457)',
         content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
@@ -67,7 +73,7 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
       operationId: `${r.method.toLowerCase()}${r.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string) => (c ? c.toUpperCase() : ''))}`,
       summary: r.doc.summary ?? `${r.method} ${r.path}`,
       tags: [r.doc.tag ?? r.path.split('/')[2] ?? 'llmcap'],
-      parameters: [...params, ...headers],
+      parameters: [...params, ...query, ...headers],
       ...(r.doc.body
         ? {
             requestBody: {

@@ -8,6 +8,8 @@ export type RouteHandler = (req: ApiRequest) => Promise<ApiResponse>;
 export interface RouteDoc {
   summary?: string;
   body?: z.ZodType;
+  /** The query parameters, as the object schema the handler parses `req.query` with. */
+  query?: z.ZodObject;
   /** Success status and what it returns, e.g. `{ 200: 'the compute' }`. */
   responses?: Record<number, string>;
   tag?: string;

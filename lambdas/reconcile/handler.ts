@@ -2,9 +2,11 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
 import { logger } from '../shared/logger';
 import { metrics } from '../shared/metrics';
 import { syncAlarms } from './cloudwatch-alarms';
+import { recordedPass } from './pass';
 import { type ReconcileSummary, runReconcile } from './reconcile';
 
 /** Publishes a pass's figures as EMF metrics (namespace llmcap), per scope and per compute. */
@@ -33,8 +35,8 @@ export function publishMetrics(s: ReconcileSummary): void {
   metrics.addMetric('ReconcileDuration', MetricUnit.Milliseconds, s.durationMs);
 }
 
-/** The scheduled reconcile Lambda: one pass, its metrics, and the per-scope alarms kept in step. */
-export const handler = middy(async () => {
+/** One pass, its metrics, and the per-scope alarms kept in step. */
+async function reconcileOnce(): Promise<ReconcileSummary> {
   const summary = await runReconcile();
   publishMetrics(summary);
   await syncAlarms(summary);
@@ -47,6 +49,14 @@ export const handler = middy(async () => {
   // Errors are reported, not thrown: one bad compute must not stop the pass for the others; the alarm on
   // ReconcileErrors pages instead.
   return summary;
-})
+}
+
+/**
+ * The reconcile Lambda, invoked asynchronously by the schedule and by POST /v1/reconcile (which names the
+ * pass it queued); the pass is recorded from start to end, so its summary can be read afterwards.
+ */
+export const handler = middy(async (event: unknown, context: Context) =>
+  recordedPass(event, context, reconcileOnce),
+)
   .use(injectLambdaContext(logger, { resetKeys: true }))
   .use(logMetrics(metrics));

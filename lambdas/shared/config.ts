@@ -24,6 +24,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
   LLMCAP_SUBNETS: csv,
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
+  LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
 });
 
 export interface RuntimeConfig {
@@ -33,6 +35,7 @@ export interface RuntimeConfig {
   cluster: string;
   subnetIds: string[];
   cooldownSeconds: number;
+  reconcileFunction?: string;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -51,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cluster: e.LLMCAP_CLUSTER,
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
+    ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
   };
 }
 

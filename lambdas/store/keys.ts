@@ -18,6 +18,11 @@ export const keys = {
   /** Whose turn it is to decide against the ledger (see turn.ts); present only while someone holds it. */
   ledgerLease: () => ({ pk: 'LEDGER', sk: 'LEASE' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
+  /** One reconcile pass; ids start with the time, so the partition lists newest first (reconcile-passes.ts). */
+  reconcilePass: (id: string) => ({ pk: 'RECONCILE', sk: id }),
+  reconcilePasses: () => ({ pk: 'RECONCILE' }),
+  /** The pass queued for the next reconcile to start, if any: requests while it waits join it. */
+  reconcileQueue: () => ({ pk: 'RECONCILE_QUEUE', sk: 'NEXT' }),
 } as const;
 
 export type Key = { pk: string; sk: string };

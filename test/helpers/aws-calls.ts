@@ -207,10 +207,20 @@ export async function sdkCommands(entry: string): Promise<SdkCommand[]> {
         imported.set((local ?? orig).trim(), pkg);
       }
     }
-    const uses = [
+    const uses: (readonly [string, string])[] = [
       ...[...src.matchAll(/new\s+(\w+Command)\s*\(/g)].map((m) => [m[1]!, m[1]!] as const),
       ...[...src.matchAll(/\b(paginate(\w+))\s*\(/g)].map((m) => [m[1]!, `${m[2]}Command`] as const),
     ];
+    // `new sdk.XCommand(` on a module loaded lazily (`import('@aws-sdk/client-x')`): the file's only SDK package.
+    const lazy = [...new Set([...src.matchAll(/import\(\s*'(@aws-sdk\/[\w-]+)'\s*\)/g)].map((m) => m[1]!))];
+    for (const m of src.matchAll(/new\s+\w+\.(\w+Command)\s*\(/g)) {
+      if (lazy.length !== 1)
+        throw new Error(
+          `${file}: ${m[1]} is sent through a module object, but the file loads ${lazy.length} SDK packages`,
+        );
+      imported.set(`lazy:${m[1]}`, lazy[0]!);
+      uses.push([`lazy:${m[1]}`, m[1]!]);
+    }
     for (const [local, command] of uses) {
       const pkg = imported.get(local);
       if (!pkg)

@@ -195,15 +195,22 @@ export class CfnResolver {
       'AWS::URLSuffix': 'amazonaws.com',
     };
     if (name in pseudo) return pseudo[name]!;
-    const info = TYPES[this.resource(name).Type];
-    return info?.ref === 'arn' ? this.arnOf(name) : this.physicalName(name);
+    const type = this.resource(name).Type;
+    // A queue's Ref is its URL, which SQS builds from the account and the name.
+    if (type === 'AWS::SQS::Queue') return this.queueUrl(name);
+    return TYPES[type]?.ref === 'arn' ? this.arnOf(name) : this.physicalName(name);
+  }
+
+  private queueUrl(logicalId: string): string {
+    return `https://sqs.${this.env.region}.amazonaws.com/${this.env.account}/${this.physicalName(logicalId)}`;
   }
 
   private getAtt(logicalId: string, attr: string): string {
     const type = this.resource(logicalId).Type;
     if (attr === 'Arn' || (attr === 'TopicArn' && type === 'AWS::SNS::Topic')) return this.arnOf(logicalId);
-    if (attr === 'Name' || attr === 'TopicName' || attr === 'StateMachineName')
+    if (attr === 'Name' || attr === 'TopicName' || attr === 'StateMachineName' || attr === 'QueueName')
       return this.physicalName(logicalId);
+    if (attr === 'QueueUrl') return this.queueUrl(logicalId);
     if (attr === 'KeyId') return this.physicalName(logicalId);
     if (attr === 'ApiEndpoint')
       return `https://${this.physicalName(logicalId)}.execute-api.${this.env.region}.amazonaws.com`;

@@ -73,6 +73,7 @@ const NODE_ROLE = (
 const tableArn = resolver.arnOf(logicalId(stack.table));
 const reconcileArn = resolver.arnOf(logicalId(stack.reconcileFunction));
 const apiArn = resolver.arnOf(logicalId(stack.apiFunction));
+const failuresArn = resolver.arnOf(logicalId(stack.reconcileFailures));
 const ours = { 'llmcap:stage': config.stage, 'llmcap:compute': 'gpu-l4-1x' };
 const resourceTags = (tags: Record<string, string>) =>
   Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
@@ -135,6 +136,13 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-cloudwatch:DescribeAlarmsCommand': [['cloudwatch:DescribeAlarms', '*']],
       'client-cloudwatch:PutMetricAlarmCommand': [['cloudwatch:PutMetricAlarm', alarm]],
       'client-cloudwatch:DeleteAlarmsCommand': [['cloudwatch:DeleteAlarms', alarm]],
+      // Lambda sends a failed or expired asynchronous invocation's record with the function's role.
+      // CDK's SqsDestination grants the queue's two read actions with it (grantSendMessages).
+      'runtime:OnFailure': [
+        ['sqs:SendMessage', failuresArn],
+        ['sqs:GetQueueAttributes', failuresArn],
+        ['sqs:GetQueueUrl', failuresArn],
+      ],
     },
   };
 }
@@ -527,14 +535,15 @@ describe('every role is simulated', () => {
     expect(unchecked.every((u) => /^(scheduler|ec2)\.amazonaws\.com:/.test(u))).toBe(true);
   });
 
-  it('lets the schedule invoke the reconciler and nothing else', async () => {
+  it('lets the schedule invoke the reconciler, dead-letter to its queue, and nothing else', async () => {
     const role = roles.find((r) => r.assumedBy.includes('scheduler.amazonaws.com'))!;
     expect(await run({ principal: role, action: 'lambda:InvokeFunction', resource: reconcileArn })).toBe(
       'Allowed',
     );
+    expect(await run({ principal: role, action: 'sqs:SendMessage', resource: failuresArn })).toBe('Allowed');
     expect(await run({ principal: role, action: 'lambda:InvokeFunction', resource: apiArn })).not.toBe(
       'Allowed',
     );
-    expect([...allowedActions(role)]).toEqual(['lambda:InvokeFunction']);
+    expect([...allowedActions(role)].sort()).toEqual(['lambda:InvokeFunction', 'sqs:SendMessage']);
   });
 });

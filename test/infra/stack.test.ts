@@ -96,6 +96,7 @@ describe('the reconciler and on-call', () => {
     const names = alarms.map((a) => a.Properties.AlarmName).sort();
     expect(names).toEqual([
       'llmcap-dev-ReconcileErrors',
+      'llmcap-dev-ReconcileFailures',
       'llmcap-dev-WorkflowFailed-delete',
       'llmcap-dev-WorkflowFailed-provision',
       'llmcap-dev-WorkflowFailed-scale',
@@ -118,6 +119,74 @@ describe('the reconciler and on-call', () => {
       JSON.stringify(s.Action).includes('cloudwatch:PutMetricAlarm'),
     );
     expect(JSON.stringify(alarms.Resource)).toContain('alarm:llmcap-dev-*');
+  });
+
+  it('invokes the reconciler asynchronously, without retries, and keeps what failed in an encrypted queue that pages', () => {
+    const queues = template.findResources('AWS::SQS::Queue');
+    expect(Object.keys(queues)).toHaveLength(1);
+    const [queueId, queue] = Object.entries(queues)[0] as [string, any];
+    expect(queue.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86_400,
+    });
+    const queuePolicy = Object.values(template.findResources('AWS::SQS::QueuePolicy'))[0] as any;
+    expect(JSON.stringify(queuePolicy.Properties.PolicyDocument)).toMatch(/aws:SecureTransport/);
+    const queueArn = { 'Fn::GetAtt': [queueId, 'Arn'] };
+    // Lambda's async config: the next scheduled pass is the retry; six minutes covers one full pass ahead.
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 360,
+      Qualifier: '$LATEST',
+      DestinationConfig: { OnFailure: { Destination: queueArn } },
+    });
+    // The schedule: delivery retried within one interval, then into the same queue; its input names the execution.
+    const schedule = Object.values(template.findResources('AWS::Scheduler::Schedule'))[0] as any;
+    expect(schedule.Properties.Target).toMatchObject({
+      RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
+      DeadLetterConfig: { Arn: queueArn },
+    });
+    expect(JSON.parse(schedule.Properties.Target.Input)).toEqual({
+      source: 'llmcap.schedule',
+      scheduledTime: '<aws.scheduler.scheduled-time>',
+      executionId: '<aws.scheduler.execution-id>',
+    });
+    const alarm = (Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[]).find(
+      (a) => a.Properties.AlarmName === 'llmcap-dev-ReconcileFailures',
+    );
+    expect(alarm.Properties).toMatchObject({
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: expect.stringMatching(/^OnCall/) }],
+    });
+    expect(JSON.stringify(alarm.Properties.Metrics)).toContain('ApproximateNumberOfMessagesNotVisible');
+    expect(JSON.stringify(alarm.Properties.AlarmDescription)).toContain(
+      'docs/operations.md#reconcilefailures',
+    );
+  });
+
+  it('lets the API invoke only the unqualified reconcile function, and the reconciler send only to its queue', () => {
+    const policies = Object.entries(template.findResources('AWS::IAM::Policy')) as [string, any][];
+    const apiPolicy = policies.find(([id]) => id.startsWith('ApiFunctionServiceRoleDefaultPolicy'))![1];
+    const invoke = apiPolicy.Properties.PolicyDocument.Statement.filter((s: any) =>
+      JSON.stringify(s.Action).includes('lambda:'),
+    );
+    expect(invoke).toEqual([
+      {
+        Action: 'lambda:InvokeFunction',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ReconcileFunction/), 'Arn'] },
+      },
+    ]);
+    const reconcilePolicy = policies.find(([id]) =>
+      id.startsWith('ReconcileFunctionServiceRoleDefaultPolicy'),
+    )![1];
+    const sqs = reconcilePolicy.Properties.PolicyDocument.Statement.filter((s: any) =>
+      JSON.stringify(s.Action).includes('sqs:'),
+    );
+    expect(sqs).toHaveLength(1);
+    expect(sqs[0].Action).toEqual(expect.arrayContaining(['sqs:SendMessage']));
+    expect(sqs[0].Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^ReconcileFailures/), 'Arn'] });
   });
 
   it('draws a dashboard of capacity per scope and node groups', () => {

@@ -2,7 +2,7 @@ import { type Handler, problem, stubServer } from './run';
 
 /**
  * A stand-in for the routes DESIGN.md §4 defines but the local control plane does not serve yet (scopes,
- * quotas, capacity, reconcile), answering as the contract says, so the CLI verbs can be tested now. Once
+ * quotas, capacity), answering as the contract says, so the CLI verbs can be tested now. Once
  * the real routes land, these tests should move to the control plane (control-plane.test.ts).
  */
 
@@ -236,12 +236,6 @@ export async function startContractStub() {
       if (!name) return { status: 200, body: CAPACITY };
       const items = CAPACITY.items.filter((i) => i.scope === name || i.parent === name);
       return items.length ? { status: 200, body: { items } } : problem(404, `scope ${name} does not exist`);
-    }
-    if (coll === 'reconcile' && m === 'POST') {
-      return {
-        status: 200,
-        body: { admitted: 3, pending: 3, takenBack: 0, workflowsStarted: ['scale gpu-l4-1x'] },
-      };
     }
     return problem(404, `no route ${m} ${url.pathname}`);
   };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+import { holdLedger } from '../../helpers/passes';
 import { inProcess, llmcap } from './run';
 
 /**
@@ -13,8 +14,10 @@ import { inProcess, llmcap } from './run';
 
 let cp: ControlPlane;
 let dir: string;
-const run = (args: string[], opts: { input?: string; env?: Record<string, string> } = {}) =>
-  llmcap(args, { endpoint: cp.apiUrl, ...opts });
+const run = (
+  args: string[],
+  opts: { input?: string; env?: Record<string, string>; onStderr?: (e: string) => void } = {},
+) => llmcap(args, { endpoint: cp.apiUrl, ...opts });
 
 beforeAll(async () => {
   cp = await startControlPlane({
@@ -326,19 +329,66 @@ describe('llmcap help', () => {
 
 // Last: a reconcile creates node groups, which the listings above expect to be ABSENT.
 describe('llmcap reconcile', () => {
-  it('runs a reconcile as a platform admin and summarizes it; others are refused with exit 2', async () => {
+  it('queues a pass, waits for it with a progress line, and summarizes it; others are refused with exit 2', async () => {
     const r = await run(['reconcile']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(
-      /^reconcile done in \d+\.\d s\nadmission: \d+ admitted, \d+ released, \d+ taken back, \d+ replicas pending\nworkflows: /,
+      /^reconcile done in \d+\.\d s \(pass \d{8}T\d{9}Z-[0-9a-f]{8}\)\nadmission: \d+ admitted, \d+ released, \d+ taken back, \d+ replicas pending\nworkflows: /,
     );
+    const id = /\(pass (\S+)\)/.exec(r.stdout)![1]!;
+    expect(r.stderr).toContain(`reconcile ${id}: QUEUED, 0 s`);
     const j = await run(['reconcile', '-o', 'json']);
     expect(JSON.parse(j.stdout)).toMatchObject({
-      admission: expect.any(Object),
-      computes: expect.any(Array),
+      state: 'SUCCEEDED',
+      summary: { admission: expect.any(Object), computes: expect.any(Array) },
     });
     const someone = await run(['reconcile', '--as', 'arn:aws:iam::111111111111:role/someone']);
     expect(someone.code).toBe(2);
     expect(someone.stderr).toMatch(/platform admins/);
+  });
+
+  it('keeps waiting while the pass runs, and prints the summary once it has ended', async () => {
+    const hold = await holdLedger();
+    let released = false;
+    let sawRunning!: () => void;
+    const running = new Promise<void>((r) => {
+      sawRunning = r;
+    });
+    try {
+      const cli = run(['reconcile'], {
+        onStderr: (e) => {
+          if (/: RUNNING, \d+ s/.test(e)) sawRunning();
+        },
+      });
+      // The pass holds (it waits for the ledger) until the CLI has reported it RUNNING: the CLI must wait.
+      const seen = await Promise.race([running.then(() => true), cli.then(() => false)]);
+      expect(seen).toBe(true);
+      await hold.release();
+      released = true;
+      const r = await cli;
+      expect(r.code).toBe(0);
+      expect(r.stderr).toMatch(/: QUEUED, 0 s\n(.*\n)*.*: RUNNING, \d+ s\n(.*\n)*.*: SUCCEEDED, \d+ s/);
+      expect(r.stdout).toMatch(/^reconcile done in \d+\.\d s \(pass /);
+    } finally {
+      if (!released) await hold.release();
+    }
+  });
+
+  it('prints only the id with --no-wait; waits for a pass by id; lists the latest passes', async () => {
+    const r = await run(['reconcile', '--no-wait']);
+    expect(r.code).toBe(0);
+    const id = r.stdout.trim();
+    expect(id).toMatch(/^\d{8}T\d{9}Z-[0-9a-f]{8}$/);
+    const w = await run(['reconcile', id]);
+    expect(w.code).toBe(0);
+    expect(w.stdout).toContain(`(pass ${id})`);
+    const l = await run(['reconcile', '--list', '--limit', '2']);
+    expect(l.code).toBe(0);
+    const lines = l.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^PASS\s+STATE\s+TRIGGER\s+STARTED\s+DURATION\s+WORKFLOWS\s+ERRORS$/);
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(new RegExp(`^${id}\\s+SUCCEEDED\\s+api\\s`));
+    expect((await run(['reconcile', '20200101T000000000Z-00000000'])).code).toBe(4);
+    expect((await run(['reconcile', '--limit', '2'])).stderr).toMatch(/--limit goes with --list/);
   });
 });

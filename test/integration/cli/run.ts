@@ -15,7 +15,13 @@ export interface CliResult {
 
 export function llmcap(
   args: string[],
-  opts: { endpoint?: string; env?: Record<string, string | undefined>; input?: string } = {},
+  opts: {
+    endpoint?: string;
+    env?: Record<string, string | undefined>;
+    input?: string;
+    /** Sees stderr as it comes, e.g. to act on a progress line while the command still runs. */
+    onStderr?: (soFar: string) => void;
+  } = {},
 ): Promise<CliResult> {
   const env: Record<string, string | undefined> = { ...process.env };
   // Whatever the developer's shell points at must not leak into the tests.
@@ -33,6 +39,7 @@ export function llmcap(
     });
     child.stderr.on('data', (d) => {
       stderr += d;
+      opts.onStderr?.(stderr);
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));

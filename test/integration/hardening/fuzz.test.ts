@@ -1,10 +1,12 @@
-import { buildRouter, setReconcileRunner } from '../../../lambdas/api/app';
+import { buildRouter } from '../../../lambdas/api/app';
+import type { LocalLambda } from '../../../local/lambda';
 import { P } from '../../../soak/lib/fixture';
 import { runFuzz } from '../../../soak/lib/fuzz';
 import { setupFuzzWorld } from '../../../soak/lib/fuzz-fixture';
 import { invokeInProcess, jsonClient } from '../../../soak/lib/invoke';
 import { testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
+import { reconcilerLambda } from '../../helpers/lambda';
 
 /**
  * The short fuzz run (`npm test`): a few hundred generated requests in-process against DynamoDB Local,
@@ -14,12 +16,14 @@ import { dumpTable } from '../../helpers/dump';
 
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 500);
 
+let lambda: LocalLambda;
 beforeAll(async () => {
   await testApi({ admins: [P.platform] });
-  // POST /v1/reconcile needs a reconciler; the in-process API has none, so a stub answers (as a summary would).
-  setReconcileRunner(async () => ({ stub: true }));
+  // POST /v1/reconcile invokes a reconciler; the in-process API has none, so a local Lambda stands in.
+  lambda = await reconcilerLambda();
   await setupFuzzWorld(jsonClient(invokeInProcess, P.platform));
 });
+afterAll(() => lambda.stop());
 
 it(`survives ${REQUESTS} generated requests: no 5xx, problem+json refusals that write nothing`, async () => {
   const routes = buildRouter().list();

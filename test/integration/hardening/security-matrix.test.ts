@@ -1,4 +1,5 @@
-import { buildRouter, setReconcileRunner } from '../../../lambdas/api/app';
+import { buildRouter } from '../../../lambdas/api/app';
+import type { LocalLambda } from '../../../local/lambda';
 import {
   enc,
   expectOk,
@@ -11,6 +12,7 @@ import {
 } from '../../../soak/lib/fixture';
 import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/invoke';
 import { testApi } from '../../helpers/api';
+import { reconcilerLambda } from '../../helpers/lambda';
 
 /**
  * DESIGN.md §8 as a table: every route of the router, tried by a platform admin, an admin of team:ml, an
@@ -23,6 +25,8 @@ import { testApi } from '../../helpers/api';
  */
 
 type Outcome = Record<PrincipalKey, number>;
+/** The pass the platform admin queued in setup, read by GET /v1/reconcile/{id}. */
+let passId = '';
 interface Case {
   /** Made by the platform admin before any case runs. */
   setup?: (admin: JsonClient, p: PrincipalKey) => Promise<void>;
@@ -210,24 +214,37 @@ const MATRIX: Record<string, Case> = {
 
   'POST /v1/reconcile': {
     req: () => ({ path: '/v1/reconcile' }),
+    expect: { platform: 202, teamAdmin: 403, editor: 403, viewer: 403, stranger: 403 },
+  },
+  'GET /v1/reconcile': {
+    req: () => ({ path: '/v1/reconcile?limit=5' }),
+    expect: { platform: 200, teamAdmin: 403, editor: 403, viewer: 403, stranger: 403 },
+  },
+  'GET /v1/reconcile/{id}': {
+    setup: async (admin, p) => {
+      if (p === 'platform') passId = (await admin('POST', '/v1/reconcile')).body.id;
+    },
+    req: () => ({ path: `/v1/reconcile/${passId}` }),
     expect: { platform: 200, teamAdmin: 403, editor: 403, viewer: 403, stranger: 403 },
   },
 };
 
 let admin: JsonClient;
+let lambda: LocalLambda;
 const routes = buildRouter()
   .list()
   .map((r) => `${r.method} ${r.path}`);
 
 beforeAll(async () => {
   await testApi({ admins: [P.platform] });
-  setReconcileRunner(async () => ({ stub: true }));
+  lambda = await reconcilerLambda();
   admin = jsonClient(invokeInProcess, P.platform);
   await setupTenancy(admin);
   expectOk('c-a', await admin('POST', '/v1/computes', compute('c-a')), 201);
   expectOk('m-a', await admin('POST', '/v1/models', model('m-a')), 201);
   for (const c of Object.values(MATRIX)) for (const p of PRINCIPALS) await c.setup?.(admin, p);
 });
+afterAll(() => lambda.stop());
 
 describe('security matrix', () => {
   it('has a row for every route the router serves, and none for a route it does not', () => {

@@ -1,0 +1,111 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { DEADLINE_GRACE_MS, type PassDigest, parseReconcileEvent, passId } from '../domain/reconcile-pass';
+import { logger } from '../shared/logger';
+import { claimQueuedPass, finishPass, startScheduledPass } from '../store/reconcile-passes';
+import type { ReconcileSummary } from './reconcile';
+
+/**
+ * Runs one reconcile invocation as a recorded pass: claims the pass queued by POST /v1/reconcile if one
+ * waits (whichever event started this Lambda), else records a pass of the schedule's own; then RUNNING →
+ * SUCCEEDED with the summary, or FAILED with the error (rethrown, so Lambda counts it and sends the event to
+ * the on-failure destination).
+ */
+
+export interface InvocationContext {
+  getRemainingTimeInMillis(): number;
+}
+
+/** What an invocation that found nothing to run returns (its pass was covered by an earlier one). */
+export interface SkippedPass {
+  skipped: string;
+  passId?: string;
+}
+
+// Passes of this process still running, including one whose invocation middy already ended at its timeout
+// (in AWS the container is frozen with it; the local control plane waits for it before it stops).
+const inFlight = new Set<Promise<unknown>>();
+
+/** Resolves once every pass this process started has ended. */
+export async function passesSettled(): Promise<void> {
+  while (inFlight.size) await Promise.allSettled([...inFlight]);
+}
+
+export function digestOf(s: ReconcileSummary): PassDigest {
+  return {
+    durationMs: s.durationMs,
+    workflows: s.workflows.length,
+    errors: s.errors.length,
+    admitted: s.admission.admitted,
+    pendingReplicas: s.admission.pendingReplicas,
+    atLimit: s.atLimit.length,
+  };
+}
+
+export async function recordedPass(
+  event: unknown,
+  context: InvocationContext,
+  run: () => Promise<ReconcileSummary>,
+): Promise<ReconcileSummary | SkippedPass> {
+  const ev = parseReconcileEvent(event);
+  const now = new Date();
+  const remaining = context.getRemainingTimeInMillis();
+  const start = { now, deadline: now.getTime() + remaining + DEADLINE_GRACE_MS };
+  let id = await claimQueuedPass(start);
+  if (!id && ev.kind === 'api') {
+    // Its pass was started by an earlier invocation (the schedule's, or a redelivery): nothing left to do.
+    logger.info('reconcile pass already covered', { passId: ev.passId });
+    return {
+      skipped: 'the pass this event asked for was started by an earlier invocation',
+      passId: ev.passId,
+    };
+  }
+  if (!id) {
+    const at = ev.kind === 'schedule' && ev.scheduledTime ? new Date(ev.scheduledTime) : now;
+    const suffix =
+      ev.kind === 'schedule' && ev.executionId
+        ? createHash('sha256').update(ev.executionId).digest('hex').slice(0, 8)
+        : randomBytes(4).toString('hex');
+    const scheduled = passId(at, suffix);
+    id = await startScheduledPass(scheduled, {
+      ...start,
+      ...(ev.kind === 'schedule' && ev.scheduledTime ? { scheduledTime: ev.scheduledTime } : {}),
+    });
+    if (!id) {
+      logger.info('reconcile event delivered twice; its pass ran already', { passId: scheduled });
+      return {
+        skipped: 'this scheduled event was delivered before; its pass ran already',
+        passId: scheduled,
+      };
+    }
+  }
+  const pass = id;
+  logger.appendKeys({ passId: pass });
+  // Lambda gives no word at its timeout, so the pass records the failure itself just before.
+  const margin = Math.min(2000, remaining / 4);
+  const timer = setTimeout(() => {
+    finishPass(pass, {
+      error: `the pass did not finish within the reconcile Lambda's ${Math.ceil(remaining / 1000)} s timeout and was stopped; the reconcile log group says where it was`,
+      timedOut: true,
+    }).catch((e) => logger.error('could not record the timed-out pass', { error: e as Error }));
+  }, remaining - margin);
+  const killAt = now.getTime() + remaining;
+  const work = run();
+  inFlight.add(work);
+  work.then(
+    () => inFlight.delete(work),
+    () => inFlight.delete(work),
+  );
+  try {
+    const summary = await work;
+    await finishPass(pass, { summary, digest: digestOf(summary), beforeTimeout: Date.now() < killAt });
+    return summary;
+  } catch (e) {
+    const error = `${(e as Error).name}: ${(e as Error).message}`;
+    await finishPass(pass, { error, beforeTimeout: Date.now() < killAt }).catch((w) =>
+      logger.error('could not record the failed pass', { error: w as Error }),
+    );
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,458 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Context } from 'aws-lambda';
+
+/**
+ * A local Lambda endpoint: the Invoke operation (REST-JSON, `POST /2015-03-31/functions/{name}/invocations`)
+ * for the unmodified @aws-sdk/client-lambda, pointed here by AWS_ENDPOINT_URL_LAMBDA. It keeps the
+ * semantics llmcap depends on:
+ *  - `Event` invocations answer 202 and wait in a queue; they run no more at once than the function's
+ *    reserved concurrency (1 for reconcile), each with its timeout;
+ *  - a failed or timed-out event is retried per the function's async config (AWS: up to 2 retries, 1 and 2
+ *    minutes apart); an event older than its maximum age is discarded unrun; either way, the invocation
+ *    record goes to the on-failure destination if one is configured, in the shape Lambda sends;
+ *  - `RequestResponse` runs at once and answers the result, or 429 TooManyRequestsException when the reserved
+ *    concurrency is in use; a function error answers 200 with X-Amz-Function-Error: Unhandled;
+ *  - an unknown function is 404 ResourceNotFoundException; payloads over 6 MB (sync) or 1 MB (async) are
+ *    413 RequestTooLargeException; a payload that is not JSON is 400 InvalidRequestContentException.
+ * Functions run in this process: a map from function name to handler.
+ */
+
+export type LocalHandler = (event: unknown, context: Context) => Promise<unknown>;
+
+export interface LocalFunction {
+  handler: LocalHandler;
+  /** Reserved concurrency; without it, unreserved (never a limit locally). */
+  reservedConcurrency?: number;
+  /** Default 3, as in AWS. */
+  timeoutSeconds?: number;
+  memoryMb?: number;
+  /** PutFunctionEventInvokeConfig's settings; AWS's defaults are 2 retries and 6 hours. */
+  async?: { maximumRetryAttempts?: number; maximumEventAgeSeconds?: number; onFailure?: string };
+}
+
+/** The invocation record Lambda sends to an on-failure destination. */
+export interface DestinationRecord {
+  version: '1.0';
+  timestamp: string;
+  requestContext: {
+    requestId: string;
+    functionArn: string;
+    condition: 'RetriesExhausted' | 'EventAgeExceeded';
+    approximateInvokeCount: number;
+  };
+  requestPayload: unknown;
+  responseContext?: { statusCode: number; executedVersion: string; functionError: 'Unhandled' };
+  responsePayload?: FunctionError;
+}
+
+interface FunctionError {
+  errorType: string;
+  errorMessage: string;
+  trace?: string[];
+}
+
+export interface LocalLambdaOptions {
+  port?: number;
+  host?: string;
+  region?: string;
+  account?: string;
+  functions: Record<string, LocalHandler | LocalFunction>;
+  /** Multiplies the delays between retries of a failed event (AWS: 60 s, then 120 s); default 1. */
+  retryDelayScale?: number;
+  /** Called with each record sent to an on-failure destination (the control plane prints it). */
+  onDestination?: (destinationArn: string, record: DestinationRecord) => void;
+  log?: (line: string) => void;
+}
+
+export interface LocalLambda {
+  endpoint: string;
+  functionArn(name: string): string;
+  /** Every record sent to each destination ARN, oldest first. */
+  destinations: Map<string, DestinationRecord[]>;
+  /**
+   * Queues an event as an `Event` invoke does, and resolves with the handler's result once it has run (or
+   * rejects once it failed its last attempt or expired): the schedule and tests use it to drive a pass.
+   */
+  enqueue(name: string, event: unknown): Promise<unknown>;
+  /** Resolves once no event is queued or running (handlers still running past their timeout included). */
+  waitForIdle(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const SYNC_LIMIT = 6 * 1024 * 1024;
+const ASYNC_LIMIT = 1024 * 1024;
+const RETRY_DELAYS_MS = [60_000, 120_000];
+
+class LambdaError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly status: number,
+    readonly extra: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+interface Queued {
+  requestId: string;
+  event: unknown;
+  enqueuedAt: number;
+  attempts: number;
+  notBefore: number;
+  done(result: { ok: true; value: unknown } | { ok: false; error: FunctionError }): void;
+}
+
+interface Fn {
+  name: string;
+  arn: string;
+  cfg: LocalFunction;
+  running: number;
+  queue: Queued[];
+}
+
+function errorOf(e: unknown): FunctionError {
+  const err = e instanceof Error ? e : new Error(String(e));
+  return {
+    errorType: err.name || 'Error',
+    errorMessage: err.message,
+    ...(err.stack ? { trace: err.stack.split('\n') } : {}),
+  };
+}
+
+export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalLambda> {
+  const region = opts.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const account = opts.account ?? '000000000000';
+  const log = opts.log ?? (() => undefined);
+  const scale = opts.retryDelayScale ?? 1;
+  const arnOf = (name: string) => `arn:aws:lambda:${region}:${account}:function:${name}`;
+  const fns = new Map<string, Fn>();
+  for (const [name, f] of Object.entries(opts.functions)) {
+    fns.set(name, {
+      name,
+      arn: arnOf(name),
+      cfg: typeof f === 'function' ? { handler: f } : f,
+      running: 0,
+      queue: [],
+    });
+  }
+  const destinations = new Map<string, DestinationRecord[]>();
+  // Handlers still running after their timeout: Lambda would have stopped them; here they are only awaited.
+  const stray = new Set<Promise<unknown>>();
+  const timers = new Set<NodeJS.Timeout>();
+  const idleWaiters: Array<() => void> = [];
+  let stopped = false;
+
+  /** Name, ARN (`arn:aws:lambda:...:function:name`), partial ARN (`account:function:name`), or any with `:$LATEST`. */
+  function resolve(raw: string, qualifier?: string): Fn {
+    const m =
+      /^(?:arn:aws[\w-]*:lambda:[\w-]+:\d{12}:function:|\d{12}:function:)?([\w-]{1,64})(?::([\w$-]+))?$/.exec(
+        raw,
+      );
+    const q = qualifier ?? m?.[2];
+    const fn = m ? fns.get(m[1]!) : undefined;
+    if (!fn || (q !== undefined && q !== '$LATEST')) {
+      const arn = m ? `${arnOf(m[1]!)}${q ? `:${q}` : ''}` : raw;
+      throw new LambdaError('ResourceNotFoundException', `Function not found: ${arn}`, 404);
+    }
+    return fn;
+  }
+
+  function context(fn: Fn, requestId: string, deadline: number): Context {
+    const day = new Date().toISOString().slice(0, 10).replace(/-/g, '/');
+    return {
+      callbackWaitsForEmptyEventLoop: true,
+      functionName: fn.name,
+      functionVersion: '$LATEST',
+      invokedFunctionArn: fn.arn,
+      memoryLimitInMB: String(fn.cfg.memoryMb ?? 128),
+      awsRequestId: requestId,
+      logGroupName: `/aws/lambda/${fn.name}`,
+      logStreamName: `${day}/[$LATEST]${randomBytes(16).toString('hex')}`,
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      done: () => undefined,
+      fail: () => undefined,
+      succeed: () => undefined,
+    };
+  }
+
+  /** One run of the handler within the function's timeout. */
+  async function runOnce(
+    fn: Fn,
+    event: unknown,
+    requestId: string,
+  ): Promise<{ ok: true; value: unknown } | { ok: false; error: FunctionError }> {
+    const timeout = (fn.cfg.timeoutSeconds ?? 3) * 1000;
+    const started = Date.now();
+    const work = Promise.resolve()
+      .then(() => fn.cfg.handler(structuredClone(event), context(fn, requestId, started + timeout)))
+      .then(
+        (value) => ({ ok: true as const, value }),
+        (e) => ({ ok: false as const, error: errorOf(e) }),
+      );
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ ok: false; error: FunctionError }>((r) => {
+      timer = setTimeout(
+        () =>
+          r({
+            ok: false,
+            error: {
+              errorType: 'Sandbox.Timedout',
+              errorMessage: `${new Date().toISOString()} ${requestId} Task timed out after ${(timeout / 1000).toFixed(2)} seconds`,
+            },
+          }),
+        timeout,
+      );
+    });
+    const outcome = await Promise.race([work, timedOut]);
+    clearTimeout(timer);
+    if (!outcome.ok && outcome.error.errorType === 'Sandbox.Timedout') {
+      // Node cannot stop it: the handler runs on in the background, where Lambda would have ended it.
+      const p: Promise<unknown> = work.finally(() => {
+        stray.delete(p);
+        queueMicrotask(notifyIdle);
+      });
+      stray.add(p);
+    }
+    return outcome;
+  }
+
+  function toDestination(
+    fn: Fn,
+    q: Queued,
+    condition: DestinationRecord['requestContext']['condition'],
+    error?: FunctionError,
+  ) {
+    const dest = fn.cfg.async?.onFailure;
+    log(
+      `lambda ${fn.name}: event ${q.requestId} ${condition === 'EventAgeExceeded' ? 'expired unrun' : `failed ${q.attempts} time(s)`}${error ? ` (${error.errorType}: ${error.errorMessage})` : ''}${dest ? `; record sent to ${dest}` : '; discarded (no on-failure destination)'}`,
+    );
+    if (!dest) return;
+    const record: DestinationRecord = {
+      version: '1.0',
+      timestamp: new Date().toISOString(),
+      requestContext: {
+        requestId: q.requestId,
+        functionArn: `${fn.arn}:$LATEST`,
+        condition,
+        approximateInvokeCount: q.attempts,
+      },
+      requestPayload: q.event,
+      ...(error
+        ? {
+            responseContext: {
+              statusCode: 200,
+              executedVersion: '$LATEST',
+              functionError: 'Unhandled' as const,
+            },
+            responsePayload: error,
+          }
+        : {}),
+    };
+    const list = destinations.get(dest) ?? [];
+    list.push(record);
+    destinations.set(dest, list);
+    opts.onDestination?.(dest, record);
+  }
+
+  const limitOf = (fn: Fn) => fn.cfg.reservedConcurrency ?? Number.POSITIVE_INFINITY;
+
+  function busy(): boolean {
+    for (const fn of fns.values()) if (fn.running > 0 || fn.queue.length > 0) return true;
+    return stray.size > 0;
+  }
+
+  function notifyIdle(): void {
+    if (busy()) return;
+    for (const w of idleWaiters.splice(0)) w();
+  }
+
+  /** Starts queued events while the function has concurrency to spare; retries wait their delay. */
+  function pump(fn: Fn): void {
+    if (stopped) return;
+    const maxAge = (fn.cfg.async?.maximumEventAgeSeconds ?? 21_600) * 1000;
+    while (fn.running < limitOf(fn)) {
+      const now = Date.now();
+      const i = fn.queue.findIndex((q) => q.notBefore <= now);
+      if (i < 0) break;
+      const q = fn.queue.splice(i, 1)[0]!;
+      if (now - q.enqueuedAt > maxAge) {
+        toDestination(fn, q, 'EventAgeExceeded');
+        q.done({
+          ok: false,
+          error: { errorType: 'EventAgeExceeded', errorMessage: 'the event expired unrun' },
+        });
+        continue;
+      }
+      fn.running++;
+      q.attempts++;
+      void runOnce(fn, q.event, q.requestId).then((outcome) => {
+        fn.running--;
+        if (outcome.ok) q.done(outcome);
+        else if (q.attempts <= (fn.cfg.async?.maximumRetryAttempts ?? 2) && !stopped) {
+          const delay = (RETRY_DELAYS_MS[q.attempts - 1] ?? RETRY_DELAYS_MS.at(-1)!) * scale;
+          q.notBefore = Date.now() + delay;
+          fn.queue.push(q);
+          const t = setTimeout(() => {
+            timers.delete(t);
+            pump(fn);
+          }, delay);
+          timers.add(t);
+        } else {
+          toDestination(fn, q, 'RetriesExhausted', outcome.error);
+          q.done(outcome);
+        }
+        pump(fn);
+        notifyIdle();
+      });
+    }
+    notifyIdle();
+  }
+
+  function enqueueEvent(fn: Fn, event: unknown, done: Queued['done']): string {
+    const requestId = randomUUID();
+    if (stopped) {
+      done({ ok: false, error: { errorType: 'Stopped', errorMessage: 'the local Lambda has stopped' } });
+      return requestId;
+    }
+    fn.queue.push({ requestId, event, enqueuedAt: Date.now(), attempts: 0, notBefore: 0, done });
+    queueMicrotask(() => pump(fn));
+    return requestId;
+  }
+
+  function readBody(req: IncomingMessage): Promise<Buffer> {
+    return new Promise((res, rej) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => res(Buffer.concat(chunks)));
+      req.on('error', rej);
+    });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/.exec(url.pathname);
+    if (req.method !== 'POST' || !m)
+      throw new LambdaError(
+        'UnknownOperationException',
+        `unsupported operation ${req.method} ${url.pathname}`,
+        404,
+      );
+    const fn = resolve(decodeURIComponent(m[1]!), url.searchParams.get('Qualifier') ?? undefined);
+    const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
+    if (!['Event', 'RequestResponse', 'DryRun'].includes(type))
+      throw new LambdaError(
+        'InvalidParameterValueException',
+        `1 validation error detected: Value '${type}' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]`,
+        400,
+      );
+    const body = await readBody(req);
+    const limit = type === 'Event' ? ASYNC_LIMIT : SYNC_LIMIT;
+    if (body.length > limit)
+      throw new LambdaError(
+        'RequestTooLargeException',
+        `Request must be smaller than ${limit} bytes for the InvokeFunction operation`,
+        413,
+      );
+    let event: unknown;
+    try {
+      event = body.length ? JSON.parse(body.toString('utf8')) : {};
+    } catch {
+      throw new LambdaError('InvalidRequestContentException', 'Could not parse request body into json', 400);
+    }
+    if (type === 'DryRun') {
+      res.writeHead(204, { 'x-amzn-requestid': requestId });
+      res.end();
+      return;
+    }
+    if (type === 'Event') {
+      const id = enqueueEvent(fn, event, () => undefined);
+      res.writeHead(202, { 'x-amzn-requestid': id });
+      res.end();
+      return;
+    }
+    if (fn.running >= limitOf(fn))
+      throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', 429, {
+        Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded',
+      });
+    fn.running++;
+    const outcome = await runOnce(fn, event, requestId).finally(() => {
+      fn.running--;
+      pump(fn);
+    });
+    const text = JSON.stringify(outcome.ok ? (outcome.value ?? null) : outcome.error);
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-amzn-requestid': requestId,
+      'x-amz-executed-version': '$LATEST',
+      ...(outcome.ok ? {} : { 'x-amz-function-error': 'Unhandled' }),
+    });
+    res.end(text);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      const err =
+        e instanceof LambdaError ? e : new LambdaError('ServiceException', (e as Error).message, 500);
+      res.writeHead(err.status, {
+        'content-type': 'application/json',
+        'x-amzn-errortype': err.type,
+        'x-amzn-requestid': randomUUID(),
+      });
+      res.end(
+        JSON.stringify({ Type: err.status >= 500 ? 'Service' : 'User', message: err.message, ...err.extra }),
+      );
+    });
+  });
+  await new Promise<void>((r, j) => {
+    server.once('error', j);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => r());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    endpoint: `http://${opts.host ?? '127.0.0.1'}:${port}`,
+    functionArn: (name) => resolve(name).arn,
+    destinations,
+    enqueue: (name, event) =>
+      new Promise((res, rej) => {
+        enqueueEvent(resolve(name), event, (r) =>
+          r.ok
+            ? res(r.value)
+            : rej(Object.assign(new Error(r.error.errorMessage), { name: r.error.errorType })),
+        );
+      }),
+    waitForIdle: (timeoutMs = 60_000) =>
+      new Promise<void>((res, rej) => {
+        if (!busy()) return res();
+        const t = setTimeout(
+          () => rej(new Error(`Lambda events still queued or running after ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        idleWaiters.push(() => {
+          clearTimeout(t);
+          res();
+        });
+      }),
+    async stop() {
+      stopped = true;
+      for (const t of timers) clearTimeout(t);
+      // Queued events are dropped, as a deleted function's would be; running ones are let finish.
+      for (const fn of fns.values())
+        for (const q of fn.queue.splice(0))
+          q.done({ ok: false, error: { errorType: 'Stopped', errorMessage: 'the local Lambda stopped' } });
+      const deadline = Date.now() + 30_000;
+      while ([...fns.values()].some((f) => f.running > 0) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...stray]), new Promise((r) => (t = setTimeout(r, 5000)))]);
+      clearTimeout(t);
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      for (const w of idleWaiters.splice(0)) w();
+    },
+  };
+}
