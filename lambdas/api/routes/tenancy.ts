@@ -175,7 +175,9 @@ export function tenancyRoutes(router: Router): void {
       return json(200, scopeManifest(s, await loadTree()));
     },
     {
-      summary: 'Give a principal a role in a scope (inherited by the scopes beneath)',
+      summary:
+        'Give a principal (an IAM role, assumed-role session, user or root ARN, URL-encoded) a role in a scope, ' +
+        'inherited by the scopes beneath; at most 200 members per scope',
       body: MemberBody,
       responses: { 200: 'the scope' },
     },
