@@ -2,6 +2,7 @@ import type { ControlPlane } from '../../../local/control-plane';
 import { iamAuthorizerOf, LOCAL_ADMIN } from '../../../local/identity';
 import { CI_ROLE, IAM_USER, ROOT } from '../../fixtures/apigw-iam';
 import { testControlPlane } from '../../helpers/control-plane';
+import { llmcap } from '../cli/run';
 
 /**
  * The local caller: `x-llmcap-principal` names the signer in the forms of docs/security.md, the local API
@@ -58,6 +59,17 @@ describe('the local caller', () => {
       );
     },
   );
+});
+
+describe('the CLI', () => {
+  it('sends --as as the header, and shows why a bare name is not a caller', async () => {
+    const ok = await llmcap(['--as', SSO_ADMIN_ROLE, 'scope', 'create', 'org:cli'], { endpoint: cp.apiUrl });
+    expect(ok).toMatchObject({ code: 0, stderr: '' });
+    const bare = await llmcap(['--as', 'chat-dev', 'get', 'scopes'], { endpoint: cp.apiUrl });
+    expect(bare.code).not.toBe(0);
+    expect(bare.stderr).toContain('Unauthenticated (401)');
+    expect(bare.stderr).toContain("'chat-dev' is not an ARN");
+  });
 });
 
 describe('the authorizer block the local API builds', () => {
