@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { inlinedConfig } from '../lambdas/shared/builtin-config';
 import { startControlPlane } from '../local/control-plane';
+import { iamAuthorizerOf, LOCAL_ADMIN } from '../local/identity';
 
 /**
  * The api Lambda as deployed: its minified bundle size, its cold start (a fresh Node process loads the bundle
@@ -49,7 +50,7 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
       const { handler } = require(${JSON.stringify(bundle.file)});
       const t1 = process.hrtime.bigint();
       handler({ version: '2.0', rawPath: '/v1/computes', headers: {}, isBase64Encoded: false,
-        requestContext: { http: { method: 'GET' }, requestId: 'bench', authorizer: { iam: { userArn: 'local-admin' } } } },
+        requestContext: { http: { method: 'GET' }, requestId: 'bench', authorizer: { iam: ${JSON.stringify(iamAuthorizerOf(LOCAL_ADMIN))} } } },
         { awsRequestId: 'bench', functionName: 'api', getRemainingTimeInMillis: () => 30000 })
         .then((r) => {
           const t2 = process.hrtime.bigint();
@@ -63,7 +64,7 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
           ...process.env,
           LLMCAP_DYNAMODB_ENDPOINT: cp.dynamodbEndpoint,
           LLMCAP_TABLE: cp.table,
-          LLMCAP_ADMINS: 'local-admin',
+          LLMCAP_ADMINS: LOCAL_ADMIN,
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
           POWERTOOLS_LOG_LEVEL: 'ERROR',
         },

@@ -42,7 +42,9 @@ export const GLOBAL_HELP = `Global options:
   --endpoint URL     the API (default: $LLMCAP_ENDPOINT, else --stack, else http://127.0.0.1:3000)
   --stack NAME       read the endpoint from the ApiUrl output of this CloudFormation stack ($LLMCAP_STACK)
   --region REGION    AWS region for signing and for --stack (default: from the endpoint host, $AWS_REGION)
-  --as PRINCIPAL     local control plane only: act as this principal ($LLMCAP_PRINCIPAL)
+  --as PRINCIPAL     local control plane only: act as this IAM principal ARN, e.g.
+                     arn:aws:iam::000000000000:user/chat-dev; a role ARN acts as a session of it
+                     ($LLMCAP_PRINCIPAL; default arn:aws:iam::000000000000:user/local-admin)
   --timeout SECONDS  give up on a request after this long (default 60)
   -h, --help         help for the command`;
 

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { FORMS_SENTENCE, parsePrincipal } from '../lambdas/domain/principal';
 
 /**
  * The stage config: everything that differs between deployments, checked with zod before any construct is
@@ -19,8 +20,15 @@ export const StageConfigSchema = z.strictObject({
     .string()
     .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, 'an IAM role ARN')
     .optional(),
-  /** IAM principal ARNs (roles or users) that administer the platform. */
-  admins: z.array(z.string().regex(/^arn:aws[a-z-]*:(iam|sts)::\d{12}:/, 'an IAM principal ARN')).min(1),
+  /** Principals that administer the platform, in the forms of docs/security.md (checked as the API checks them). */
+  admins: z
+    .array(
+      z.string().superRefine((s, ctx) => {
+        const r = parsePrincipal(s);
+        if (!r.ok) ctx.addIssue({ code: 'custom', message: `${r.problem}; an admin is ${FORMS_SENTENCE}` });
+      }),
+    )
+    .min(1),
   onCall: z
     .strictObject({
       emails: z.array(z.email()).default([]),

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Context } from 'aws-lambda';
 import type { Event, Result } from '../lambdas/api/http';
+import { iamAuthorizerOf, LOCAL_ACCOUNT, LOCAL_ADMIN } from './identity';
 
 /**
  * Serves the API Lambda's handler over HTTP on 127.0.0.1, turning each request into the API Gateway v2 event
- * that AWS would send. Locally the caller is whoever `x-llmcap-principal` names (default `local-admin`);
- * in AWS that header means nothing: the identity comes from SigV4.
+ * that AWS would send. Locally the caller is whoever `x-llmcap-principal` names (default LOCAL_ADMIN), presented
+ * as the IAM authorizer presents a signer (identity.ts); in AWS that header means nothing: SigV4 decides.
  */
 
 export type LambdaHandler = (event: Event, context: Context) => Promise<Result>;
@@ -48,7 +49,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: st
     body: body.length ? body.toString('base64') : undefined,
     isBase64Encoded: body.length > 0,
     requestContext: {
-      accountId: '000000000000',
+      accountId: LOCAL_ACCOUNT,
       apiId: 'local',
       domainName: 'localhost',
       domainPrefix: 'localhost',
@@ -64,17 +65,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: st
       stage: '$default',
       time: new Date(now).toISOString(),
       timeEpoch: now,
-      authorizer: {
-        iam: {
-          accessKey: 'LOCAL',
-          accountId: '000000000000',
-          callerId: principal,
-          cognitoIdentity: null,
-          principalOrgId: null,
-          userArn: principal,
-          userId: principal,
-        },
-      },
+      authorizer: { iam: iamAuthorizerOf(principal) },
     },
   } as unknown as Event;
 }
@@ -104,7 +95,7 @@ export async function startApiServer(opts: {
 }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const server = createServer(async (req, res) => {
     try {
-      const event = toEvent(req, await readBody(req), opts.defaultPrincipal ?? 'local-admin');
+      const event = toEvent(req, await readBody(req), opts.defaultPrincipal ?? LOCAL_ADMIN);
       const out = await opts.handler(event, fakeContext(event.requestContext.requestId));
       res.writeHead(out.statusCode ?? 200, out.headers as Record<string, string>);
       res.end(out.isBase64Encoded && out.body ? Buffer.from(out.body, 'base64') : (out.body ?? ''));

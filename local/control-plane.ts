@@ -10,12 +10,13 @@ import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
 import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
 import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
-import { resetConfig } from '../lambdas/shared/config';
+import { loadConfig, resetConfig } from '../lambdas/shared/config';
 import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
 import { type CloudSim, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+import { LOCAL_ADMIN } from './identity';
 import { type LocalLambda, startLocalLambda } from './lambda';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
@@ -68,6 +69,9 @@ export interface ControlPlane {
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? (() => undefined);
+  const admins = (opts.admins ?? [LOCAL_ADMIN]).join(',');
+  // Before anything starts: a mistyped admin stops the start with its reason, as it would fail the Lambda.
+  loadConfig({ LLMCAP_ADMINS: admins });
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
@@ -106,7 +110,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
     LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
-    LLMCAP_ADMINS: (opts.admins ?? ['local-admin']).join(','),
+    LLMCAP_ADMINS: admins,
     LLMCAP_EKS_ENDPOINT: sim.endpoint,
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
@@ -192,7 +196,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     })) as ReconcileSummary;
 
   const api = await startApiServer({ handler, port: opts.port ?? 3000 });
-  log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default local-admin)`);
+  log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default ${LOCAL_ADMIN})`);
 
   const every = opts.reconcileSeconds ?? Number(process.env.LLMCAP_RECONCILE_SECONDS ?? 10);
   let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import { startControlPlane } from './control-plane';
+import { LOCAL_ADMIN } from './identity';
 
 // The Lambdas run on Node 24; on a Node 20 laptop the SDK's end-of-support warning is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
 
 environment:
   LLMCAP_PORT               API port (default 3000)
-  LLMCAP_ADMINS             comma-separated platform admins (default local-admin)
+  LLMCAP_ADMINS             comma-separated platform admins, IAM principal ARNs (default ${LOCAL_ADMIN})
   LLMCAP_RECONCILE_SECONDS  seconds between reconciles (default 10; 0 = only POST /v1/reconcile)
   LLMCAP_COOLDOWN_SECONDS   scale-down cool-down (default 600)
   LLMCAP_ALERT_WEBHOOK      URL that ALARM / OK transitions are POSTed to as JSON
@@ -27,7 +28,10 @@ environment:
     port,
     ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),
     persist: args.includes('--persist'),
-    admins: (process.env.LLMCAP_ADMINS ?? 'local-admin').split(',').filter(Boolean),
+    admins: (process.env.LLMCAP_ADMINS ?? LOCAL_ADMIN)
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean),
     log: (l) => console.log(`  ${l}`),
   });
   console.log(`

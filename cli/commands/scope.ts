@@ -45,8 +45,9 @@ export const scopeMembers: Command = {
   name: 'scope members',
   summary: 'List the members of a scope, or add, change and remove them',
   usage: ['scope members SCOPE [--add PRINCIPAL=ROLE]... [--remove PRINCIPAL]...'],
-  help: `Without --add or --remove, lists the members. PRINCIPAL is an IAM principal ARN (locally, any name).
-Roles: admin (quotas of the scopes beneath, members), editor (models and computes owned by the scope),
+  help: `Without --add or --remove, lists the members. PRINCIPAL is an IAM role ARN (every session of the role,
+whatever its path), an assumed-role session ARN, an IAM user ARN or an account root (its root user only);
+see docs/security.md. Roles: admin (quotas of the scopes beneath, members), editor (models and computes owned by the scope),
 viewer. Roles are inherited down the tree.
 
 Options:
@@ -57,6 +58,7 @@ Options:
 Examples:
   llmcap scope members team:ml
   llmcap scope members team:ml --add arn:aws:iam::123456789012:role/ml-leads=admin
+  llmcap scope members team:ml --add arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_MLEngineer_0123456789abcdef/alice@example.com=editor
   llmcap scope members team:ml --remove arn:aws:iam::123456789012:user/alice`,
   options: {
     add: { type: 'string', multiple: true },

@@ -1,4 +1,5 @@
 import { forbidden } from '../domain/errors';
+import { type Identity, matches, type Principal } from '../domain/principal';
 import { config } from '../shared/config';
 
 /**
@@ -10,35 +11,35 @@ const RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3 };
 
 export interface Tenancy {
   /** The caller's strongest role in `scope`, held there or inherited from a scope above. */
-  roleIn(principal: string, scope: string): Role | undefined;
-  /** True if the principal holds any role in `scope` or in a scope beneath it (those see what it owns). */
-  isMemberAtOrBelow(principal: string, scope: string): boolean;
+  roleIn(who: Identity, scope: string): Role | undefined;
+  /** True if the caller holds any role in `scope` or in a scope beneath it (those see what it owns). */
+  isMemberAtOrBelow(who: Identity, scope: string): boolean;
 }
 
 export const NO_TENANCY: Tenancy = { roleIn: () => undefined, isMemberAtOrBelow: () => false };
 
 export class Caller {
   constructor(
-    readonly principal: string,
+    readonly who: Identity,
     readonly tenancy: Tenancy = NO_TENANCY,
-    readonly admins: string[] = config().admins,
+    readonly admins: readonly Principal[] = config().admins,
   ) {}
 
   get isPlatformAdmin(): boolean {
-    return this.admins.includes(this.principal);
+    return this.admins.some((a) => matches(a, this.who));
   }
 
   has(role: Role, scope: string | undefined): boolean {
     if (this.isPlatformAdmin) return true;
     if (!scope) return false;
-    const r = this.tenancy.roleIn(this.principal, scope);
+    const r = this.tenancy.roleIn(this.who, scope);
     return r !== undefined && RANK[r] >= RANK[role];
   }
 
   /** Platform-owned resources (no owner, or built in) are visible to all; a scope's to its members and those above. */
   canSee(owner: string | undefined): boolean {
     if (!owner || this.isPlatformAdmin) return true;
-    return this.has('viewer', owner) || this.tenancy.isMemberAtOrBelow(this.principal, owner);
+    return this.has('viewer', owner) || this.tenancy.isMemberAtOrBelow(this.who, owner);
   }
 
   requirePlatformAdmin(what: string): void {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import { admissionSummaries } from '../store/admission';
@@ -29,7 +30,7 @@ import { tenancyRoutes } from './routes/tenancy';
  */
 
 /** Roles come from the scope tree, loaded per request so a membership change holds at once. */
-const callerOf = async (req: ApiRequest) => new Caller(req.principal, await loadTree());
+const callerOf = async (req: ApiRequest) => new Caller(req.caller, await loadTree());
 
 export function buildRouter(): Router {
   const router = new Router();
@@ -108,8 +109,15 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
       });
     }
   }
-  const principal = event.requestContext.authorizer?.iam?.userArn;
-  if (!principal) throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  const iam = event.requestContext.authorizer?.iam;
+  if (!iam?.userArn) throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  const caller = parseCaller(iam.userArn, iam.accountId);
+  if (!caller.ok) {
+    throw new HttpError(
+      401,
+      `the caller ${iam.userArn} is not an identity llmcap recognises (${caller.problem}); sign as ${FORMS_SENTENCE}`,
+    );
+  }
   return {
     method: event.requestContext.http.method.toUpperCase(),
     path: event.rawPath,
@@ -117,7 +125,8 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
     query: event.queryStringParameters ?? {},
     headers,
     body,
-    principal,
+    caller: caller.value,
+    principal: caller.value.arn,
     requestId: event.requestContext.requestId,
   };
 }

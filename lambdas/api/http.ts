@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type * as z from 'zod';
 import { DomainError, type FieldIssue } from '../domain/errors';
+import type { Identity } from '../domain/principal';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
 export interface ApiRequest {
@@ -10,6 +11,9 @@ export interface ApiRequest {
   query: Record<string, string | undefined>;
   headers: Record<string, string | undefined>;
   body: unknown;
+  /** Who signed the request, parsed once; admins and members are matched against it. */
+  caller: Identity;
+  /** The caller's ARN as API Gateway presented it: what `createdBy` and idempotency keys record. */
   principal: string;
   requestId: string;
 }

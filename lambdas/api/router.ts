@@ -32,6 +32,8 @@ interface Compiled extends Route {
 
 /** Longest path parameter accepted: names are far shorter, and DynamoDB refuses keys over 1024 bytes. */
 export const MAX_PARAM_BYTES = 512;
+/** A principal is no key, and the longest IAM ARN (a role with a 512-character path) is about 620 bytes. */
+const MAX_PRINCIPAL_BYTES = 1024;
 
 function decodeParam(name: string, raw: string): string {
   let value: string;
@@ -46,9 +48,10 @@ function decodeParam(name: string, raw: string): string {
       },
     );
   }
-  if (Buffer.byteLength(value, 'utf8') > MAX_PARAM_BYTES) {
-    throw new HttpError(400, `the ${name} in the path is over ${MAX_PARAM_BYTES} bytes`, {
-      errors: [{ path: name, message: `at most ${MAX_PARAM_BYTES} bytes` }],
+  const max = name === 'principal' ? MAX_PRINCIPAL_BYTES : MAX_PARAM_BYTES;
+  if (Buffer.byteLength(value, 'utf8') > max) {
+    throw new HttpError(400, `the ${name} in the path is over ${max} bytes`, {
+      errors: [{ path: name, message: `at most ${max} bytes` }],
     });
   }
   return value;

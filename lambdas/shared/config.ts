@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { FORMS_SENTENCE, type Principal, parsePrincipal } from '../domain/principal';
 
 /**
  * The runtime configuration of every Lambda and of the local control plane, from the environment, checked
@@ -14,13 +15,24 @@ const csv = z
       .filter(Boolean),
   );
 
+/** Platform admins: each an IAM principal in one of the forms of docs/security.md, or the start fails. */
+const principals = csv.transform((list, ctx): Principal[] => {
+  const out: Principal[] = [];
+  for (const s of list) {
+    const r = parsePrincipal(s);
+    if (r.ok) out.push(r.value);
+    else ctx.addIssue({ code: 'custom', message: `${s}: ${r.problem}; each admin is ${FORMS_SENTENCE}` });
+  }
+  return out;
+});
+
 export const RuntimeConfigSchema = z.object({
   LLMCAP_STAGE: z
     .string()
     .regex(/^[a-z][a-z0-9-]{0,15}$/, 'a stage is 1-16 lowercase letters, digits or -')
     .default('local'),
   LLMCAP_TABLE: z.string().min(3).default('llmcap'),
-  LLMCAP_ADMINS: csv,
+  LLMCAP_ADMINS: principals,
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
   LLMCAP_SUBNETS: csv,
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
@@ -31,7 +43,7 @@ export const RuntimeConfigSchema = z.object({
 export interface RuntimeConfig {
   stage: string;
   table: string;
-  admins: string[];
+  admins: readonly Principal[];
   cluster: string;
   subnetIds: string[];
   cooldownSeconds: number;

@@ -1,8 +1,9 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conflict, DomainError, notFound } from '../domain/errors';
 import {
   assertQuotaWrite,
   type ModelAdmission,
+  planMemberWrite,
   type Quota,
   type Role,
   type Scope,
@@ -127,33 +128,66 @@ export async function deleteScope(name: string, by: string): Promise<void> {
   );
 }
 
-/** Sets or removes one member's role; optimistic on the scope's version, no ledger (admission ignores roles). */
+/**
+ * Sets or removes one member's role; no ledger (admission ignores roles). Optimistic on the scope's version, so
+ * that the member limit and the replacement of another spelling of the same principal hold under concurrent
+ * writes: a write that lost the race reads the scope again and is planned anew.
+ */
 export async function setMember(
   scope: string,
   principal: string,
   role: Role | undefined,
   by: string,
 ): Promise<StoredScope> {
-  const now = new Date().toISOString();
-  try {
-    const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: keys.scope(scope),
-        UpdateExpression: role
-          ? 'SET #m.#p = :role, #v = #v + :one, updatedAt = :now, updatedBy = :by'
-          : 'REMOVE #m.#p SET #v = #v + :one, updatedAt = :now, updatedBy = :by',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#m': 'members', '#p': principal, '#v': 'version' },
-        ExpressionAttributeValues: { ':one': 1, ':now': now, ':by': by, ...(role ? { ':role': role } : {}) },
-        ReturnValues: 'ALL_NEW',
-      }),
+  for (let attempt = 1; ; attempt++) {
+    const got = await documentClient().send(
+      new GetCommand({ TableName: table(), Key: keys.scope(scope), ConsistentRead: true }),
     );
-    return strip<StoredScope>(out.Attributes ?? {});
-  } catch (e) {
-    if ((e as Error).name === 'ConditionalCheckFailedException')
-      throw notFound(`scope ${scope} does not exist`);
-    throw e;
+    if (!got.Item) throw notFound(`scope ${scope} does not exist`);
+    const current = strip<StoredScope>(got.Item);
+    const plan = planMemberWrite(scope, current.members ?? {}, principal, role);
+    // Removing someone who is not a member changes nothing, not even the version.
+    if (!plan.set && plan.remove.length === 0) return current;
+    const names: Record<string, string> = { '#m': 'members', '#v': 'version' };
+    const sets = ['#v = #v + :one', 'updatedAt = :now', 'updatedBy = :by'];
+    const values: Record<string, unknown> = {
+      ':one': 1,
+      ':now': new Date().toISOString(),
+      ':by': by,
+      ':v': current.version,
+    };
+    if (plan.set && !current.members) {
+      // A scope stored without a members map gets one (a nested SET needs its parent to exist).
+      values[':members'] = { [plan.set.principal]: plan.set.role };
+      sets.unshift('#m = :members');
+    } else if (plan.set) {
+      names['#p'] = plan.set.principal;
+      values[':role'] = plan.set.role;
+      sets.unshift('#m.#p = :role');
+    }
+    plan.remove.forEach((k, i) => {
+      names[`#r${i}`] = k;
+    });
+    const removes = plan.remove.map((_, i) => `#m.#r${i}`);
+    try {
+      const out = await documentClient().send(
+        new UpdateCommand({
+          TableName: table(),
+          Key: keys.scope(scope),
+          UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+          ConditionExpression: '#v = :v',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return strip<StoredScope>(out.Attributes ?? {});
+    } catch (e) {
+      if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
+      if (attempt >= 8) {
+        throw conflict(`the members of ${scope} keep changing; retry in a moment`, 'ConcurrentUpdate');
+      }
+    }
   }
 }
 

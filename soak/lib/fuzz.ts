@@ -25,6 +25,9 @@ export const POOLS = {
   principals: [P.platform, P.teamAdmin, P.editor, P.viewer, P.stranger],
 };
 
+/** Callers and members named like Object.prototype's keys: bare (not principals) or as IAM users. */
+const PROTO_NAMES = ['constructor', '__proto__', 'toString', 'arn:aws:iam::111111111111:user/__proto__'];
+
 const ODD_SEGMENTS = [
   '%E0%A4%A', // a truncated UTF-8 sequence: not decodable
   '%',
@@ -232,7 +235,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'];
 
 function paramArb(route: Route, name: string): fc.Arbitrary<string> {
   let pool: string[];
-  if (name === 'principal') pool = POOLS.principals.map((p) => encodeURIComponent(p));
+  if (name === 'principal') pool = [...POOLS.principals, ...PROTO_NAMES].map((p) => encodeURIComponent(p));
   else if (name === 'scope' || route.path.startsWith('/v1/scopes'))
     pool = POOLS.scopes.map((s) => encodeURIComponent(s));
   else if (route.path.startsWith('/v1/models')) pool = POOLS.models;
@@ -320,8 +323,8 @@ export function requestArb(routes: readonly Route[], withAnonymous: boolean): fc
         ),
         headers: headerArb(),
         principal: withAnonymous
-          ? fc.option(fc.constantFrom(...POOLS.principals), { nil: undefined, freq: 12 })
-          : fc.constantFrom(...POOLS.principals),
+          ? fc.option(fc.constantFrom(...POOLS.principals, ...PROTO_NAMES), { nil: undefined, freq: 12 })
+          : fc.constantFrom(...POOLS.principals, ...PROTO_NAMES),
         rawText: fc.constantFrom(...RAW_BODIES),
         method: fc.constantFrom(...METHODS),
         query: fc.constantFrom('', '', '', '?x=1', '?limit=-1&limit=2', '?%zz', `?q=${'z'.repeat(500)}`),

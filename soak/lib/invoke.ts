@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { handle } from '../../lambdas/api/app';
 import type { Event } from '../../lambdas/api/http';
+import { iamAuthorizerOf } from '../../local/identity';
 
 /**
  * One way to send a raw request to the API, in-process (the handler with an API Gateway v2 event, as the tests
@@ -15,7 +16,10 @@ export interface RawRequest {
   headers?: Record<string, string>;
   /** The body text, exactly; undefined sends none. */
   body?: string;
-  /** The caller's IAM principal ARN; undefined sends an unauthenticated request (in-process only). */
+  /**
+   * The IAM principal that signs (a role ARN signs as one of its sessions, local/identity.ts); undefined sends
+   * an unauthenticated request (in-process only).
+   */
   principal?: string;
 }
 
@@ -48,7 +52,7 @@ export const invokeInProcess: Invoke = async (r) => {
         userAgent: 'fuzz',
       },
       requestId: randomUUID(),
-      ...(r.principal === undefined ? {} : { authorizer: { iam: { userArn: r.principal } } }),
+      ...(r.principal === undefined ? {} : { authorizer: { iam: iamAuthorizerOf(r.principal) } }),
     },
   } as unknown as Event;
   const res = await handle(event);

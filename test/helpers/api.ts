@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { handle, resetApp } from '../../lambdas/api/app';
 import type { Event } from '../../lambdas/api/http';
 import { resetConfig } from '../../lambdas/shared/config';
+import { iamAuthorizerOf } from '../../local/identity';
 import { freshTable } from './table';
 
 /**
  * Calls the API handler in-process with API Gateway v2 events, as AWS would, against DynamoDB Local.
- * `as(principal)` switches the caller; `platform-admin` is a platform admin in every test table.
+ * `as(principal)` switches the caller, presented as API Gateway's IAM authorizer presents the principal that
+ * signed (a role ARN as one of its sessions; local/identity.ts); `platform-admin` is a platform admin here.
  */
 export interface ApiResult<T = any> {
   status: number;
@@ -26,6 +28,9 @@ export interface TestApi {
 }
 
 export const ADMIN = 'arn:aws:iam::111111111111:role/platform-admin';
+/** Who requests signed by `arn` come from, and so what `createdBy` records: for a role, a session of it. */
+export const callerArn = (arn: string) => iamAuthorizerOf(arn).userArn;
+export const ADMIN_SESSION = callerArn(ADMIN);
 
 export async function testApi(opts: { admins?: string[]; stage?: string } = {}): Promise<TestApi> {
   const table = await freshTable('api');
@@ -48,7 +53,7 @@ export async function testApi(opts: { admins?: string[]; stage?: string } = {}):
       requestContext: {
         http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' },
         requestId: randomUUID(),
-        authorizer: { iam: { userArn: o.principal ?? ADMIN } },
+        authorizer: { iam: iamAuthorizerOf(o.principal ?? ADMIN) },
       },
     } as unknown as Event;
     const res = await handle(event);

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { scopeName } from '../../domain/compute';
 import { notFound } from '../../domain/errors';
+import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { authorize, capacityView, QuotaSpecSchema, ROLES, ScopeTree } from '../../domain/quota';
 import { config } from '../../shared/config';
 import { loadWorld, restoreHeadroom } from '../../store/admission';
@@ -30,7 +31,17 @@ export const ScopeBody = z.strictObject({
 export const MemberBody = z.strictObject({ role: z.enum(ROLES) });
 export const QuotaBody = QuotaSpecSchema;
 
-const principalPattern = /^[\w+=,.@:/-]{1,512}$/;
+/** A member is a principal in one of the forms of docs/security.md; anything else would name nobody. */
+function memberPrincipal(req: ApiRequest): string {
+  const principal = req.params.principal!;
+  const p = parsePrincipal(principal);
+  if (!p.ok) {
+    throw new HttpError(400, `a member is ${FORMS_SENTENCE}; URL-encode it in the path`, {
+      errors: [{ path: 'principal', message: p.problem }],
+    });
+  }
+  return principal;
+}
 
 function ctx(tree: ScopeTree) {
   return { admins: config().admins, scopes: tree };
@@ -65,7 +76,7 @@ function quotaManifest(q: StoredQuota) {
 /** Readable: the caller holds a role in the scope, above it, or beneath it (or is a platform admin). */
 function visible(req: ApiRequest, tree: ScopeTree, scope: string): boolean {
   try {
-    authorize(req.principal, 'read', scope, ctx(tree));
+    authorize(req.caller, 'read', scope, ctx(tree));
     return true;
   } catch {
     return false;
@@ -102,8 +113,8 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       if (body.parent) {
         if (!tree.has(body.parent)) throw notFound(`parent scope ${body.parent} does not exist`);
-        authorize(req.principal, 'create-scope', body.parent, ctx(tree));
-      } else authorize(req.principal, 'platform', undefined, ctx(tree));
+        authorize(req.caller, 'create-scope', body.parent, ctx(tree));
+      } else authorize(req.caller, 'platform', undefined, ctx(tree));
       const s = await createScope(body, req.principal);
       return json(201, scopeManifest(s, await loadTree()), { location: `/v1/scopes/${s.name}` });
     },
@@ -143,7 +154,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const name = req.params.name!;
       requireVisible(req, tree, name);
-      authorize(req.principal, tree.parent(name) ? 'delete-scope' : 'platform', name, ctx(tree));
+      authorize(req.caller, tree.parent(name) ? 'delete-scope' : 'platform', name, ctx(tree));
       await deleteScope(name, req.principal);
       return { status: 204 };
     },
@@ -157,19 +168,16 @@ export function tenancyRoutes(router: Router): void {
       const body = parseBody(MemberBody, req.body);
       const tree = await loadTree();
       const name = req.params.name!;
-      const principal = req.params.principal!;
-      if (!principalPattern.test(principal)) {
-        throw new HttpError(400, 'the principal is an IAM principal ARN (URL-encode it in the path)', {
-          errors: [{ path: 'principal', message: 'not a principal' }],
-        });
-      }
+      const principal = memberPrincipal(req);
       requireVisible(req, tree, name);
-      authorize(req.principal, 'manage-members', name, ctx(tree));
+      authorize(req.caller, 'manage-members', name, ctx(tree));
       const s = await setMember(name, principal, body.role, req.principal);
       return json(200, scopeManifest(s, await loadTree()));
     },
     {
-      summary: 'Give a principal a role in a scope (inherited by the scopes beneath)',
+      summary:
+        'Give a principal (an IAM role, assumed-role session, user or root ARN, URL-encoded) a role in a scope, ' +
+        'inherited by the scopes beneath; at most 200 members per scope',
       body: MemberBody,
       responses: { 200: 'the scope' },
     },
@@ -182,7 +190,8 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const name = req.params.name!;
       requireVisible(req, tree, name);
-      authorize(req.principal, 'manage-members', name, ctx(tree));
+      authorize(req.caller, 'manage-members', name, ctx(tree));
+      // Any string is removable, so that a member stored before members were checked can still be taken out.
       await setMember(name, req.params.principal!, undefined, req.principal);
       return { status: 204 };
     },
@@ -228,7 +237,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const scope = req.params.scope!;
       requireVisible(req, tree, scope);
-      authorize(req.principal, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
+      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
       const q = await putQuota(
         { scope, guarantee: body.guarantee, ...(body.limit ? { limit: body.limit } : {}) },
         req.principal,
@@ -251,7 +260,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const scope = req.params.scope!;
       requireVisible(req, tree, scope);
-      authorize(req.principal, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
+      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
       await deleteQuota(scope, req.principal);
       return { status: 204 };
     },

@@ -1,5 +1,13 @@
 import { SCOPE_PATTERN } from '../compute';
 import { conflict, DomainError, forbidden, invalid, notFound } from '../errors';
+import {
+  type Identity,
+  matches,
+  type Principal,
+  PrincipalMap,
+  parsePrincipal,
+  principalKey,
+} from '../principal';
 
 /**
  * The tenancy tree (org / team / project) and who may do what in it (DESIGN.md §8). Pure: the store loads the
@@ -17,7 +25,18 @@ export interface Scope {
   /** Absent for an org. */
   parent?: string;
   /** principal ARN → role held in this scope (and, by inheritance, in every scope beneath). */
-  members?: Record<string, Role>;
+  members?: Readonly<Record<string, Role>>;
+}
+
+/**
+ * Members per scope. A scope is one DynamoDB item, and its members one map in it: 200 of the longest
+ * principals (a role ARN with a 512-character path, ~620 bytes) stay under a third of the 400 KB item limit.
+ * Beyond a few dozen, grant a role the people share (an IAM Identity Center permission set) instead.
+ */
+export const MAX_MEMBERS_PER_SCOPE = 200;
+
+function isRole(r: unknown): r is Role {
+  return typeof r === 'string' && (ROLES as readonly string[]).includes(r);
 }
 
 export function scopeKind(name: string): ScopeKind {
@@ -40,9 +59,9 @@ export class ScopeTree {
   readonly childrenOf: number[][];
   /** Ancestors of each scope, self first, root last. */
   readonly pathOf: Int32Array[];
-  private readonly members: (Record<string, Role> | undefined)[] = [];
-  /** principal → scopes where it holds a role; for isMemberAtOrBelow without a scan of the tree. */
-  private readonly memberships = new Map<string, number[]>();
+  private readonly members: (Readonly<Record<string, Role>> | undefined)[] = [];
+  /** Who holds which role where, built on the first question about a caller (admission never asks). */
+  private memberships?: PrincipalMap<{ scope: number; role: Role }>;
 
   constructor(scopes: readonly Scope[]) {
     for (const s of scopes) {
@@ -56,11 +75,6 @@ export class ScopeTree {
     this.depthOf = new Int32Array(n).fill(-1);
     this.childrenOf = Array.from({ length: n }, () => []);
     scopes.forEach((s, i) => {
-      for (const principal of Object.keys(s.members ?? {})) {
-        const list = this.memberships.get(principal) ?? [];
-        list.push(i);
-        this.memberships.set(principal, list);
-      }
       if (s.parent === undefined) return;
       const p = this.ids.get(s.parent);
       if (p === undefined) throw invalid(`scope ${s.name} names parent ${s.parent}, which does not exist`);
@@ -147,23 +161,40 @@ export class ScopeTree {
     return a;
   }
 
+  /**
+   * The roles the caller holds, by scope. Only own entries count (a member named `constructor` is a key like
+   * any other), and a stored member that is not a valid principal, from before they were checked, names nobody.
+   */
+  private held(who: Identity): { scope: number; role: Role }[] {
+    if (!this.memberships) {
+      const m = new PrincipalMap<{ scope: number; role: Role }>();
+      this.members.forEach((members, scope) => {
+        for (const [arn, role] of Object.entries(members ?? {})) {
+          const p = parsePrincipal(arn);
+          if (p.ok && isRole(role)) m.add(p.value, { scope, role });
+        }
+      });
+      this.memberships = m;
+    }
+    return this.memberships.matching(who);
+  }
+
   /** The strongest role held in `scope` or any scope above it (roles inherit down the tree). */
-  roleIn(principal: string, scope: string): Role | undefined {
+  roleIn(who: Identity, scope: string): Role | undefined {
     const i = this.ids.get(scope);
     if (i === undefined) return undefined;
     let best: Role | undefined;
-    for (const j of this.pathOf[i]!) {
-      const r = this.members[j]?.[principal];
-      if (r && (!best || RANK[r] > RANK[best])) best = r;
+    for (const h of this.held(who)) {
+      if (this.isAncestorOrSelf(h.scope, i) && (!best || RANK[h.role] > RANK[best])) best = h.role;
     }
     return best;
   }
 
-  /** True if the principal holds a role in `scope` or beneath it: members of a project see what its team owns. */
-  isMemberAtOrBelow(principal: string, scope: string): boolean {
+  /** True if the caller holds a role in `scope` or beneath it: members of a project see what its team owns. */
+  isMemberAtOrBelow(who: Identity, scope: string): boolean {
     const i = this.ids.get(scope);
     if (i === undefined) return false;
-    return (this.memberships.get(principal) ?? []).some((j) => this.isAncestorOrSelf(i, j));
+    return this.held(who).some((h) => this.isAncestorOrSelf(i, h.scope));
   }
 }
 
@@ -191,7 +222,7 @@ export type Action =
   | 'platform';
 
 export interface AuthContext {
-  admins: readonly string[];
+  admins: readonly Principal[];
   scopes: ScopeTree;
 }
 
@@ -204,20 +235,18 @@ const NEEDS: Record<Exclude<Action, 'platform'>, Role> = {
   'set-quota': 'admin',
 };
 
-export function can(principal: string, action: Action, scope: string | undefined, ctx: AuthContext): boolean {
-  if (ctx.admins.includes(principal)) return true;
+export function can(who: Identity, action: Action, scope: string | undefined, ctx: AuthContext): boolean {
+  if (ctx.admins.some((a) => matches(a, who))) return true;
   if (action === 'platform') return false;
   if (!scope) return action === 'read';
   if (!ctx.scopes.has(scope)) return false;
   if (action === 'read') {
-    return (
-      ctx.scopes.roleIn(principal, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(principal, scope)
-    );
+    return ctx.scopes.roleIn(who, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(who, scope);
   }
   // Quotas and deletion are decided one level up: a scope admin cannot raise their own guarantee.
   const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
   if (!at) return false;
-  const r = ctx.scopes.roleIn(principal, at);
+  const r = ctx.scopes.roleIn(who, at);
   return r !== undefined && RANK[r] >= RANK[NEEDS[action]];
 }
 
@@ -232,22 +261,58 @@ const WHAT: Record<Action, string> = {
 };
 
 /** Throws a 403 DomainError whose message says which role is missing and where. */
-export function authorize(
-  principal: string,
-  action: Action,
-  scope: string | undefined,
-  ctx: AuthContext,
-): void {
-  if (can(principal, action, scope, ctx)) return;
+export function authorize(who: Identity, action: Action, scope: string | undefined, ctx: AuthContext): void {
+  if (can(who, action, scope, ctx)) return;
   if (action === 'platform' || !scope) throw forbidden(`${WHAT[action]} is reserved to platform admins`);
-  if (!ctx.scopes.has(scope)) throw forbidden(`${principal} has no role in ${scope}`);
-  if (action === 'read') throw forbidden(`${principal} has no role in ${scope}, above it or beneath it`);
+  if (!ctx.scopes.has(scope)) throw forbidden(`${who.arn} has no role in ${scope}`);
+  if (action === 'read') throw forbidden(`${who.arn} has no role in ${scope}, above it or beneath it`);
   const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
   if (!at) throw forbidden(`${WHAT[action]} for ${scope} is reserved to platform admins (it is an org)`);
   throw forbidden(
     `${WHAT[action]} needs the ${NEEDS[action as keyof typeof NEEDS]} role in ${at} or a scope above it; ` +
       `an admin there can grant it`,
   );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Members
+
+/** What a member change does to a scope's members map: keys to remove, and the entry to set. */
+export interface MemberWrite {
+  remove: string[];
+  set?: { principal: string; role: Role };
+}
+
+/**
+ * Plans granting `role` to `principal` (or, with no role, removing it). One identity holds one entry: another
+ * spelling of the same principal (a role ARN with or without its path) is replaced, and removed with it.
+ * Throws 400 when the grant would take the scope past MAX_MEMBERS_PER_SCOPE.
+ */
+export function planMemberWrite(
+  scope: string,
+  members: Readonly<Record<string, Role>>,
+  principal: string,
+  role: Role | undefined,
+): MemberWrite {
+  const p = parsePrincipal(principal);
+  const key = p.ok ? principalKey(p.value) : undefined;
+  const present = Object.keys(members);
+  const others = present.filter((k) => {
+    if (k === principal || key === undefined) return false;
+    const q = parsePrincipal(k);
+    return q.ok && principalKey(q.value) === key;
+  });
+  if (!role) return { remove: Object.hasOwn(members, principal) ? [principal, ...others] : others };
+  const after = present.length - others.length + (Object.hasOwn(members, principal) ? 0 : 1);
+  // Only a write that adds an entry is refused, so a scope over the limit (from before it) can still change.
+  if (after > present.length && after > MAX_MEMBERS_PER_SCOPE) {
+    throw invalid(
+      `${scope} has ${present.length} members, and a scope holds at most ${MAX_MEMBERS_PER_SCOPE}; grant a role ` +
+        'these people share (an IAM Identity Center permission set) instead, or remove members first',
+      [{ path: 'principal', message: `${scope} is full (${MAX_MEMBERS_PER_SCOPE} members)` }],
+    );
+  }
+  return { remove: others, set: { principal, role } };
 }
 
 // ---------------------------------------------------------------------------------------------------------

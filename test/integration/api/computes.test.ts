@@ -1,5 +1,5 @@
 import { setComputeUsers } from '../../../lambdas/store/computes';
-import { ADMIN, type TestApi, testApi } from '../../helpers/api';
+import { ADMIN_SESSION, type TestApi, testApi } from '../../helpers/api';
 import { dumpTable, setNodegroupStatus } from '../../helpers/dump';
 
 const manifest = (
@@ -63,7 +63,7 @@ describe('built-in computes', () => {
     });
     expect(byAdmin.status).toBe(200);
     expect(byAdmin.body.spec.nodeGroup.maxNodes).toBe(2);
-    expect(byAdmin.body.metadata.updatedBy).toBe(ADMIN);
+    expect(byAdmin.body.metadata.updatedBy).toBe(ADMIN_SESSION);
   });
 });
 
@@ -73,7 +73,7 @@ describe('create, apply, clone, rename, delete', () => {
     expect(r.status).toBe(201);
     expect(r.headers.etag).toBe('"1"');
     expect(r.body.spec.node.diskSizeGb).toBe(100);
-    expect(r.body.metadata).toMatchObject({ version: 1, createdBy: ADMIN });
+    expect(r.body.metadata).toMatchObject({ version: 1, createdBy: ADMIN_SESSION });
     const again = await api.call('POST', '/v1/computes', manifest('l4-a'));
     expect(again.status).toBe(409);
     expect(again.body.reason).toBe('AlreadyExists');

@@ -1,7 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { resetModelCheck, setModelCheck } from '../../../lambdas/store/models';
-import { ADMIN, type TestApi, testApi } from '../../helpers/api';
+import { ADMIN_SESSION, callerArn, type TestApi, testApi } from '../../helpers/api';
 
 /** The model catalog over HTTP against DynamoDB Local: every rule, and that a refused change writes nothing. */
 
@@ -98,7 +98,7 @@ describe('add, and who may', () => {
       owner: '',
       version: 1,
       declared: false,
-      createdBy: ADMIN,
+      createdBy: ADMIN_SESSION,
     });
     expect(Date.parse(r.body.metadata.createdAt)).toBeGreaterThan(Date.now() - 60_000);
     expect(r.body.status).toEqual({
@@ -391,12 +391,12 @@ describe('the other verbs', () => {
 
   it('hands a model to a team and back, needing the editor role on both sides', async () => {
     const r = await api.call('PUT', '/v1/models/verbs/owner', { owner: 'team:ml' });
-    expect(r.body.metadata).toMatchObject({ owner: 'team:ml', updatedBy: ADMIN });
+    expect(r.body.metadata).toMatchObject({ owner: 'team:ml', updatedBy: ADMIN_SESSION });
     // The team's editor can change it now, but not make it shared (that takes a platform admin).
     expect(
       (await api.as(EDITOR).call('PUT', '/v1/models/verbs/scaling', { min: 0, max: 1 })).body.metadata
         .updatedBy,
-    ).toBe(EDITOR);
+    ).toBe(callerArn(EDITOR));
     await refused(403, () => api.as(EDITOR).call('PUT', '/v1/models/verbs/owner', { owner: '' }));
     const back = await api.call('PUT', '/v1/models/verbs/owner', { owner: null });
     expect(back.body.metadata.owner).toBe('');

@@ -173,7 +173,9 @@ describe('llmcap against the local control plane', () => {
 
   it('acts as another principal with --as, and shows the 403', async () => {
     const y = await run(['get', 'compute', 'cpu-small', '-o', 'yaml']);
-    const r = await run(['apply', '-f', '-', '--as', 'someone-else'], { input: y.stdout });
+    const r = await run(['apply', '-f', '-', '--as', 'arn:aws:iam::000000000000:user/someone-else'], {
+      input: y.stdout,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: compute\/cpu-small: Forbidden \(403\)/);
   });
@@ -264,12 +266,18 @@ describe('llmcap against the local control plane', () => {
     ]);
     const p = await run(['scope', 'create', 'project:cli-chat', '--parent', 'team:cli']);
     expect(p.stdout.trim()).toBe('scope/project:cli-chat created under team:cli');
-    const m = await run(['scope', 'members', 'team:cli', '--add', 'arn:aws:iam::1:role/cli-lead=admin']);
+    const m = await run([
+      'scope',
+      'members',
+      'team:cli',
+      '--add',
+      'arn:aws:iam::000000000000:role/cli-lead=admin',
+    ]);
     expect(m.code).toBe(0);
     const q = await run(['quota', 'set', 'team:cli', '--guarantee', 'cores=64', '--limit', 'gpus=16']);
     expect(q.stdout.trim()).toBe('quota/team:cli set: guarantee gpus=8,cores=64; limit gpus=16');
     const d = await run(['describe', 'scope', 'team:cli']);
-    expect(d.stdout).toMatch(/arn:aws:iam::1:role\/cli-lead\s+admin/);
+    expect(d.stdout).toMatch(/arn:aws:iam::000000000000:role\/cli-lead\s+admin/);
     expect(d.stdout).toMatch(/Limit:\s+gpus=16/);
     const c = await run(['capacity', 'team:cli']);
     expect(c.code).toBe(0);

@@ -110,7 +110,10 @@ const signedEnv = (over: Record<string, string | undefined> = {}) => ({
 describe('SigV4 signing', () => {
   it('signs reads and writes the stub accepts, with encoded paths and a body, and never sends --as', async () => {
     api.requests.length = 0;
-    const g = await llmcap(['get', 'computes', '--as', 'mallory'], { endpoint: api.url, env: signedEnv() });
+    const g = await llmcap(['get', 'computes', '--as', 'arn:aws:iam::000000000000:user/mallory'], {
+      endpoint: api.url,
+      env: signedEnv(),
+    });
     expect(g.stderr).toContain('warning: --as is ignored by a deployed API');
     expect(g.code).toBe(0);
     expect(api.requests[0]!.headers['x-llmcap-principal']).toBeUndefined();

@@ -36,10 +36,8 @@ async function apply(file: string): Promise<string[]> {
   return r.stdout.trim().split('\n');
 }
 
-const get = async (path: string, principal?: string) => {
-  const r = await fetch(`${cp.apiUrl}${path}`, {
-    headers: principal ? { 'x-llmcap-principal': principal } : {},
-  });
+const get = async (path: string) => {
+  const r = await fetch(`${cp.apiUrl}${path}`);
   expect(r.status).toBe(200);
   return (await r.json()) as any;
 };
@@ -85,9 +83,26 @@ describe('examples/', () => {
       'project:chat': 'team:ml',
       'project:search': 'team:ml',
     });
-    // chat-dev sees its project and the scopes above it, not the sibling project.
-    const seen = (await get('/v1/scopes', 'chat-dev')).items.map((s: any) => s.metadata.name).sort();
-    expect(seen).toEqual(['org:acme', 'project:chat', 'team:ml']);
+    // The commands the file's comments show: chat-dev sees its project and the scopes above it, not the
+    // sibling project; any session of the role ml-lead sees team:ml and all beneath it.
+    const seenBy = async (principal: string) => {
+      const r = await cli('--as', principal, 'get', 'scopes', '-o', 'json');
+      expect(r.code).toBe(0);
+      return JSON.parse(r.stdout)
+        .items.map((s: any) => s.metadata.name)
+        .sort();
+    };
+    expect(await seenBy('arn:aws:iam::000000000000:user/chat-dev')).toEqual([
+      'org:acme',
+      'project:chat',
+      'team:ml',
+    ]);
+    expect(await seenBy('arn:aws:iam::000000000000:role/ml-lead')).toEqual([
+      'org:acme',
+      'project:chat',
+      'project:search',
+      'team:ml',
+    ]);
   });
 
   it('02 sets the quotas; a project limit above the team limit is refused', async () => {

@@ -52,7 +52,9 @@ describe('the local control plane over HTTP', () => {
 
   it('takes the caller from x-llmcap-principal: a stranger cannot change a built-in', async () => {
     const cur = await (await req('GET', '/v1/computes/cpu-small')).json();
-    const r = await req('PUT', '/v1/computes/cpu-small', cur, { 'x-llmcap-principal': 'someone-else' });
+    const r = await req('PUT', '/v1/computes/cpu-small', cur, {
+      'x-llmcap-principal': 'arn:aws:iam::000000000000:user/someone-else',
+    });
     expect(r.status).toBe(403);
     expect(r.headers.get('content-type')).toBe('application/problem+json');
   });

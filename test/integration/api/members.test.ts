@@ -1,0 +1,118 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { MAX_MEMBERS_PER_SCOPE } from '../../../lambdas/domain/quota';
+import { documentClient } from '../../../lambdas/shared/clients';
+import { keys } from '../../../lambdas/store/keys';
+import { type TestApi, testApi } from '../../helpers/api';
+import { dumpTable } from '../../helpers/dump';
+import { roleArn, userArn } from '../../helpers/principals';
+
+/**
+ * Members are principals like any other: names that are also Object.prototype's keys get nothing, and the
+ * number of members of a scope is bounded well before DynamoDB's 400 KB item limit, atomically.
+ */
+
+const enc = encodeURIComponent;
+let api: TestApi;
+const put = (scope: string, principal: string, role = 'viewer') =>
+  api.call('PUT', `/v1/scopes/${enc(scope)}/members/${enc(principal)}`, { role });
+const storedMembers = async (scope: string) =>
+  (
+    await documentClient().send(
+      new GetCommand({ TableName: api.table, Key: keys.scope(scope), ConsistentRead: true }),
+    )
+  ).Item?.members as Record<string, string>;
+
+beforeAll(async () => {
+  api = await testApi();
+  for (const [name, parent] of [
+    ['org:acme', undefined],
+    ['team:ml', 'org:acme'],
+    ['team:full', 'org:acme'],
+    ['team:race', 'org:acme'],
+  ] as const) {
+    expect((await api.call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) })).status).toBe(201);
+  }
+});
+
+describe("a principal named like one of Object.prototype's keys", () => {
+  const NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
+
+  it.each(NAMES)('%s, bare, is not a caller: 401 that names the forms, and it sees nothing', async (name) => {
+    const r = await api.as(name).call('GET', '/v1/scopes');
+    expect(r.status).toBe(401);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.body.detail).toContain('arn:aws:iam::<account>:role/<name>');
+  });
+
+  it.each(NAMES)('the IAM user %s holds no role until given one, and then only that one', async (name) => {
+    const who = api.as(userArn(name));
+    expect((await who.call('GET', '/v1/scopes')).body.items).toEqual([]);
+    expect((await who.call('GET', '/v1/scopes/team:ml')).status).toBe(404);
+    expect((await put('team:ml', userArn(name))).status).toBe(200);
+    const seen = (await who.call('GET', '/v1/scopes')).body.items.map((s: any) => s.metadata.name).sort();
+    expect(seen).toEqual(['org:acme', 'team:ml']);
+    expect(
+      (
+        await who.call('POST', '/v1/scopes', {
+          name: `project:${name.replace(/_/g, '').toLowerCase()}`,
+          parent: 'team:ml',
+        })
+      ).status,
+    ).toBe(403);
+  });
+
+  it('round-trips through DynamoDB as an own key, never as a prototype', async () => {
+    const stored = await storedMembers('team:ml');
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype);
+    expect(Object.keys(stored)).toContain(userArn('__proto__'));
+    expect(Object.hasOwn(stored, userArn('__proto__'))).toBe(true);
+    const shown = (await api.call('GET', '/v1/scopes/team:ml')).body.spec.members;
+    expect(Object.keys(shown).sort()).toEqual(NAMES.map((n) => userArn(n)).sort());
+  });
+});
+
+describe('the number of members of a scope', () => {
+  // The longest principal there is: a role with a 512-character path and a 64-character name.
+  const longest = (i: number) =>
+    roleArn(`r${String(i).padStart(63, '0')}`, undefined, `/${'p'.repeat(510)}/`);
+
+  it(`holds ${MAX_MEMBERS_PER_SCOPE} of the longest principals, well within DynamoDB's item limit`, async () => {
+    for (let i = 0; i < MAX_MEMBERS_PER_SCOPE; i++) {
+      const r = await put('team:full', longest(i));
+      if (r.status !== 200) throw new Error(`member ${i}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+    const stored = await storedMembers('team:full');
+    expect(Object.keys(stored)).toHaveLength(MAX_MEMBERS_PER_SCOPE);
+    // DynamoDB counts a map entry as its key's bytes plus its value's: under a third of the 400 KB limit.
+    const bytes = Object.entries(stored).reduce((n, [k, v]) => n + Buffer.byteLength(k) + v.length + 1, 0);
+    expect(bytes).toBeLessThan((400 * 1024) / 3);
+  });
+
+  it('refuses one more with 400 that says what to do, and writes nothing', async () => {
+    const before = await dumpTable();
+    const r = await put('team:full', roleArn('one-too-many'));
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.body.detail).toMatch(/team:full has 200 members, and a scope holds at most 200; grant a role/);
+    expect(r.body.errors).toEqual([{ path: 'principal', message: 'team:full is full (200 members)' }]);
+    expect(await dumpTable()).toEqual(before);
+  });
+
+  it('still changes the role of a member, or takes one out, when full', async () => {
+    expect((await put('team:full', longest(7), 'editor')).status).toBe(200);
+    const del = await api.call('DELETE', `/v1/scopes/team:full/members/${enc(longest(8))}`);
+    expect(del.status).toBe(204);
+    expect((await put('team:full', roleArn('in-the-free-place'))).status).toBe(200);
+  });
+
+  it('holds under concurrent grants: of six racing for the last place, one gets it', async () => {
+    for (let i = 0; i < MAX_MEMBERS_PER_SCOPE - 1; i++)
+      expect((await put('team:race', roleArn(`m${i}`))).status).toBe(200);
+    const racers = Array.from({ length: 6 }, (_, i) => roleArn(`racer-${i}`));
+    const results = await Promise.all(racers.map((p) => put('team:race', p)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
+    const stored = await storedMembers('team:race');
+    expect(Object.keys(stored)).toHaveLength(MAX_MEMBERS_PER_SCOPE);
+    expect(racers.filter((p) => Object.hasOwn(stored, p))).toHaveLength(1);
+  });
+});
