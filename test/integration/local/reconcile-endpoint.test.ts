@@ -1,4 +1,5 @@
 import type { ControlPlane } from '../../../local/control-plane';
+import { LOCAL_ADMIN } from '../../../local/identity';
 import { testControlPlane } from '../../helpers/control-plane';
 import { holdLedger, until } from '../../helpers/passes';
 
@@ -40,7 +41,7 @@ describe('POST /v1/reconcile', () => {
       expect(r!.body).toMatchObject({
         state: 'QUEUED',
         trigger: 'api',
-        requestedBy: 'local-admin',
+        requestedBy: LOCAL_ADMIN,
         coalesced: false,
       });
       expect(r!.headers.get('location')).toBe(`/v1/reconcile/${r!.body.id}`);
