@@ -66,7 +66,11 @@ export const GpuSchema = z.strictObject({
 });
 
 export const NodeSchema = z.strictObject({
-  instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9]+$/, 'an EC2 instance type such as g6.2xlarge'),
+  // The size may have a hyphen too: m7i.metal-24xl, c7i.metal-48xl.
+  instanceType: z
+    .string()
+    .max(64)
+    .regex(/^[a-z][a-z0-9-]*\.[a-z0-9]+(-[a-z0-9]+)*$/, 'an EC2 instance type such as g6.2xlarge'),
   cpu: z.number().int().min(1).max(1024),
   memoryGb: z.number().positive().max(32768),
   gpu: GpuSchema.optional(),
