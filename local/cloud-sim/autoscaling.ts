@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { numbered } from './query';
 import type { SimNodegroup, Simulator } from './state';
 import { azFor } from './state';
 
@@ -40,15 +41,7 @@ export function asgErrorXml(e: AsgError, requestId: string): string {
 }
 
 /** `Prefix.member.N` lists of the query protocol, in N order. */
-function members(form: URLSearchParams, prefix: string): string[] {
-  const out: [number, string][] = [];
-  const re = new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.member\\.(\\d+)$`);
-  for (const [k, v] of form) {
-    const m = re.exec(k);
-    if (m) out.push([Number(m[1]), v]);
-  }
-  return out.sort((a, b) => a[0] - b[0]).map(([, v]) => v);
-}
+const members = (form: URLSearchParams, prefix: string) => numbered(form, `${prefix}.member`);
 
 interface Filter {
   name: string;

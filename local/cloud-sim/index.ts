@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
+import { serveAwsData } from './aws-data';
 import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
 import {
   checkFaults,
@@ -152,6 +153,13 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       return;
     }
     sim.catchUp();
+    // EC2 DescribeInstanceTypes and Price List GetProducts, from the snapshot (aws-data.ts).
+    const awsData = {
+      log,
+      fault: (op: string) => sim.drawFault(op),
+      serverErrorType: () => sim.faults.serverErrorType,
+    };
+    if (serveAwsData(req, raw, res, awsData)) return;
     if (isQueryRequest(method, url.pathname, req.headers['content-type'])) {
       const requestId = randomUUID();
       const { operation, handle: run } = handleQuery(sim, new URLSearchParams(raw));
