@@ -11,6 +11,7 @@ import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
 import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { loadConfig, resetConfig } from '../lambdas/shared/config';
+import { resetHardwareFacts } from '../lambdas/shared/hardware';
 import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
@@ -112,6 +113,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
     LLMCAP_ADMINS: admins,
     LLMCAP_EKS_ENDPOINT: sim.endpoint,
+    // Instance types and prices: the SDK's own endpoint variables, so the adapter has no local knowledge.
+    AWS_ENDPOINT_URL_EC2: sim.endpoint,
+    AWS_ENDPOINT_URL_PRICING: sim.endpoint,
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
@@ -123,6 +127,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   resetConfig();
   resetClients();
   resetAwsClients();
+  resetHardwareFacts();
   resetWorkflowClients();
   resetApp();
   const client = dynamoClient(endpoint);
