@@ -1,4 +1,4 @@
-import { ComputeSpecSchema } from '../../../lambdas/domain/compute';
+import { ComputeSpecSchema, NodeSchema } from '../../../lambdas/domain/compute';
 import {
   amiTypesFor,
   DeclaredComputeSpecSchema,
@@ -200,6 +200,15 @@ describe('resolving a compute from EC2 facts', () => {
       expect({ name, issues: r.issues }).toEqual({ name, issues: [] });
       expect(ComputeSpecSchema.parse(r.spec)).toEqual(r.spec);
     }
+  });
+});
+
+describe('instance type names', () => {
+  it('take a hyphenated size, as bare metal types have', () => {
+    for (const instanceType of ['m7i.metal-24xl', 'c7i.metal-48xl', 'p6-b200.48xlarge', 'g6.2xlarge'])
+      expect(NodeSchema.safeParse({ instanceType, cpu: 96, memoryGb: 384 }).success).toBe(true);
+    for (const instanceType of ['m7i.metal-', 'm7i..large', 'M7i.large', 'm7i'])
+      expect(NodeSchema.safeParse({ instanceType, cpu: 96, memoryGb: 384 }).success).toBe(false);
   });
 });
 
