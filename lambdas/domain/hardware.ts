@@ -337,13 +337,18 @@ export function resolveAmiType(
   facts: InstanceFacts,
 ): { amiType: AmiType | undefined; issues: FieldIssue[] } {
   const fits = amiTypesFor(facts);
-  if (declared === undefined) return { amiType: fits[0], issues: [] };
-  if (fits.includes(declared)) return { amiType: declared, issues: [] };
-  if (fits.length === 0) return { amiType: declared, issues: [] }; // resolveNode already refused the hardware
   const hardware =
     facts.accelerator.kind === 'none'
       ? `no GPU on ${architectureOf(facts)}`
       : `${acceleratorWords(facts.accelerator)} on ${architectureOf(facts)}`;
+  if (fits.length === 0) {
+    // Unsupported accelerators are resolveNode's issue; anything else without an AMI type is this one's.
+    if (facts.accelerator.kind === 'unsupported') return { amiType: undefined, issues: [] };
+    const message = `${facts.instanceType} has ${hardware}, which no EKS AMI type drives: choose another instance type`;
+    return { amiType: undefined, issues: [{ path: 'spec.node.amiType', message }] };
+  }
+  if (declared === undefined) return { amiType: fits[0], issues: [] };
+  if (fits.includes(declared)) return { amiType: declared, issues: [] };
   return {
     amiType: declared,
     issues: [

@@ -168,6 +168,17 @@ describe('resolving a compute from EC2 facts', () => {
       'm7i.xlarge has no GPU on x86_64: use AL2023_x86_64_STANDARD or BOTTLEROCKET_x86_64, not AL2023_x86_64_NVIDIA',
     );
     expect(resolveAmiType('BOTTLEROCKET_x86_64_NVIDIA', facts('p5.48xlarge')).issues).toEqual([]);
+    const neuronOnArm: InstanceFacts = { ...facts('inf2.xlarge'), architectures: ['arm64'] };
+    expect(resolveAmiType(undefined, neuronOnArm)).toEqual({
+      amiType: undefined,
+      issues: [
+        {
+          path: 'spec.node.amiType',
+          message:
+            'inf2.xlarge has 1 × Inferentia2 on arm64, which no EKS AMI type drives: choose another instance type',
+        },
+      ],
+    });
     expect(amiTypesFor(facts('p5.48xlarge'))[0]).toBe('AL2023_x86_64_NVIDIA');
   });
 
