@@ -1,23 +1,52 @@
 import { join } from 'node:path';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { resetApp, setReconcileRunner } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
-import { AlarmEvaluator, alarmStates, type Transition } from '../lambdas/reconcile/alarms';
-import { type ReconcileSummary, runReconcile } from '../lambdas/reconcile/reconcile';
+import { alarmPrefix, stageAlarms } from '../lambdas/reconcile/alarm-definitions';
+import { putAlarm, setCloudWatchClient } from '../lambdas/reconcile/cloudwatch-alarms';
+import type { ReconcileEvent } from '../lambdas/reconcile/handler';
+import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
 import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
 import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
-import { type CloudSim, startCloudSim } from './cloud-sim';
+import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+import type { Invocation } from './lambda-runtime';
+import { type ReconcileFunction, startReconcileFunction } from './reconcile-function';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
 /**
  * The local control plane: the same Lambda code with DynamoDB Local as the store, the cloud simulator in place
- * of EKS, the ASL files run by the local Step Functions, a reconcile schedule and an alarm evaluator, served on
- * 127.0.0.1. `npm start` and the end-to-end tests use this one wiring.
+ * of EKS, CloudWatch and SNS, the ASL files run by the local Step Functions, and a reconcile schedule that invokes
+ * the real reconcile handler, served on 127.0.0.1. Alarms are the same definitions as in AWS, evaluated by the
+ * simulated CloudWatch from the metrics the handler prints. `npm start` and the end-to-end tests use this wiring.
  */
+
+/** An alarm's state change in the simulated CloudWatch, as the control plane prints and tests read it. */
+export interface AlarmTransition {
+  alarmName: string;
+  /** Same as alarmName: one key per alarm. */
+  key: string;
+  /** CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, WorkflowFailed. */
+  kind: string;
+  /** The scope, compute or workflow kind the alarm is about; the stage for stage-wide alarms. */
+  subject: string;
+  from: string;
+  to: string;
+  /** to === 'ALARM'. */
+  alarm: boolean;
+  reason: string;
+  description: string;
+  /** The simulator's clock, ISO 8601. */
+  at: string;
+}
+
+/** The schedule's period in AWS (reconcileRate 1); a driven clock moves this far per scheduled pass. */
+const SCHEDULE_MS = 60_000;
 
 export interface ControlPlaneOptions {
   port?: number;
@@ -35,8 +64,17 @@ export interface ControlPlaneOptions {
   reconcileSeconds?: number;
   /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
   cooldownSeconds?: number;
-  /** Where ALARM / OK transitions are posted as JSON (LLMCAP_ALERT_WEBHOOK). */
+  /**
+   * An HTTP(S) URL subscribed to the on-call topic (LLMCAP_ALERT_WEBHOOK): it receives SNS's
+   * SubscriptionConfirmation first, then every alarm notification, as an HTTPS subscription does in AWS.
+   */
   alertWebhook?: string;
+  /**
+   * The clock of the simulated CloudWatch and SNS and of the schedule's scheduledTime. Default: the wall clock.
+   * With a DrivenClock, each scheduled pass (cp.reconcile()) is stamped with the clock's time and then moves it
+   * one schedule period (60 s) on, so that alarm periods pass without waiting.
+   */
+  clock?: Clock;
   log?: (line: string) => void;
 }
 
@@ -46,10 +84,23 @@ export interface ControlPlane {
   table: string;
   sim: CloudSim;
   sfn: LocalStepFunctions;
-  /** Runs one pass now (as the schedule would) and evaluates the alarms on it. */
+  /** The clock CloudWatch and SNS run on (a DrivenClock in tests). */
+  clock: Clock;
+  /** The simulated on-call topic every alarm notifies (LLMCAP_ALARM_TOPIC_ARN of the reconciler). */
+  alarmTopicArn: string;
+  reconcileFunction: ReconcileFunction;
+  /**
+   * Runs one scheduled pass: the real reconcile handler invoked with the schedule's payload, then (on a driven
+   * clock) one schedule period on, with the alarms evaluated and their notifications delivered. Throws if the
+   * invocation failed.
+   */
   reconcile(): Promise<ReconcileSummary>;
-  /** Every alarm transition so far, oldest first. */
-  transitions: Transition[];
+  /** Invokes the reconcile function with any payload (what POST /v1/reconcile and the schedule go through). */
+  invokeReconcile(event?: ReconcileEvent): Promise<Invocation<ReconcileSummary>>;
+  /** Moves a driven clock on, evaluates the alarms due and waits for their notifications. */
+  advance(ms: number): Promise<void>;
+  /** Every alarm state change in the simulated CloudWatch so far, oldest first. */
+  transitions: AlarmTransition[];
   stop(): Promise<void>;
 }
 
@@ -73,9 +124,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     port: opts.simPort ?? Number(process.env.LLMCAP_SIM_PORT ?? 4510),
     timeScale,
     clusterName: 'llmcap-local',
+    ...(opts.clock ? { metricsClock: opts.clock } : {}),
   });
   log(
-    `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`,
+    `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
   const sfn = await startLocalStepFunctions({
     port: 0,
@@ -89,10 +141,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     timing: { waitScale: timeScale, maxWaitSeconds: 30 * timeScale },
   });
   log(`Step Functions   ${sfn.endpoint} (provision, scale, delete node group from statemachines/)`);
+  const stage = process.env.LLMCAP_STAGE ?? 'local';
+  const alarmTopicArn = `arn:aws:sns:${sim.region}:000000000000:llmcap-${stage}-OnCall`;
   Object.assign(process.env, {
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
-    LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
+    LLMCAP_STAGE: stage,
     LLMCAP_ADMINS: (opts.admins ?? ['local-admin']).join(','),
     LLMCAP_EKS_ENDPOINT: sim.endpoint,
     LLMCAP_CLUSTER: 'llmcap-local',
@@ -101,49 +155,125 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+    // The SDK's own endpoint settings: the Lambda code finds the simulated CloudWatch and SNS as it finds AWS.
+    AWS_ENDPOINT_URL_CLOUDWATCH: sim.endpoint,
+    AWS_ENDPOINT_URL_SNS: sim.endpoint,
+    LLMCAP_ALARM_TOPIC_ARN: alarmTopicArn,
+    LLMCAP_RECONCILE_RATE_MINUTES: '1',
     ...workflowEnv(sfn),
   });
   resetConfig();
   resetClients();
   resetAwsClients();
   resetWorkflowClients();
+  setCloudWatchClient(undefined);
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
   client.destroy();
 
-  const evaluator = new AlarmEvaluator();
-  const transitions: Transition[] = [];
+  const clock = sim.metricsClock;
+  const driven = clock instanceof DrivenClock ? clock : undefined;
   const webhook = opts.alertWebhook ?? process.env.LLMCAP_ALERT_WEBHOOK;
-  // Passes never overlap within this process (as the Lambda's reserved concurrency of 1 ensures in AWS).
-  let running: Promise<ReconcileSummary> | undefined;
-  const reconcile = async (): Promise<ReconcileSummary> => {
-    while (running) await running.catch(() => undefined);
-    running = (async () => {
-      const summary = await runReconcile();
-      for (const t of evaluator.evaluate(alarmStates(summary), summary.startedAt)) {
-        transitions.push(t);
-        log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
-        if (webhook) {
-          fetch(webhook, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(t),
-          }).catch((e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`));
-        }
-      }
-      for (const w of summary.workflows)
-        log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
-      for (const e of summary.errors) log(`reconcile error: ${e}`);
-      return summary;
-    })();
-    try {
-      return await running;
-    } finally {
-      running = undefined;
+  const aws = { endpoint: sim.endpoint, region: sim.region };
+  const sns = new SNSClient(aws);
+  const cw = new CloudWatchClient(aws);
+  await sns.send(new CreateTopicCommand({ Name: alarmTopicArn.split(':').pop() }));
+  if (webhook) {
+    await sns.send(
+      new SubscribeCommand({
+        TopicArn: alarmTopicArn,
+        Protocol: webhook.startsWith('https:') ? 'https' : 'http',
+        Endpoint: webhook,
+      }),
+    );
+  }
+
+  const transitions: AlarmTransition[] = [];
+  const offChanges = sim.cloudwatch.onStateChange((c) => {
+    const t = transitionOf(c, stage);
+    transitions.push(t);
+    // A new alarm's first OK is not news; entering ALARM and leaving it are.
+    if (t.to === 'ALARM' || (t.to === 'OK' && t.from === 'ALARM')) {
+      log(`${t.to.padEnd(5)} ${t.kind} ${t.subject} (${t.alarmName}): ${t.reason}`);
+      const seen = /Last seen: (.*)$/s.exec(t.description)?.[1];
+      if (seen && t.to === 'ALARM') log(`      last seen: ${seen}`);
+    }
+  });
+
+  const fn = startReconcileFunction({ sim, functionName: `llmcap-${stage}-reconcile`, log });
+  // Step Functions publishes AWS/States metrics when an execution ends; the WorkflowFailed alarms watch them.
+  const tracked = new Set<string>();
+  const trackExecutions = () => {
+    for (const [arn, e] of sfn.executions) {
+      if (tracked.has(arn)) continue;
+      tracked.add(arn);
+      e.done.then(() => {
+        const metric = {
+          FAILED: 'ExecutionsFailed',
+          SUCCEEDED: 'ExecutionsSucceeded',
+          TIMED_OUT: 'ExecutionsTimedOut',
+          ABORTED: 'ExecutionsAborted',
+          RUNNING: undefined,
+        }[e.status];
+        if (metric)
+          sim.cloudwatch.putDatapoint(
+            'AWS/States',
+            metric,
+            [{ Name: 'StateMachineArn', Value: e.stateMachineArn }],
+            clock.now(),
+            [1],
+            'Count',
+          );
+      });
     }
   };
-  setReconcileRunner(reconcile);
+  const invokeReconcile = async (event: ReconcileEvent = {}) => {
+    try {
+      return await fn.invoke(event);
+    } finally {
+      trackExecutions();
+    }
+  };
+  const settle = async () => {
+    sim.cloudwatch.catchUp();
+    await sim.sns.drain();
+  };
+  const advance = async (ms: number) => {
+    if (!driven)
+      throw new Error('advance() needs the control plane started with a DrivenClock (clock option)');
+    driven.advance(ms);
+    await settle();
+  };
+  let stageAlarmsPut: Promise<void> | undefined;
+  const putStageAlarms = () => {
+    stageAlarmsPut ??= (async () => {
+      for (const d of stageAlarms({
+        stage,
+        rateMinutes: 1,
+        reconcileFunctionName: fn.functionName,
+        stateMachineArns: sfn.stateMachineArns,
+      }))
+        await putAlarm(d, alarmTopicArn, cw);
+    })();
+    return stageAlarmsPut;
+  };
+  const unwrap = (inv: Invocation<ReconcileSummary>): ReconcileSummary => {
+    if (inv.error) throw new Error(`reconcile failed: ${inv.error.errorType}: ${inv.error.errorMessage}`);
+    return inv.result as ReconcileSummary;
+  };
+  const report = (summary: ReconcileSummary) => {
+    for (const w of summary.workflows)
+      log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
+    for (const e of summary.errors) log(`reconcile error: ${e}`);
+    return summary;
+  };
+  const reconcile = async (): Promise<ReconcileSummary> => {
+    const inv = await invokeReconcile({ scheduledTime: new Date(clock.now()).toISOString() });
+    if (driven) await advance(SCHEDULE_MS);
+    return report(unwrap(inv));
+  };
+  setReconcileRunner(async () => report(unwrap(await invokeReconcile({ source: 'api' }))));
 
   const api = await startApiServer({ handler, port: opts.port ?? 3000 });
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default local-admin)`);
@@ -154,15 +284,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const tick = () => {
       reconcile()
         .catch((e) => log(`reconcile failed: ${(e as Error).message}`))
+        // The stage alarms come after the first pass, as the first scheduled pass follows a deploy within a
+        // minute: put before it, ReconcileStale could see a minute without a pass and page at start.
+        .then(() => putStageAlarms())
+        .catch((e) => log(`stage alarms: ${(e as Error).message}`))
         .finally(() => {
           if (timer) timer = setTimeout(tick, every * 1000);
         });
     };
     timer = setTimeout(tick, 500);
-    log(
-      `reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS); alarms print here${webhook ? ` and post to ${webhook}` : ''}`,
-    );
+  } else {
+    await putStageAlarms();
   }
+  log(
+    `alarms           CloudWatch alarms on ${alarmTopicArn}; ALARM and OK print here${webhook ? ` and SNS posts them to ${webhook} (after it confirms the subscription)` : ''}`,
+  );
+  if (every > 0)
+    log(`reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS), function ${fn.functionName}`);
 
   return {
     apiUrl: api.url,
@@ -170,16 +308,45 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     table,
     sim,
     sfn,
+    clock,
+    alarmTopicArn,
+    reconcileFunction: fn,
     reconcile,
+    invokeReconcile,
+    advance,
     transitions,
     stop: async () => {
       if (timer) clearTimeout(timer);
       timer = undefined;
-      await running?.catch(() => undefined);
+      await fn.idle();
+      offChanges();
+      sns.destroy();
+      cw.destroy();
       await api.close();
       await sfn.stop();
       await sim.stop();
       await ddb?.stop();
     },
+  };
+}
+
+function transitionOf(c: AlarmStateChange, stage: string): AlarmTransition {
+  const a = c.alarm;
+  const dim = a.Dimensions?.find((d) => d.Name === 'Scope' || d.Name === 'Compute');
+  const rest = a.AlarmName.startsWith(alarmPrefix(stage))
+    ? a.AlarmName.slice(alarmPrefix(stage).length)
+    : a.AlarmName;
+  const [head, ...tail] = rest.split('-');
+  return {
+    alarmName: a.AlarmName,
+    key: a.AlarmName,
+    kind: dim ? (a.MetricName ?? head ?? rest) : (head ?? rest),
+    subject: dim ? dim.Value : tail.join('-') || stage,
+    from: c.oldState,
+    to: c.newState,
+    alarm: c.newState === 'ALARM',
+    reason: c.reason,
+    description: a.AlarmDescription ?? '',
+    at: new Date(c.at).toISOString(),
   };
 }

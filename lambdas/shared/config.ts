@@ -24,6 +24,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
   LLMCAP_SUBNETS: csv,
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
+  LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
 });
 
 export interface RuntimeConfig {
@@ -33,6 +35,7 @@ export interface RuntimeConfig {
   cluster: string;
   subnetIds: string[];
   cooldownSeconds: number;
+  reconcileRateMinutes: number;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -51,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cluster: e.LLMCAP_CLUSTER,
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
+    reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
   };
 }
 

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { DrivenClock } from '../../local/cloud-sim';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
 
 /**
  * A local control plane for a test file: on free ports, with the DynamoDB Local of the integration run, a fresh
  * table, the simulator a thousand times faster than EKS, and no schedule (the test drives reconcile itself).
+ * CloudWatch runs on a driven clock: each cp.reconcile() is one scheduled pass, a minute after the previous one.
  */
 export function testControlPlane(prefix: string, over: ControlPlaneOptions = {}) {
   return startControlPlane({
@@ -14,6 +16,7 @@ export function testControlPlane(prefix: string, over: ControlPlaneOptions = {})
     cooldownSeconds: 0,
     dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
     table: `${prefix}-${randomUUID().slice(0, 8)}`,
+    clock: new DrivenClock(Math.floor(Date.now() / 60_000) * 60_000),
     ...over,
   });
 }
