@@ -94,11 +94,17 @@ Examples:
       const found = (await cw.send(new DescribeAlarmsCommand({ AlarmNames: [name] }))).MetricAlarms?.[0];
       if (!found) {
         const others = await cw.send(
-          new DescribeAlarmsCommand({ AlarmNamePrefix: `llmcap-${t.stage}-`, MaxRecords: 10 }),
+          new DescribeAlarmsCommand({ AlarmNamePrefix: `llmcap-${t.stage}-`, MaxRecords: 100 }),
         );
-        const names = (others.MetricAlarms ?? []).map((a) => a.AlarmName).join(', ');
+        const names = (others.MetricAlarms ?? []).map((a) => a.AlarmName ?? '');
+        const per = names.filter((n) => /-(CapacityAtLimit|NodegroupFailed)-/.test(n));
+        const stage = names.filter((n) => !per.includes(n));
         ctx.err(
-          `error: no alarm ${name} in ${t.local ? 'the local cloud simulator' : t.region}; ${names ? `this stage has: ${names}` : 'is the stage deployed (or npm start running)?'}`,
+          `error: no alarm ${name} in ${t.local ? 'the local cloud simulator' : t.region}; ${
+            names.length
+              ? `the stage's alarms: ${stage.join(', ')}, and ${per.length} per scope or compute`
+              : 'is the stage deployed (or npm start running)?'
+          }`,
         );
         return EXIT.notFound;
       }

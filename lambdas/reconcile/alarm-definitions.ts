@@ -15,9 +15,10 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/telemetry';
  *   It clears 45 minutes after the last failed pass.
  * - Both treat missing data as `ignore`: every pass publishes them, so missing data means no pass ran, which
  *   ReconcileStale reports; the last known state is kept instead of turning OK (what notBreaching would do).
- * - ReconcileStale: ReconcilePasses (1 per pass) below 1 with missing data breaching, 1 of 3 periods. CloudWatch
- *   fills missing datapoints only when fewer than EvaluationPeriods real ones are in its evaluation range (N + 2
- *   periods), so 1 of 3 fires after exactly 3 periods without a pass; 3 of 3 would wait for 5.
+ * - ReconcileStale: ReconcilePasses (1 per pass) below 1, 1 of 1, missing data breaching. CloudWatch fills in
+ *   missing datapoints only when its evaluation range (N + 2 periods, 3 here) holds fewer than N real ones, so this
+ *   fires when none of the last 3 periods had a pass, and never while the first passes of a new stage come in
+ *   (1 of 3 would page then: with one datapoint it fills two breaching ones).
  * - ReconcileErrors: errors a pass reported, the Lambda's Errors (crash, timeout) and Throttles, in 3 of the last
  *   5 periods. FILL makes a period without any of them count as 0; a dead reconciler is ReconcileStale's page.
  * - WorkflowFailed (per state machine): a failed execution in the last 45 minutes, for the same retry cycle.
@@ -174,7 +175,7 @@ export function stageAlarms(i: StageAlarmInput): AlarmDefinition[] {
       Dimensions: llmcapDims(i.stage),
       Statistic: 'Sum',
       Period: period,
-      EvaluationPeriods: 3,
+      EvaluationPeriods: 1,
       DatapointsToAlarm: 1,
       Threshold: 1,
       ComparisonOperator: 'LessThanThreshold',
