@@ -35,3 +35,16 @@ export async function reconcileUntil(
   }
   throw new Error('did not converge');
 }
+
+/** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin). */
+export function httpApi(cp: Pick<ControlPlane, 'apiUrl'>) {
+  return async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${cp.apiUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
+  };
+}

@@ -1,6 +1,6 @@
 import { CloudWatchClient, DescribeAlarmsCommand, ListMetricsCommand } from '@aws-sdk/client-cloudwatch';
 import type { ControlPlane } from '../../../local/control-plane';
-import { testControlPlane } from '../../helpers/control-plane';
+import { httpApi, testControlPlane } from '../../helpers/control-plane';
 import { type Subscriber, startSubscriber } from '../../helpers/subscriber';
 import { llmcap } from '../cli/run';
 
@@ -26,15 +26,7 @@ afterAll(async () => {
   await sub.close();
 });
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const r = await fetch(`${cp.apiUrl}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
-};
+const call = (method: string, path: string, body?: unknown) => httpApi(cp)(method, path, body);
 
 const state = async (name: string) =>
   (await cw.send(new DescribeAlarmsCommand({ AlarmNames: [name] }))).MetricAlarms?.[0]?.StateValue;

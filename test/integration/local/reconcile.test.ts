@@ -1,6 +1,6 @@
 import { runReconcile } from '../../../lambdas/reconcile/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
-import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
@@ -13,15 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => cp.stop());
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const r = await fetch(`${cp.apiUrl}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
-};
+const call = (method: string, path: string, body?: unknown) => httpApi(cp)(method, path, body);
 
 const converge = (done: () => Promise<boolean>) => reconcileUntil(cp, done);
 
