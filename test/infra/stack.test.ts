@@ -3,6 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { LlmcapStack } from '../../infra/stacks/llmcap-stack';
 import { loadStageConfig, parseStageConfig } from '../../infra/stage-config';
+import { stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
 
 function synth(): { template: Template; app: App } {
   const app = new App();
@@ -94,10 +95,21 @@ describe('the API', () => {
 
 describe('the reconciler and on-call', () => {
   it('runs the reconcile Lambda on the stage rate through EventBridge Scheduler', () => {
-    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)' });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      // The scheduled time reaches the handler, which stamps the pass's metrics with it.
+      Target: Match.objectLike({
+        Input: JSON.stringify({ scheduledTime: '<aws.scheduler.scheduled-time>' }),
+      }),
+    });
     template.hasResourceProperties('AWS::Lambda::Function', {
       ReservedConcurrentExecutions: 1,
-      Environment: { Variables: Match.objectLike({ LLMCAP_ALARM_TOPIC_ARN: Match.anyValue() }) },
+      Environment: {
+        Variables: Match.objectLike({
+          LLMCAP_ALARM_TOPIC_ARN: Match.anyValue(),
+          LLMCAP_RECONCILE_RATE_MINUTES: '1',
+        }),
+      },
     });
   });
 
@@ -111,6 +123,7 @@ describe('the reconciler and on-call', () => {
     const names = alarms.map((a) => a.Properties.AlarmName).sort();
     expect(names).toEqual([
       'llmcap-dev-ReconcileErrors',
+      'llmcap-dev-ReconcileStale',
       'llmcap-dev-WorkflowFailed-delete',
       'llmcap-dev-WorkflowFailed-provision',
       'llmcap-dev-WorkflowFailed-scale',
@@ -121,6 +134,55 @@ describe('the reconciler and on-call', () => {
     }
     const policy = Object.values(template.findResources('AWS::SNS::TopicPolicy'))[0] as any;
     expect(JSON.stringify(policy.Properties.PolicyDocument)).toMatch(/aws:SecureTransport/);
+  });
+
+  it('deploys the stage alarms exactly as alarm-definitions.ts defines them (the ones the local control plane runs)', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
+    const byName = new Map(alarms.map((a) => [a.Properties.AlarmName, a.Properties]));
+    const defs = stageAlarms({
+      stage: 'dev',
+      rateMinutes: 1,
+      reconcileFunctionName: 'fn',
+      stateMachineArns: { provision: 'p', scale: 's', delete: 'd' },
+    });
+    for (const d of defs) {
+      const p = byName.get(d.AlarmName);
+      expect({
+        name: d.AlarmName,
+        description: p.AlarmDescription,
+        metric: p.MetricName,
+        statistic: p.Statistic,
+        period: p.Period,
+        n: p.EvaluationPeriods,
+        m: p.DatapointsToAlarm,
+        threshold: p.Threshold,
+        op: p.ComparisonOperator,
+        missing: p.TreatMissingData,
+        queries: p.Metrics?.map((q: any) => q.Id),
+        expression: p.Metrics?.[0]?.Expression,
+      }).toEqual({
+        name: d.AlarmName,
+        description: d.AlarmDescription,
+        metric: d.MetricName,
+        statistic: d.Statistic,
+        period: d.Period,
+        n: d.EvaluationPeriods,
+        m: d.DatapointsToAlarm,
+        threshold: d.Threshold,
+        op: d.ComparisonOperator,
+        missing: d.TreatMissingData,
+        queries: d.Metrics?.map((q) => q.Id),
+        expression: d.Metrics?.[0]?.Expression,
+      });
+    }
+    // The Lambda's own metrics are those of the deployed reconcile function.
+    const errors = byName.get('llmcap-dev-ReconcileErrors');
+    const fails = errors.Metrics.find((q: any) => q.Id === 'fails').MetricStat.Metric;
+    expect(fails).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Errors' });
+    expect(fails.Dimensions[0]).toMatchObject({
+      Name: 'FunctionName',
+      Value: { Ref: expect.stringMatching(/^ReconcileFunction/) },
+    });
   });
 
   it("lets the reconciler describe only this stage's node groups and manage only its own alarms", () => {
