@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -23,6 +25,13 @@ beforeAll(() => {
 });
 
 describe('stage config', () => {
+  it('fails as docs/operations.md shows, every problem of the example named', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### 2. Write the stage config'), doc.indexOf('### 3.'));
+    const [json, output] = [...section.matchAll(/```(?:json)?\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+    expect(() => parseStageConfig(JSON.parse(json!), 'config/stages/prod.json')).toThrow(output!.trim());
+  });
+
   it('names every invalid field of a stage config', () => {
     expect(() =>
       parseStageConfig(
