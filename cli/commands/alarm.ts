@@ -54,8 +54,8 @@ CloudWatch then runs the alarm's actions as for a real state change: the on-call
 'ALARM: "<name>" in <region>', and each subscription (mail, HTTPS endpoint) gets it. At its next
 evaluation, within a minute, CloudWatch sets the state the data says again, which notifies OK.
 
-Against AWS it uses your credentials (the default chain) and needs cloudwatch:DescribeAlarms and
-cloudwatch:SetAlarmState on the alarm. Without --endpoint, --stack or LLMCAP_ENDPOINT it talks to the
+Against AWS it uses your credentials (the default chain) and needs cloudwatch:SetAlarmState on the alarm
+and cloudwatch:DescribeAlarms. Without --endpoint, --stack or LLMCAP_ENDPOINT it talks to the
 cloud simulator of the local control plane (AWS_ENDPOINT_URL_CLOUDWATCH, else 127.0.0.1:$LLMCAP_SIM_PORT).
 
 Options:
