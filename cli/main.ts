@@ -12,6 +12,7 @@ import {
   parse,
   UsageError,
 } from './command';
+import { ALARM_COMMANDS } from './commands/alarm';
 import { capacity } from './commands/capacity';
 import { makeCompletion } from './commands/completion';
 import { MODEL_COMMANDS } from './commands/model';
@@ -33,10 +34,12 @@ export const COMMANDS: Command[] = [
   ...SCOPE_COMMANDS,
   capacity,
   reconcile,
+  ...ALARM_COMMANDS,
   makeCompletion(() => COMMANDS),
 ];
 
 export const GROUPS: Record<string, string> = {
+  alarm: "Check that the stage's alarms reach on-call",
   model: 'Change one field of a model: scale, resources, class, owner',
   quota: 'Set, show and remove quotas of scopes',
   scope: 'Create scopes and manage their members',

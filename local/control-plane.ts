@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
-import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../lambdas/domain/reconcile-pass';
-import { AlarmEvaluator, alarmStates, type Transition } from '../lambdas/reconcile/alarms';
-import { handler as reconcileHandler } from '../lambdas/reconcile/handler';
+import { alarmPrefix, stageAlarms } from '../lambdas/reconcile/alarm-definitions';
+import { putAlarm, setCloudWatchClient } from '../lambdas/reconcile/cloudwatch-alarms';
 import { passesSettled } from '../lambdas/reconcile/pass';
 import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
 import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
@@ -15,17 +16,43 @@ import { resetHardwareFacts } from '../lambdas/shared/hardware';
 import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
-import { type CloudSim, startCloudSim } from './cloud-sim';
+import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
-import { type LocalLambda, startLocalLambda } from './lambda';
+import { type Invocation, type LocalLambda, startLocalLambda } from './lambda';
+import { reconcileFunction as reconcileFunctionConfig, shownLine } from './reconcile-function';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
 /**
  * The local control plane: the same Lambda code with DynamoDB Local as the store, the cloud simulator in place
- * of EKS, the ASL files run by the local Step Functions, a reconcile schedule and an alarm evaluator, served on
- * 127.0.0.1. `npm start` and the end-to-end tests use this one wiring.
+ * of EKS, CloudWatch and SNS, the ASL files run by the local Step Functions, and the reconcile function in the
+ * local Lambda (invoked by a local schedule and by POST /v1/reconcile through @aws-sdk/client-lambda), served on
+ * 127.0.0.1. Alarms are the same definitions as in AWS, evaluated by the simulated CloudWatch from the metrics
+ * the handler prints. `npm start` and the end-to-end tests use this one wiring.
  */
+
+/** An alarm's state change in the simulated CloudWatch, as the control plane prints and tests read it. */
+export interface AlarmTransition {
+  alarmName: string;
+  /** Same as alarmName: one key per alarm. */
+  key: string;
+  /** CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, ReconcileFailures, WorkflowFailed. */
+  kind: string;
+  /** The scope, compute or workflow kind the alarm is about; the stage for stage-wide alarms. */
+  subject: string;
+  from: string;
+  to: string;
+  /** to === 'ALARM'. */
+  alarm: boolean;
+  reason: string;
+  description: string;
+  /** The simulator's clock, ISO 8601. */
+  at: string;
+}
+
+/** The schedule's period in AWS (reconcileRate 1); a driven clock moves this far per scheduled pass. */
+const SCHEDULE_MS = 60_000;
+const MINUTE = 60_000;
 
 export interface ControlPlaneOptions {
   port?: number;
@@ -43,10 +70,19 @@ export interface ControlPlaneOptions {
   reconcileSeconds?: number;
   /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
   cooldownSeconds?: number;
-  /** Where ALARM / OK transitions are posted as JSON (LLMCAP_ALERT_WEBHOOK). */
+  /**
+   * An HTTP(S) URL subscribed to the on-call topic (LLMCAP_ALERT_WEBHOOK): it receives SNS's
+   * SubscriptionConfirmation first, then every alarm notification, as an HTTPS subscription does in AWS.
+   */
   alertWebhook?: string;
   /** The reconcile Lambda's timeout in the local Lambda; default 300 s, as in the stack. */
   reconcileTimeoutSeconds?: number;
+  /**
+   * The clock of the simulated CloudWatch and SNS and of the schedule's scheduledTime. Default: the wall clock.
+   * With a DrivenClock, each scheduled pass (cp.reconcile()) is stamped with the clock's time and then moves it
+   * one schedule period (60 s) on, so that alarm periods pass without waiting.
+   */
+  clock?: Clock;
   log?: (line: string) => void;
 }
 
@@ -56,15 +92,27 @@ export interface ControlPlane {
   table: string;
   sim: CloudSim;
   sfn: LocalStepFunctions;
+  /** The clock CloudWatch and SNS run on (a DrivenClock in tests). */
+  clock: Clock;
+  /** The simulated on-call topic every alarm notifies (LLMCAP_ALARM_TOPIC_ARN of the reconciler). */
+  alarmTopicArn: string;
   /** The local Lambda that runs the reconcile function (`reconcileFunction`), as POST /v1/reconcile invokes it. */
   lambda: LocalLambda;
   reconcileFunction: string;
   /** Where the reconcile function's failed and expired events go (the stack's on-failure queue). */
   reconcileFailureDestination: string;
-  /** Queues a scheduled pass (as the schedule does), waits for it, and evaluates the alarms on it. */
+  /**
+   * Runs one scheduled pass: the schedule's event queued for the reconcile function (as EventBridge Scheduler
+   * sends it), then (on a driven clock) one schedule period on, with the alarms evaluated and their
+   * notifications delivered. Throws if the invocation failed.
+   */
   reconcile(): Promise<ReconcileSummary>;
-  /** Every alarm transition so far, oldest first. */
-  transitions: Transition[];
+  /** Queues any event for the reconcile function (as an `Event` invoke does) and resolves with its last attempt. */
+  invokeReconcile(event?: unknown): Promise<Invocation<ReconcileSummary>>;
+  /** Moves a driven clock on, evaluates the alarms due and waits for their notifications. */
+  advance(ms: number): Promise<void>;
+  /** Every alarm state change in the simulated CloudWatch so far, oldest first. */
+  transitions: AlarmTransition[];
   stop(): Promise<void>;
 }
 
@@ -91,9 +139,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     port: opts.simPort ?? Number(process.env.LLMCAP_SIM_PORT ?? 4510),
     timeScale,
     clusterName: 'llmcap-local',
+    ...(opts.clock ? { metricsClock: opts.clock } : {}),
   });
   log(
-    `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`,
+    `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
   const sfn = await startLocalStepFunctions({
     port: 0,
@@ -107,10 +156,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     timing: { waitScale: timeScale, maxWaitSeconds: 30 * timeScale },
   });
   log(`Step Functions   ${sfn.endpoint} (provision, scale, delete node group from statemachines/)`);
+  const stage = process.env.LLMCAP_STAGE ?? 'local';
+  const region = process.env.AWS_REGION ?? 'us-east-1';
+  const alarmTopicArn = `arn:aws:sns:${sim.region}:000000000000:llmcap-${stage}-OnCall`;
+  const reconcileFunction = `${table}-reconcile`;
   Object.assign(process.env, {
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
-    LLMCAP_STAGE: process.env.LLMCAP_STAGE ?? 'local',
+    LLMCAP_STAGE: stage,
     LLMCAP_ADMINS: admins,
     LLMCAP_EKS_ENDPOINT: sim.endpoint,
     // Instance types and prices: the SDK's own endpoint variables, so the adapter has no local knowledge.
@@ -119,9 +172,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
-    AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+    AWS_REGION: region,
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+    // The SDK's own endpoint settings: the Lambda code finds the simulated CloudWatch and SNS as it finds AWS.
+    AWS_ENDPOINT_URL_CLOUDWATCH: sim.endpoint,
+    AWS_ENDPOINT_URL_SNS: sim.endpoint,
+    LLMCAP_ALARM_TOPIC_ARN: alarmTopicArn,
+    LLMCAP_RECONCILE_RATE_MINUTES: '1',
+    LLMCAP_RECONCILE_FUNCTION: reconcileFunction,
     ...workflowEnv(sfn),
   });
   resetConfig();
@@ -129,76 +188,171 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   resetAwsClients();
   resetHardwareFacts();
   resetWorkflowClients();
+  setCloudWatchClient(undefined);
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
   client.destroy();
 
-  const evaluator = new AlarmEvaluator();
-  const transitions: Transition[] = [];
+  const clock = sim.metricsClock;
+  const driven = clock instanceof DrivenClock ? clock : undefined;
   const webhook = opts.alertWebhook ?? process.env.LLMCAP_ALERT_WEBHOOK;
-  const report = (summary: ReconcileSummary) => {
-    for (const t of evaluator.evaluate(alarmStates(summary), summary.startedAt)) {
-      transitions.push(t);
-      log(`${t.alarm ? 'ALARM' : 'OK   '} ${t.kind} ${t.subject}: ${t.reason}`);
-      if (webhook) {
-        fetch(webhook, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(t),
-        }).catch((e) => log(`alert webhook ${webhook} failed: ${(e as Error).message}`));
-      }
+  const aws = { endpoint: sim.endpoint, region: sim.region };
+  const sns = new SNSClient(aws);
+  const cw = new CloudWatchClient(aws);
+  await sns.send(new CreateTopicCommand({ Name: alarmTopicArn.split(':').pop() }));
+  if (webhook) {
+    await sns.send(
+      new SubscribeCommand({
+        TopicArn: alarmTopicArn,
+        Protocol: webhook.startsWith('https:') ? 'https' : 'http',
+        Endpoint: webhook,
+      }),
+    );
+  }
+
+  const transitions: AlarmTransition[] = [];
+  const offChanges = sim.cloudwatch.onStateChange((c) => {
+    const t = transitionOf(c, stage);
+    transitions.push(t);
+    // A new alarm's first OK is not news; entering ALARM and leaving it are.
+    if (t.to === 'ALARM' || (t.to === 'OK' && t.from === 'ALARM')) {
+      log(`${t.to.padEnd(5)} ${t.kind} ${t.subject} (${t.alarmName}): ${t.reason}`);
+      const seen = /Last seen: (.*)$/s.exec(t.description)?.[1];
+      if (seen && t.to === 'ALARM') log(`      last seen: ${seen}`);
     }
+  });
+
+  // Step Functions publishes AWS/States metrics when an execution ends; the WorkflowFailed alarms watch them.
+  const tracked = new Set<string>();
+  const trackExecutions = () => {
+    for (const [arn, e] of sfn.executions) {
+      if (tracked.has(arn)) continue;
+      tracked.add(arn);
+      e.done.then(() => {
+        const metric = {
+          FAILED: 'ExecutionsFailed',
+          SUCCEEDED: 'ExecutionsSucceeded',
+          TIMED_OUT: 'ExecutionsTimedOut',
+          ABORTED: 'ExecutionsAborted',
+          RUNNING: undefined,
+        }[e.status];
+        if (metric)
+          sim.cloudwatch.putDatapoint(
+            'AWS/States',
+            metric,
+            [{ Name: 'StateMachineArn', Value: e.stateMachineArn }],
+            clock.now(),
+            [1],
+            'Count',
+          );
+      });
+    }
+  };
+  const report = (summary: ReconcileSummary) => {
     for (const w of summary.workflows)
       log(`workflow ${w.kind} ${w.compute}: ${w.outcome}${w.executionName ? ` (${w.executionName})` : ''}`);
     for (const e of summary.errors) log(`reconcile error: ${e}`);
   };
 
-  // The reconcile function runs in the local Lambda with the stack's settings: reserved concurrency 1 (passes
-  // never overlap), its timeout, no retries, and an on-failure destination; POST /v1/reconcile reaches it
-  // through @aws-sdk/client-lambda like in AWS.
-  const reconcileFunction = `${table}-reconcile`;
-  const region = process.env.AWS_REGION ?? 'us-east-1';
-  const failures = `arn:aws:sqs:${region}:000000000000:${reconcileFunction}-failures`;
-  const lambda = await startLocalLambda({
+  // The failure queue's depth as SQS reports it (AWS/SQS, once a minute), for the ReconcileFailures alarm. The
+  // local queue is the Lambda's record of on-failure deliveries: nothing consumes it, so it empties on restart.
+  const failuresQueue = `${reconcileFunction}-failures`;
+  const failures = `arn:aws:sqs:${region}:000000000000:${failuresQueue}`;
+  let failed = 0;
+  const publishQueueDepth = (at: number) => {
+    if (failed)
+      sim.cloudwatch.putDatapoint(
+        'AWS/SQS',
+        'ApproximateNumberOfMessagesVisible',
+        [{ Name: 'QueueName', Value: failuresQueue }],
+        at,
+        [failed],
+        'Count',
+      );
+  };
+
+  // The reconcile function runs in the local Lambda with the stack's settings (local/reconcile-function.ts);
+  // each attempt's stdout goes to the simulated CloudWatch Logs, where its EMF becomes metrics, and the
+  // runtime's AWS/Lambda metrics to the simulated CloudWatch.
+  const fn = await startLocalLambda({
     region,
+    clock,
     functions: {
-      [reconcileFunction]: {
-        handler: async (event, context) => {
-          const out = await reconcileHandler(event, context);
-          if (out && typeof out === 'object' && 'computes' in out) report(out as ReconcileSummary);
-          return out;
-        },
-        reservedConcurrency: 1,
-        timeoutSeconds: opts.reconcileTimeoutSeconds ?? RECONCILE_TIMEOUT_SECONDS,
-        memoryMb: 1024,
-        async: {
-          maximumRetryAttempts: RECONCILE_ASYNC.retryAttempts,
-          maximumEventAgeSeconds: RECONCILE_ASYNC.maxEventAgeSeconds,
-          onFailure: failures,
-        },
-      },
+      [reconcileFunction]: reconcileFunctionConfig({
+        onFailure: failures,
+        ...(opts.reconcileTimeoutSeconds ? { timeoutSeconds: opts.reconcileTimeoutSeconds } : {}),
+      }),
     },
-    onDestination: (_arn, r) =>
+    onLog: (_fn, events) => {
+      sim.cloudwatch.putLogEvents(events);
+      for (const e of events) {
+        const shown = shownLine(e.message);
+        if (shown) log(shown);
+      }
+    },
+    onMetric: (d) =>
+      sim.cloudwatch.putDatapoint(d.namespace, d.name, d.dimensions, d.timestamp, [d.value], d.unit),
+    onInvocation: (_fn, _event, inv) => {
+      trackExecutions();
+      const out = inv.result;
+      if (out && typeof out === 'object' && 'computes' in out) report(out as ReconcileSummary);
+    },
+    onDestination: (_arn, r) => {
+      failed++;
+      publishQueueDepth(clock.now());
       log(
         `reconcile pass failed (${r.requestContext.condition}${r.responsePayload ? `: ${r.responsePayload.errorMessage}` : ''}); its event is in the on-failure queue ${failures}`,
-      ),
+      );
+    },
   });
-  log(`Lambda           ${lambda.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
-    LLMCAP_RECONCILE_FUNCTION: reconcileFunction,
-  });
+  log(`Lambda           ${fn.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
+  process.env.AWS_ENDPOINT_URL_LAMBDA = fn.endpoint;
   resetConfig();
   resetLambdaClient();
+  // On the wall clock the depth is reported each half minute; a driven clock reports it for each minute it moves.
+  const depthTimer = driven ? undefined : setInterval(() => publishQueueDepth(clock.now()), MINUTE / 2);
+  depthTimer?.unref();
 
-  // As EventBridge Scheduler sends it (the stack's schedule input), so the pass gets an id of its own.
-  const reconcile = async (): Promise<ReconcileSummary> =>
-    (await lambda.enqueue(reconcileFunction, {
+  const settle = async () => {
+    sim.cloudwatch.catchUp();
+    await sim.sns.drain();
+  };
+  const advance = async (ms: number) => {
+    if (!driven)
+      throw new Error('advance() needs the control plane started with a DrivenClock (clock option)');
+    const from = driven.now();
+    for (let t = from; t < from + ms; t += MINUTE) publishQueueDepth(t);
+    driven.advance(ms);
+    await settle();
+  };
+  let stageAlarmsPut: Promise<void> | undefined;
+  const putStageAlarms = () => {
+    stageAlarmsPut ??= (async () => {
+      for (const d of stageAlarms({
+        stage,
+        rateMinutes: 1,
+        reconcileFunctionName: reconcileFunction,
+        stateMachineArns: sfn.stateMachineArns,
+        reconcileFailuresQueueName: failuresQueue,
+      }))
+        await putAlarm(d, alarmTopicArn, cw);
+    })();
+    return stageAlarmsPut;
+  };
+  const invokeReconcile = (event: unknown = {}) =>
+    fn.enqueue(reconcileFunction, event) as Promise<Invocation<ReconcileSummary>>;
+  const reconcile = async (): Promise<ReconcileSummary> => {
+    // As EventBridge Scheduler sends it (the stack's schedule input), so the pass gets an id of its own.
+    const inv = await invokeReconcile({
       source: 'llmcap.schedule',
-      scheduledTime: new Date().toISOString(),
+      scheduledTime: new Date(clock.now()).toISOString(),
       executionId: randomUUID(),
-    })) as ReconcileSummary;
+    });
+    if (driven) await advance(SCHEDULE_MS);
+    if (inv.error) throw new Error(`reconcile failed: ${inv.error.errorType}: ${inv.error.errorMessage}`);
+    return inv.result as ReconcileSummary;
+  };
 
   const api = await startApiServer({ handler, port: opts.port ?? 3000 });
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default ${LOCAL_ADMIN})`);
@@ -208,16 +362,24 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   if (every > 0) {
     const tick = () => {
       reconcile()
-        .catch((e) => log(`reconcile failed: ${(e as Error).message}`))
+        .catch((e) => log((e as Error).message))
+        // The stage alarms come after the first pass, as the first scheduled pass follows a deploy within a
+        // minute: put before it, ReconcileStale could see a minute without a pass and page at start.
+        .then(() => putStageAlarms())
+        .catch((e) => log(`stage alarms: ${(e as Error).message}`))
         .finally(() => {
           if (timer) timer = setTimeout(tick, every * 1000);
         });
     };
     timer = setTimeout(tick, 500);
-    log(
-      `reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS); alarms print here${webhook ? ` and post to ${webhook}` : ''}`,
-    );
+  } else {
+    await putStageAlarms();
   }
+  log(
+    `alarms           CloudWatch alarms on ${alarmTopicArn}; ALARM and OK print here${webhook ? ` and SNS posts them to ${webhook} (after it confirms the subscription)` : ''}`,
+  );
+  if (every > 0)
+    log(`reconcile        every ${every} s (LLMCAP_RECONCILE_SECONDS), function ${reconcileFunction}`);
 
   return {
     apiUrl: api.url,
@@ -225,20 +387,49 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     table,
     sim,
     sfn,
-    lambda,
+    clock,
+    alarmTopicArn,
+    lambda: fn,
     reconcileFunction,
     reconcileFailureDestination: failures,
     reconcile,
+    invokeReconcile,
+    advance,
     transitions,
     stop: async () => {
       if (timer) clearTimeout(timer);
       timer = undefined;
-      await lambda.stop();
+      if (depthTimer) clearInterval(depthTimer);
+      await fn.stop();
       await passesSettled();
+      offChanges();
+      sns.destroy();
+      cw.destroy();
       await api.close();
       await sfn.stop();
       await sim.stop();
       await ddb?.stop();
     },
+  };
+}
+
+function transitionOf(c: AlarmStateChange, stage: string): AlarmTransition {
+  const a = c.alarm;
+  const dim = a.Dimensions?.find((d) => d.Name === 'Scope' || d.Name === 'Compute');
+  const rest = a.AlarmName.startsWith(alarmPrefix(stage))
+    ? a.AlarmName.slice(alarmPrefix(stage).length)
+    : a.AlarmName;
+  const [head, ...tail] = rest.split('-');
+  return {
+    alarmName: a.AlarmName,
+    key: a.AlarmName,
+    kind: dim ? (a.MetricName ?? head ?? rest) : (head ?? rest),
+    subject: dim ? dim.Value : tail.join('-') || stage,
+    from: c.oldState,
+    to: c.newState,
+    alarm: c.newState === 'ALARM',
+    reason: c.reason,
+    description: a.AlarmDescription ?? '',
+    at: new Date(c.at).toISOString(),
   };
 }

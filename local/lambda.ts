@@ -1,7 +1,15 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Context } from 'aws-lambda';
+import type { Clock } from './cloud-sim';
+import {
+  type FunctionError,
+  type Invocation,
+  type LambdaMetricDatum,
+  type LambdaRuntime,
+  type LocalHandler,
+  lambdaRuntime,
+} from './lambda-runtime';
 
 /**
  * A local Lambda endpoint: the Invoke operation (REST-JSON, `POST /2015-03-31/functions/{name}/invocations`)
@@ -16,10 +24,12 @@ import type { Context } from 'aws-lambda';
  *    concurrency is in use; a function error answers 200 with X-Amz-Function-Error: Unhandled;
  *  - an unknown function is 404 ResourceNotFoundException; payloads over 6 MB (sync) or 1 MB (async) are
  *    413 RequestTooLargeException; a payload that is not JSON is 400 InvalidRequestContentException.
- * Functions run in this process: a map from function name to handler.
+ * Functions run in this process, each attempt through the Lambda runtime of local/lambda-runtime.ts (context,
+ * timeout, the invocation's stdout as its log, AWS/Lambda metrics). Throttles counts a synchronous invoke
+ * refused with 429 and an event that had to wait for concurrency (once per event: AWS's poller may count more).
  */
 
-export type LocalHandler = (event: unknown, context: Context) => Promise<unknown>;
+export type { Invocation, LocalHandler } from './lambda-runtime';
 
 export interface LocalFunction {
   handler: LocalHandler;
@@ -47,12 +57,6 @@ export interface DestinationRecord {
   responsePayload?: FunctionError;
 }
 
-interface FunctionError {
-  errorType: string;
-  errorMessage: string;
-  trace?: string[];
-}
-
 export interface LocalLambdaOptions {
   port?: number;
   host?: string;
@@ -63,6 +67,13 @@ export interface LocalLambdaOptions {
   retryDelayScale?: number;
   /** Called with each record sent to an on-failure destination (the control plane prints it). */
   onDestination?: (destinationArn: string, record: DestinationRecord) => void;
+  /** Called after each attempt, outside its log capture (the control plane reports a pass with it). */
+  onInvocation?: (functionName: string, event: unknown, invocation: Invocation) => void;
+  /** Timestamps of the AWS/Lambda metrics and log events (the simulated CloudWatch's clock). */
+  clock?: Clock;
+  /** Each attempt's log events (stdout, START/END/REPORT), as CloudWatch Logs receives them. */
+  onLog?: (functionName: string, events: { timestamp: number; message: string }[]) => void;
+  onMetric?: (d: LambdaMetricDatum) => void;
   log?: (line: string) => void;
 }
 
@@ -72,10 +83,11 @@ export interface LocalLambda {
   /** Every record sent to each destination ARN, oldest first. */
   destinations: Map<string, DestinationRecord[]>;
   /**
-   * Queues an event as an `Event` invoke does, and resolves with the handler's result once it has run (or
-   * rejects once it failed its last attempt or expired): the schedule and tests use it to drive a pass.
+   * Queues an event as an `Event` invoke does, and resolves with its last attempt once it has run (its error
+   * set when every attempt failed; an error without log lines when it expired unrun or the Lambda stopped): the
+   * schedule and tests use it to drive a pass.
    */
-  enqueue(name: string, event: unknown): Promise<unknown>;
+  enqueue(name: string, event: unknown): Promise<Invocation>;
   /** Resolves once no event is queued or running (handlers still running past their timeout included). */
   waitForIdle(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -102,25 +114,27 @@ interface Queued {
   enqueuedAt: number;
   attempts: number;
   notBefore: number;
-  done(result: { ok: true; value: unknown } | { ok: false; error: FunctionError }): void;
+  /** Counted once in Throttles when it first had to wait for concurrency. */
+  throttled?: boolean;
+  done(result: Invocation): void;
 }
 
 interface Fn {
   name: string;
   arn: string;
   cfg: LocalFunction;
+  runtime: LambdaRuntime;
   running: number;
   queue: Queued[];
 }
 
-function errorOf(e: unknown): FunctionError {
-  const err = e instanceof Error ? e : new Error(String(e));
-  return {
-    errorType: err.name || 'Error',
-    errorMessage: err.message,
-    ...(err.stack ? { trace: err.stack.split('\n') } : {}),
-  };
-}
+/** An outcome no attempt produced: the event expired unrun, or the Lambda stopped before running it. */
+const unrun = (requestId: string, error: FunctionError): Invocation => ({
+  requestId,
+  error,
+  durationMs: 0,
+  logLines: [],
+});
 
 export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalLambda> {
   const region = opts.region ?? process.env.AWS_REGION ?? 'us-east-1';
@@ -130,10 +144,22 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
   const arnOf = (name: string) => `arn:aws:lambda:${region}:${account}:function:${name}`;
   const fns = new Map<string, Fn>();
   for (const [name, f] of Object.entries(opts.functions)) {
+    const cfg = typeof f === 'function' ? { handler: f } : f;
     fns.set(name, {
       name,
       arn: arnOf(name),
-      cfg: typeof f === 'function' ? { handler: f } : f,
+      cfg,
+      runtime: lambdaRuntime({
+        functionName: name,
+        handler: cfg.handler,
+        region,
+        accountId: account,
+        timeoutMs: (cfg.timeoutSeconds ?? 3) * 1000,
+        ...(cfg.memoryMb ? { memoryMb: cfg.memoryMb } : {}),
+        ...(opts.clock ? { clock: opts.clock } : {}),
+        ...(opts.onLog ? { onLog: (events) => opts.onLog!(name, events) } : {}),
+        ...(opts.onMetric ? { onMetric: opts.onMetric } : {}),
+      }),
       running: 0,
       queue: [],
     });
@@ -160,63 +186,18 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
     return fn;
   }
 
-  function context(fn: Fn, requestId: string, deadline: number): Context {
-    const day = new Date().toISOString().slice(0, 10).replace(/-/g, '/');
-    return {
-      callbackWaitsForEmptyEventLoop: true,
-      functionName: fn.name,
-      functionVersion: '$LATEST',
-      invokedFunctionArn: fn.arn,
-      memoryLimitInMB: String(fn.cfg.memoryMb ?? 128),
-      awsRequestId: requestId,
-      logGroupName: `/aws/lambda/${fn.name}`,
-      logStreamName: `${day}/[$LATEST]${randomBytes(16).toString('hex')}`,
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-      done: () => undefined,
-      fail: () => undefined,
-      succeed: () => undefined,
-    };
-  }
-
-  /** One run of the handler within the function's timeout. */
-  async function runOnce(
-    fn: Fn,
-    event: unknown,
-    requestId: string,
-  ): Promise<{ ok: true; value: unknown } | { ok: false; error: FunctionError }> {
-    const timeout = (fn.cfg.timeoutSeconds ?? 3) * 1000;
-    const started = Date.now();
-    const work = Promise.resolve()
-      .then(() => fn.cfg.handler(structuredClone(event), context(fn, requestId, started + timeout)))
-      .then(
-        (value) => ({ ok: true as const, value }),
-        (e) => ({ ok: false as const, error: errorOf(e) }),
-      );
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<{ ok: false; error: FunctionError }>((r) => {
-      timer = setTimeout(
-        () =>
-          r({
-            ok: false,
-            error: {
-              errorType: 'Sandbox.Timedout',
-              errorMessage: `${new Date().toISOString()} ${requestId} Task timed out after ${(timeout / 1000).toFixed(2)} seconds`,
-            },
-          }),
-        timeout,
-      );
-    });
-    const outcome = await Promise.race([work, timedOut]);
-    clearTimeout(timer);
-    if (!outcome.ok && outcome.error.errorType === 'Sandbox.Timedout') {
-      // Node cannot stop it: the handler runs on in the background, where Lambda would have ended it.
-      const p: Promise<unknown> = work.finally(() => {
+  /** One attempt through the function's runtime; a handler still running past its timeout is awaited on stop. */
+  async function runOnce(fn: Fn, event: unknown, requestId: string): Promise<Invocation> {
+    const inv = await fn.runtime.run(event, requestId);
+    if (inv.straggler) {
+      const p: Promise<unknown> = inv.straggler.finally(() => {
         stray.delete(p);
         queueMicrotask(notifyIdle);
       });
       stray.add(p);
     }
-    return outcome;
+    opts.onInvocation?.(fn.name, event, inv);
+    return inv;
   }
 
   function toDestination(
@@ -280,17 +261,16 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
       const q = fn.queue.splice(i, 1)[0]!;
       if (now - q.enqueuedAt > maxAge) {
         toDestination(fn, q, 'EventAgeExceeded');
-        q.done({
-          ok: false,
-          error: { errorType: 'EventAgeExceeded', errorMessage: 'the event expired unrun' },
-        });
+        q.done(
+          unrun(q.requestId, { errorType: 'EventAgeExceeded', errorMessage: 'the event expired unrun' }),
+        );
         continue;
       }
       fn.running++;
       q.attempts++;
       void runOnce(fn, q.event, q.requestId).then((outcome) => {
         fn.running--;
-        if (outcome.ok) q.done(outcome);
+        if (!outcome.error) q.done(outcome);
         else if (q.attempts <= (fn.cfg.async?.maximumRetryAttempts ?? 2) && !stopped) {
           const delay = (RETRY_DELAYS_MS[q.attempts - 1] ?? RETRY_DELAYS_MS.at(-1)!) * scale;
           q.notBefore = Date.now() + delay;
@@ -308,13 +288,20 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
         notifyIdle();
       });
     }
+    // What is left due could not start: the concurrency is in use, which Lambda counts as a throttle.
+    const now = Date.now();
+    for (const q of fn.queue)
+      if (!q.throttled && q.notBefore <= now && fn.running >= limitOf(fn)) {
+        q.throttled = true;
+        fn.runtime.throttled();
+      }
     notifyIdle();
   }
 
   function enqueueEvent(fn: Fn, event: unknown, done: Queued['done']): string {
     const requestId = randomUUID();
     if (stopped) {
-      done({ ok: false, error: { errorType: 'Stopped', errorMessage: 'the local Lambda has stopped' } });
+      done(unrun(requestId, { errorType: 'Stopped', errorMessage: 'the local Lambda has stopped' }));
       return requestId;
     }
     fn.queue.push({ requestId, event, enqueuedAt: Date.now(), attempts: 0, notBefore: 0, done });
@@ -374,21 +361,23 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
       res.end();
       return;
     }
-    if (fn.running >= limitOf(fn))
+    if (fn.running >= limitOf(fn)) {
+      fn.runtime.throttled();
       throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', 429, {
         Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded',
       });
+    }
     fn.running++;
     const outcome = await runOnce(fn, event, requestId).finally(() => {
       fn.running--;
       pump(fn);
     });
-    const text = JSON.stringify(outcome.ok ? (outcome.value ?? null) : outcome.error);
+    const text = JSON.stringify(outcome.error ?? outcome.result ?? null);
     res.writeHead(200, {
       'content-type': 'application/json',
       'x-amzn-requestid': requestId,
       'x-amz-executed-version': '$LATEST',
-      ...(outcome.ok ? {} : { 'x-amz-function-error': 'Unhandled' }),
+      ...(outcome.error ? { 'x-amz-function-error': 'Unhandled' } : {}),
     });
     res.end(text);
   }
@@ -418,12 +407,8 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
     functionArn: (name) => resolve(name).arn,
     destinations,
     enqueue: (name, event) =>
-      new Promise((res, rej) => {
-        enqueueEvent(resolve(name), event, (r) =>
-          r.ok
-            ? res(r.value)
-            : rej(Object.assign(new Error(r.error.errorMessage), { name: r.error.errorType })),
-        );
+      new Promise((res) => {
+        enqueueEvent(resolve(name), event, res);
       }),
     waitForIdle: (timeoutMs = 60_000) =>
       new Promise<void>((res, rej) => {
@@ -443,7 +428,7 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
       // Queued events are dropped, as a deleted function's would be; running ones are let finish.
       for (const fn of fns.values())
         for (const q of fn.queue.splice(0))
-          q.done({ ok: false, error: { errorType: 'Stopped', errorMessage: 'the local Lambda stopped' } });
+          q.done(unrun(q.requestId, { errorType: 'Stopped', errorMessage: 'the local Lambda stopped' }));
       const deadline = Date.now() + 30_000;
       while ([...fns.values()].some((f) => f.running > 0) && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 20));

@@ -1,6 +1,7 @@
 import './env';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DrivenClock } from '../local/cloud-sim';
 import { type ControlPlane, startControlPlane } from '../local/control-plane';
 import { P } from './lib/fixture';
 
@@ -16,6 +17,8 @@ export async function controlPlane(simTimeScale = 0.001): Promise<ControlPlane> 
     reconcileSeconds: 0,
     cooldownSeconds: 0,
     admins: [P.platform],
+    // CloudWatch on a driven clock: each pass is the next minute's scheduled pass, so alarm periods pass too.
+    clock: new DrivenClock(Math.floor(Date.now() / 60_000) * 60_000),
     log: process.env.SOAK_VERBOSE ? (l) => console.log(`  ${l}`) : undefined,
   });
 }

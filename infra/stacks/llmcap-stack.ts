@@ -4,16 +4,7 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import {
-  Alarm,
-  ComparisonOperator,
-  Dashboard,
-  GraphWidget,
-  MathExpression,
-  Metric,
-  TreatMissingData,
-} from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { CfnAlarm, Dashboard, GraphWidget, MathExpression } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -29,9 +20,11 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
+import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
+import { METRICS_NAMESPACE } from '../../lambdas/shared/telemetry';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
 import { NodegroupWorkflows } from '../constructs/nodegroup-workflows';
@@ -190,6 +183,8 @@ export class LlmcapStack extends Stack {
         LLMCAP_SCALE_SM_ARN: this.workflows.scale.stateMachineArn,
         LLMCAP_DELETE_SM_ARN: this.workflows.delete.stateMachineArn,
         LLMCAP_ALARM_TOPIC_ARN: this.onCall.topicArn,
+        // The period of the per-scope and per-compute alarms the reconciler keeps: one pass per period.
+        LLMCAP_RECONCILE_RATE_MINUTES: String(cfg.reconcileRate),
       },
       inline: inlinedConfig(),
       anyResourceActions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
@@ -262,7 +257,8 @@ export class LlmcapStack extends Stack {
         retryAttempts: 2,
         maxEventAge: Duration.minutes(cfg.reconcileRate),
         deadLetterQueue: this.reconcileFailures,
-        // Each pass is recorded under an id derived from the execution, so a redelivered event is not run twice.
+        // The pass's metrics are stamped with the time it was scheduled for (one datapoint per alarm period),
+        // and the pass is recorded under an id derived from the execution, so a redelivered event is not run twice.
         input: ScheduleTargetInput.fromObject({
           source: 'llmcap.schedule',
           scheduledTime: ContextAttribute.scheduledTime,
@@ -285,81 +281,37 @@ export class LlmcapStack extends Stack {
       Validations.of(child).acknowledge(invokeVersions);
     }
 
-    // --- Stack-level alarms (per-scope and per-compute alarms are kept by the reconciler) ----------------
-    const alarmAction = new SnsAction(this.onCall);
-    const dims = { service: 'llmcap', stage: cfg.stage };
-    const reconcileErrors = new Alarm(this, 'ReconcileErrorsAlarm', {
-      alarmName: `llmcap-${cfg.stage}-ReconcileErrors`,
-      alarmDescription:
-        'The reconciler failed or reported errors in 3 of the last 5 passes. Runbook: docs/operations.md#reconcileerrors',
-      metric: new MathExpression({
-        expression: 'FILL(errs, 0) + FILL(fails, 0)',
-        usingMetrics: {
-          errs: new Metric({
-            namespace: 'llmcap',
-            metricName: 'ReconcileErrors',
-            dimensionsMap: dims,
-            statistic: 'Sum',
-            period: Duration.minutes(1),
-          }),
-          fails: this.reconcileFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
-        },
-        period: Duration.minutes(1),
-      }),
-      threshold: 1,
-      evaluationPeriods: 5,
-      datapointsToAlarm: 3,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.BREACHING,
+    // --- Stage alarms (per-scope and per-compute alarms are kept by the reconciler) -----------------------
+    // Defined in lambdas/reconcile/alarm-definitions.ts, which the local control plane creates too. Each L1 sits
+    // where the L2 Alarm kept its resource (<id>/Resource), so logical ids, and the alarms, survive upgrades.
+    const alarmIds: Record<string, string> = {
+      ReconcileStale: 'ReconcileStaleAlarm',
+      ReconcileErrors: 'ReconcileErrorsAlarm',
+      'WorkflowFailed-provision': 'WorkflowFailedprovision',
+      'WorkflowFailed-scale': 'WorkflowFailedscale',
+      'WorkflowFailed-delete': 'WorkflowFaileddelete',
+      ReconcileFailures: 'ReconcileFailuresAlarm',
+    };
+    const definitions = stageAlarms({
+      stage: cfg.stage,
+      rateMinutes: cfg.reconcileRate,
+      reconcileFunctionName: this.reconcileFunction.functionName,
+      stateMachineArns: {
+        provision: this.workflows.provision.stateMachineArn,
+        scale: this.workflows.scale.stateMachineArn,
+        delete: this.workflows.delete.stateMachineArn,
+      },
+      reconcileFailuresQueueName: this.reconcileFailures.queueName,
     });
-    reconcileErrors.addAlarmAction(alarmAction);
-    reconcileErrors.addOkAction(alarmAction);
-    for (const [kind, sm] of Object.entries(this.workflows.stateMachines)) {
-      const failed = new Alarm(this, `WorkflowFailed${kind}`, {
-        alarmName: `llmcap-${cfg.stage}-WorkflowFailed-${kind}`,
-        alarmDescription: `A ${kind} node group workflow failed; the compute's statusMessage says why. Runbook: docs/operations.md#workflowfailed`,
-        metric: sm.metricFailed({ period: Duration.minutes(5), statistic: 'Sum' }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-      failed.addAlarmAction(alarmAction);
-      failed.addOkAction(alarmAction);
+    for (const d of definitions) {
+      const key = d.AlarmName.slice(alarmPrefix(cfg.stage).length);
+      cfnAlarm(new Construct(this, alarmIds[key] ?? key), d, this.onCall.topicArn);
     }
-
-    // Visible and in-flight together: reading a message to investigate it does not clear the alarm, deleting does.
-    const failures = new Alarm(this, 'ReconcileFailuresAlarm', {
-      alarmName: `llmcap-${cfg.stage}-ReconcileFailures`,
-      alarmDescription: `Reconcile invocations failed, timed out or expired unrun; their records wait in the queue ${this.reconcileFailures.queueName}. Runbook: docs/operations.md#reconcilefailures`,
-      metric: new MathExpression({
-        expression: 'FILL(visible, 0) + FILL(inflight, 0)',
-        usingMetrics: {
-          visible: this.reconcileFailures.metricApproximateNumberOfMessagesVisible({
-            period: Duration.minutes(1),
-            statistic: 'Maximum',
-          }),
-          inflight: this.reconcileFailures.metricApproximateNumberOfMessagesNotVisible({
-            period: Duration.minutes(1),
-            statistic: 'Maximum',
-          }),
-        },
-        label: 'failed reconcile invocations waiting',
-        period: Duration.minutes(1),
-      }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      // An empty queue that nobody touches stops reporting: that is the quiet state, not a failure.
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    failures.addAlarmAction(alarmAction);
-    failures.addOkAction(alarmAction);
 
     // --- Dashboard: capacity per scope and node groups ----------------------------------------------------
     const search = (metric: string, dim: 'Scope' | 'Compute', label: string) =>
       new MathExpression({
-        expression: `SEARCH('{llmcap,service,stage,${dim}} MetricName="${metric}" stage="${cfg.stage}"', 'Maximum', 60)`,
+        expression: `SEARCH('{${METRICS_NAMESPACE},service,stage,${dim}} MetricName="${metric}" stage="${cfg.stage}"', 'Maximum', 60)`,
         label,
         period: Duration.minutes(1),
       });
@@ -412,4 +364,42 @@ export class LlmcapStack extends Stack {
     });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
   }
+}
+
+/** An alarm definition as CloudFormation takes it, notifying the on-call topic on ALARM and on the return to OK. */
+function cfnAlarm(scope: Construct, d: AlarmDefinition, topicArn: string): CfnAlarm {
+  const dims = (x: { Name: string; Value: string }[] | undefined) =>
+    x?.map((y) => ({ name: y.Name, value: y.Value }));
+  return new CfnAlarm(scope, 'Resource', {
+    alarmName: d.AlarmName,
+    alarmDescription: d.AlarmDescription,
+    namespace: d.Namespace,
+    metricName: d.MetricName,
+    dimensions: dims(d.Dimensions),
+    statistic: d.Statistic,
+    period: d.Period,
+    metrics: d.Metrics?.map((q) => ({
+      id: q.Id,
+      expression: q.Expression,
+      label: q.Label,
+      returnData: q.ReturnData,
+      period: q.Period,
+      metricStat: q.MetricStat && {
+        metric: {
+          namespace: q.MetricStat.Metric.Namespace,
+          metricName: q.MetricStat.Metric.MetricName,
+          dimensions: dims(q.MetricStat.Metric.Dimensions),
+        },
+        period: q.MetricStat.Period,
+        stat: q.MetricStat.Stat,
+      },
+    })),
+    evaluationPeriods: d.EvaluationPeriods,
+    datapointsToAlarm: d.DatapointsToAlarm,
+    threshold: d.Threshold,
+    comparisonOperator: d.ComparisonOperator,
+    treatMissingData: d.TreatMissingData,
+    alarmActions: [topicArn],
+    okActions: [topicArn],
+  });
 }

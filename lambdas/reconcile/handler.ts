@@ -1,45 +1,60 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { logger } from '../shared/logger';
-import { metrics } from '../shared/metrics';
+import { publishMetricSet } from '../shared/metrics';
 import { syncAlarms } from './cloudwatch-alarms';
 import { recordedPass } from './pass';
 import { type ReconcileSummary, runReconcile } from './reconcile';
 
-/** Publishes a pass's figures as EMF metrics (namespace llmcap), per scope and per compute. */
-export function publishMetrics(s: ReconcileSummary): void {
+/**
+ * Publishes a pass's figures as EMF metrics (namespace llmcap): per scope {service, stage, Scope}, per compute
+ * {service, stage, Compute}, and per pass {service, stage}, all stamped with the pass's scheduled time so that a
+ * pass lands in its own minute however long it ran.
+ */
+export function publishMetrics(s: ReconcileSummary, at: Date = new Date()): void {
   for (const sc of s.scopes) {
-    const m = metrics.singleMetric();
-    m.addDimension('Scope', sc.scope);
-    for (const r of ['gpus', 'cores', 'memoryGb'] as const) {
-      m.addMetric(`Usage_${r}`, MetricUnit.Count, sc.usage[r]);
-      m.addMetric(`Guarantee_${r}`, MetricUnit.Count, sc.guarantee[r]);
-      m.addMetric(`Borrowed_${r}`, MetricUnit.Count, sc.borrowed[r]);
-      if (sc.limit[r] !== undefined) m.addMetric(`Limit_${r}`, MetricUnit.Count, sc.limit[r]!);
-    }
-    m.addMetric('PendingReplicas', MetricUnit.Count, sc.pendingReplicas);
-    m.addMetric('CapacityAtLimit', MetricUnit.Count, s.atLimit.includes(sc.scope) ? 1 : 0);
+    publishMetricSet({ Scope: sc.scope }, at, (m) => {
+      for (const r of ['gpus', 'cores', 'memoryGb'] as const) {
+        m.addMetric(`Usage_${r}`, MetricUnit.Count, sc.usage[r]);
+        m.addMetric(`Guarantee_${r}`, MetricUnit.Count, sc.guarantee[r]);
+        m.addMetric(`Borrowed_${r}`, MetricUnit.Count, sc.borrowed[r]);
+        if (sc.limit[r] !== undefined) m.addMetric(`Limit_${r}`, MetricUnit.Count, sc.limit[r]!);
+      }
+      m.addMetric('PendingReplicas', MetricUnit.Count, sc.pendingReplicas);
+      m.addMetric('CapacityAtLimit', MetricUnit.Count, s.atLimit.includes(sc.scope) ? 1 : 0);
+    });
   }
   for (const c of s.computes) {
-    const m = metrics.singleMetric();
-    m.addDimension('Compute', c.compute);
-    m.addMetric('DesiredNodes', MetricUnit.Count, c.desiredNodes);
-    m.addMetric('ReadyNodes', MetricUnit.Count, c.readyNodes);
-    m.addMetric('NeededNodes', MetricUnit.Count, c.neededNodes);
-    m.addMetric('NodegroupFailed', MetricUnit.Count, c.failed ? 1 : 0);
+    publishMetricSet({ Compute: c.compute }, at, (m) => {
+      m.addMetric('DesiredNodes', MetricUnit.Count, c.desiredNodes);
+      m.addMetric('ReadyNodes', MetricUnit.Count, c.readyNodes);
+      m.addMetric('NeededNodes', MetricUnit.Count, c.neededNodes);
+      m.addMetric('NodegroupFailed', MetricUnit.Count, c.failed ? 1 : 0);
+    });
   }
-  metrics.addMetric('ReconcileErrors', MetricUnit.Count, s.errors.length);
-  metrics.addMetric('ReconcileDuration', MetricUnit.Milliseconds, s.durationMs);
+  publishMetricSet({}, at, (m) => {
+    // One per pass, whatever happened: what the ReconcileStale alarm misses when passes stop.
+    m.addMetric('ReconcilePasses', MetricUnit.Count, 1);
+    m.addMetric('ReconcileErrors', MetricUnit.Count, s.errors.length);
+    m.addMetric('ReconcileDuration', MetricUnit.Milliseconds, s.durationMs);
+  });
 }
 
-/** One pass, its metrics, and the per-scope alarms kept in step. */
-async function reconcileOnce(): Promise<ReconcileSummary> {
+/**
+ * One pass, the per-scope alarms kept in step, and its metrics, stamped `at` (the schedule's scheduledTime, or
+ * when the invocation started).
+ */
+async function reconcileOnce(at: Date): Promise<ReconcileSummary> {
   const summary = await runReconcile();
-  publishMetrics(summary);
-  await syncAlarms(summary);
+  // Before the metrics, so that a failure to keep the alarms counts in this pass's ReconcileErrors.
+  try {
+    await syncAlarms(summary);
+  } catch (e) {
+    summary.errors.push(`keeping alarms: ${(e as Error).message}`);
+  }
+  publishMetrics(summary, at);
   logger.info('reconcile pass', {
     durationMs: summary.durationMs,
     workflows: summary.workflows,
@@ -57,6 +72,4 @@ async function reconcileOnce(): Promise<ReconcileSummary> {
  */
 export const handler = middy(async (event: unknown, context: Context) =>
   recordedPass(event, context, reconcileOnce),
-)
-  .use(injectLambdaContext(logger, { resetKeys: true }))
-  .use(logMetrics(metrics));
+).use(injectLambdaContext(logger, { resetKeys: true }));

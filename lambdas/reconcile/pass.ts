@@ -8,7 +8,9 @@ import type { ReconcileSummary } from './reconcile';
  * Runs one reconcile invocation as a recorded pass: claims the pass queued by POST /v1/reconcile if one
  * waits (whichever event started this Lambda), else records a pass of the schedule's own; then RUNNING →
  * SUCCEEDED with the summary, or FAILED with the error (rethrown, so Lambda counts it and sends the event to
- * the on-failure destination).
+ * the on-failure destination). `run` gets the time the pass's metrics are stamped with: the schedule's
+ * scheduledTime when the event has one (so a pass lands in the minute it was scheduled for, however late it
+ * started), else the time this invocation started.
  */
 
 export interface InvocationContext {
@@ -44,7 +46,7 @@ export function digestOf(s: ReconcileSummary): PassDigest {
 export async function recordedPass(
   event: unknown,
   context: InvocationContext,
-  run: () => Promise<ReconcileSummary>,
+  run: (at: Date) => Promise<ReconcileSummary>,
 ): Promise<ReconcileSummary | SkippedPass> {
   const ev = parseReconcileEvent(event);
   const now = new Date();
@@ -59,8 +61,8 @@ export async function recordedPass(
       passId: ev.passId,
     };
   }
+  const at = ev.kind === 'schedule' && ev.scheduledTime ? new Date(ev.scheduledTime) : now;
   if (!id) {
-    const at = ev.kind === 'schedule' && ev.scheduledTime ? new Date(ev.scheduledTime) : now;
     const suffix =
       ev.kind === 'schedule' && ev.executionId
         ? createHash('sha256').update(ev.executionId).digest('hex').slice(0, 8)
@@ -89,7 +91,7 @@ export async function recordedPass(
     }).catch((e) => logger.error('could not record the timed-out pass', { error: e as Error }));
   }, remaining - margin);
   const killAt = now.getTime() + remaining;
-  const work = run();
+  const work = run(at);
   inFlight.add(work);
   work.then(
     () => inFlight.delete(work),

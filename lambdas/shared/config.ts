@@ -38,6 +38,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
   /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
+  /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
+  LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
 });
 
 export interface RuntimeConfig {
@@ -48,6 +50,7 @@ export interface RuntimeConfig {
   subnetIds: string[];
   cooldownSeconds: number;
   reconcileFunction?: string;
+  reconcileRateMinutes: number;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -67,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
+    reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
   };
 }
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
 import { serveAwsData } from './aws-data';
 import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
+import { CLOUDWATCH_TARGET, CloudWatchError, CloudWatchService } from './cloudwatch';
 import {
   checkFaults,
   DEFAULT_DURATIONS,
@@ -14,18 +15,26 @@ import {
 } from './config';
 import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
+import { SNS_ACTIONS, SNS_VERSION, SnsError, SnsService } from './sns';
 import { Simulator } from './state';
 
 export { type Clock, DrivenClock, RealClock } from './clock';
+export type { AlarmStateChange, CloudWatchService, SimAlarm } from './cloudwatch';
 export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';
 export { DEFAULT_DURATIONS, DEFAULT_LIMITS } from './config';
 export type { OutOfBandNodegroup } from './eks';
+export type { Delivery, SnsService } from './sns';
 
 /** A config file's options (port, time scale, seed, faults, cluster, durations, limits), and what only code passes. */
 export interface CloudSimOptions extends SimConfigFile {
   host?: string;
   /** Default: the wall clock. Pass a DrivenClock to move time by hand. */
   clock?: Clock;
+  /**
+   * The clock CloudWatch and SNS run on (metric timestamps, alarm evaluations, notification times); default
+   * `clock`. The local control plane's tests drive this one and leave EKS on the scaled wall clock.
+   */
+  metricsClock?: Clock;
   /** JSON or YAML file with any of these options (code options win). */
   configFile?: string;
   /** Called with one line per API request; default silent. */
@@ -54,6 +63,8 @@ export interface SimStateView {
     updates: ReturnType<typeof renderUpdate>[];
   }[];
   pendingEvents: { at: string; label: string }[];
+  alarms: { name: string; state: string; reason: string; updatedAt: string }[];
+  topics: { arn: string; subscriptions: { protocol: string; endpoint: string; status: string }[] }[];
 }
 
 export interface CloudSimAdmin {
@@ -77,8 +88,13 @@ export interface CloudSim {
   clusterName: string;
   region: string;
   clock: Clock;
+  metricsClock: Clock;
   seed: number;
   admin: CloudSimAdmin;
+  /** CloudWatch: alarms, metrics, EMF ingestion (putLogEvents), state changes (onStateChange). */
+  cloudwatch: CloudWatchService;
+  /** SNS: topics, subscriptions, deliveries; drain() waits for the HTTP deliveries in flight. */
+  sns: SnsService;
   stop(): Promise<void>;
 }
 
@@ -90,6 +106,7 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
   if (!(timeScale > 0)) throw new Error(`timeScale must be > 0, got ${timeScale}`);
   const initialFaults = checkFaults(structuredClone(opts.faults ?? file.faults ?? {}));
   const region = opts.region ?? file.region ?? 'us-east-1';
+  const accountId = opts.accountId ?? file.accountId ?? '000000000000';
   const sim = new Simulator({
     clock,
     seed,
@@ -100,14 +117,31 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     clusterName: opts.clusterName ?? file.clusterName ?? 'llmcap-local',
     clusterVersion: opts.clusterVersion ?? file.clusterVersion ?? '1.33',
     region,
-    accountId: opts.accountId ?? file.accountId ?? '000000000000',
+    accountId,
   });
   const log = opts.log ?? (() => {});
+  const metricsClock = opts.metricsClock ?? clock;
+  let endpoint = '';
+  const sns = new SnsService({ clock: metricsClock, region, accountId, endpoint: () => endpoint, log });
+  const cloudwatch = new CloudWatchService({
+    clock: metricsClock,
+    region,
+    accountId,
+    log,
+    actions: {
+      publishAlarm: (arn, subject, message) => {
+        if (!sns.topics.has(arn)) return false;
+        sns.publish(arn, message, subject);
+        return true;
+      },
+    },
+  });
 
   const admin: CloudSimAdmin = {
     state: () => {
       sim.catchUp();
-      return stateView(sim, clock, seed, timeScale);
+      cloudwatch.catchUp();
+      return stateView(sim, clock, seed, timeScale, cloudwatch, sns);
     },
     getFaults: () => structuredClone(sim.faults),
     setFaults: (f) => {
@@ -123,7 +157,9 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     createNodegroup: (spec) => {
       sim.catchUp();
       const ng = createOutOfBand(sim, spec);
-      return stateView(sim, clock, seed, timeScale).nodegroups.find((n) => n.name === ng.name)!;
+      return stateView(sim, clock, seed, timeScale, cloudwatch, sns).nodegroups.find(
+        (n) => n.name === ng.name,
+      )!;
     },
     reset: () => sim.reset(structuredClone(initialFaults)),
   };
@@ -150,6 +186,25 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     const method = req.method ?? 'GET';
     if (url.pathname.startsWith('/_sim')) {
       handleAdmin(method, url.pathname, raw, res);
+      return;
+    }
+    const target = String(req.headers['x-amz-target'] ?? '');
+    if (method === 'POST' && target.startsWith(CLOUDWATCH_TARGET)) {
+      handleCloudWatch(target.slice(CLOUDWATCH_TARGET.length), raw, res);
+      return;
+    }
+    // SNS answers the query protocol like Auto Scaling; SubscribeURL and UnsubscribeURL are GETs with a query.
+    const form =
+      method === 'GET'
+        ? url.searchParams
+        : isQueryRequest(method, url.pathname, req.headers['content-type'])
+          ? new URLSearchParams(raw)
+          : undefined;
+    if (
+      form &&
+      (form.get('Version') === SNS_VERSION || (method === 'GET' && SNS_ACTIONS.has(form.get('Action') ?? '')))
+    ) {
+      handleSns(form, res);
       return;
     }
     sim.catchUp();
@@ -215,6 +270,56 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     }
   }
 
+  function handleCloudWatch(operation: string, raw: string, res: ServerResponse): void {
+    const requestId = randomUUID();
+    const send = (status: number, body: unknown, extra: Record<string, string> = {}) => {
+      res.writeHead(status, {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amzn-requestid': requestId,
+        ...extra,
+      });
+      res.end(JSON.stringify(body));
+    };
+    try {
+      let body: Record<string, unknown> = {};
+      try {
+        body = raw.trim() ? JSON.parse(raw) : {};
+      } catch {
+        throw new CloudWatchError(
+          'InvalidFormat',
+          'InvalidFormatFault',
+          'The request body is not valid JSON.',
+        );
+      }
+      const out = cloudwatch.handle(operation, body);
+      log(`CloudWatch ${operation} 200`);
+      send(200, out);
+    } catch (e) {
+      if (!(e instanceof CloudWatchError)) throw e;
+      log(`CloudWatch ${operation} ${e.status} ${e.code}: ${e.message}`);
+      send(
+        e.status,
+        { __type: `com.amazonaws.cloudwatch#${e.shape}`, message: e.message },
+        { 'x-amzn-query-error': `${e.code};${e.status >= 500 ? 'Receiver' : 'Sender'}` },
+      );
+    }
+  }
+
+  function handleSns(form: URLSearchParams, res: ServerResponse): void {
+    const action = form.get('Action') ?? '';
+    try {
+      const xml = sns.handle(form);
+      log(`SNS ${action} 200`);
+      res.writeHead(200, { 'content-type': 'text/xml', 'x-amzn-requestid': randomUUID() });
+      res.end(xml);
+    } catch (e) {
+      if (!(e instanceof SnsError)) throw e;
+      log(`SNS ${action} ${e.status} ${e.code}: ${e.message}`);
+      res.writeHead(e.status, { 'content-type': 'text/xml', 'x-amzn-requestid': randomUUID() });
+      res.end(sns.errorXml(e));
+    }
+  }
+
   function handleAdmin(method: string, path: string, raw: string, res: ServerResponse): void {
     let answer: [number, unknown];
     try {
@@ -252,7 +357,15 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       const ms = Number(body.ms);
       if (!Number.isFinite(ms) || ms < 0) return [400, { message: 'body must be {"ms": <number >= 0>}' }];
       clock.advance(ms);
+      cloudwatch.catchUp();
       return [200, { now: new Date(clock.now()).toISOString() }];
+    }
+    if (route === 'POST /logs') {
+      // CloudWatch Logs PutLogEvents in short, for a process that prints EMF elsewhere: {"events":[{timestamp,message}]}.
+      const events = body.events;
+      if (!Array.isArray(events) || events.some((e) => typeof e?.message !== 'string'))
+        return [400, { message: 'body must be {"events": [{"timestamp": <ms>, "message": "<log line>"}]}' }];
+      return [200, cloudwatch.putLogEvents(events as { timestamp: number; message: string }[])];
     }
     if (route === 'POST /reset') {
       admin.reset();
@@ -272,19 +385,29 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     });
   });
   const port = (server.address() as AddressInfo).port;
+  endpoint = `http://${host}:${port}`;
+  // On the wall clock alarms are evaluated as time passes; a driven clock evaluates when a request or advance comes.
+  const ticker = isDrivenClock(metricsClock) ? undefined : setInterval(() => cloudwatch.catchUp(), 1000);
+  ticker?.unref();
   return {
-    endpoint: `http://${host}:${port}`,
+    endpoint,
     port,
     clusterName: sim.opts.clusterName,
     region,
     clock,
+    metricsClock,
     seed,
     admin,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    cloudwatch,
+    sns,
+    stop: async () => {
+      if (ticker) clearInterval(ticker);
+      await sns.drain();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }
 
@@ -306,8 +429,29 @@ function sendJson(res: ServerResponse, status: number, body: unknown, errorType?
   res.end(JSON.stringify(body));
 }
 
-function stateView(sim: Simulator, clock: Clock, seed: number, timeScale: number): SimStateView {
+function stateView(
+  sim: Simulator,
+  clock: Clock,
+  seed: number,
+  timeScale: number,
+  cloudwatch: CloudWatchService,
+  sns: SnsService,
+): SimStateView {
   return {
+    alarms: cloudwatch.listAlarms().map((a) => ({
+      name: a.AlarmName,
+      state: a.StateValue,
+      reason: a.StateReason,
+      updatedAt: new Date(a.StateUpdatedTimestamp).toISOString(),
+    })),
+    topics: [...sns.topics.values()].map((t) => ({
+      arn: t.arn,
+      subscriptions: [...t.subscriptions.values()].map((x) => ({
+        protocol: x.protocol,
+        endpoint: x.endpoint,
+        status: x.pending ? 'PendingConfirmation' : 'Confirmed',
+      })),
+    })),
     now: new Date(sim.now()).toISOString(),
     clock: clock instanceof DrivenClock ? 'driven' : 'real',
     seed,

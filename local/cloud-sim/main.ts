@@ -29,12 +29,13 @@ async function main(): Promise<void> {
   const ep = sim.endpoint;
   console.log(
     [
-      `cloud-sim: EKS, Auto Scaling, EC2 instance types and Price List listening on ${ep} (cluster ${sim.clusterName}, seed ${sim.seed})`,
+      `cloud-sim: EKS, Auto Scaling, CloudWatch, SNS, EC2 instance types and Price List listening on ${ep} (cluster ${sim.clusterName}, seed ${sim.seed})`,
       '  any region and credentials are accepted; point a client at it with the endpoint override, e.g.',
       '    export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1',
       `    aws eks describe-cluster --name ${sim.clusterName} --endpoint-url ${ep}`,
       `    aws eks list-nodegroups --cluster-name ${sim.clusterName} --endpoint-url ${ep}`,
       `    aws autoscaling describe-auto-scaling-groups --endpoint-url ${ep}`,
+      `    aws cloudwatch describe-alarms --endpoint-url ${ep}`,
       `    aws ec2 describe-instance-types --instance-types g6.2xlarge --endpoint-url ${ep}`,
       `  admin: curl ${ep}/_sim/state   (faults: PUT/PATCH ${ep}/_sim/faults, reset: POST ${ep}/_sim/reset)`,
       '  Ctrl-C to stop',

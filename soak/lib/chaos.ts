@@ -1,4 +1,5 @@
 import { nodegroupName } from '../../lambdas/domain/compute';
+import { FAILURE_WINDOW_MINUTES } from '../../lambdas/reconcile/alarm-definitions';
 import { config } from '../../lambdas/shared/config';
 import type { ControlPlane } from '../../local/control-plane';
 import { expectOk, l4Model, P, setupTenancy } from './fixture';
@@ -197,8 +198,19 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
   const done = await converge(cp, admin, o.convergePasses);
   report.convergePasses = done.passes;
   report.violations = done.violations;
-  // One more pass so that every alarm has had a pass with the world repaired.
-  await pass(cp);
+  // Passes until every alarm has cleared, for at most as long as the failure alarms remember a failed pass:
+  // five a minute apart (the longest M-of-N window but the failure ones'), then one every third minute with the
+  // clock driven in between, the sparsest schedule that keeps ReconcileStale quiet (3 periods without a pass).
+  const stillOn = () => {
+    const on = new Map<string, boolean>();
+    for (const t of cp.transitions.slice(transitionsBefore)) on.set(t.key, t.alarm);
+    return [...on.values()].some(Boolean);
+  };
+  const clearBy = cp.clock.now() + (FAILURE_WINDOW_MINUTES + 1) * 60_000;
+  for (let i = 0; i === 0 || (stillOn() && cp.clock.now() <= clearBy); i++) {
+    await pass(cp);
+    if (i >= 4) await cp.advance(2 * 60_000);
+  }
 
   for (const [arn, e] of cp.sfn.executions) {
     if (execBefore.has(arn)) continue;

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { DrivenClock } from '../../local/cloud-sim';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
 
 /**
  * A local control plane for a test file: on free ports, with the DynamoDB Local of the integration run, a fresh
  * table, the simulator a thousand times faster than EKS, and no schedule (the test drives reconcile itself).
+ * CloudWatch runs on a driven clock: each cp.reconcile() is one scheduled pass, a minute after the previous one.
  */
 export function testControlPlane(prefix: string, over: ControlPlaneOptions = {}) {
   return startControlPlane({
@@ -14,6 +16,7 @@ export function testControlPlane(prefix: string, over: ControlPlaneOptions = {})
     cooldownSeconds: 0,
     dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
     table: `${prefix}-${randomUUID().slice(0, 8)}`,
+    clock: new DrivenClock(Math.floor(Date.now() / 60_000) * 60_000),
     ...over,
   });
 }
@@ -31,4 +34,17 @@ export async function reconcileUntil(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('did not converge');
+}
+
+/** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin). */
+export function httpApi(cp: Pick<ControlPlane, 'apiUrl'>) {
+  return async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${cp.apiUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
+  };
 }

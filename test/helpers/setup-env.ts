@@ -5,10 +5,11 @@ process.env.AWS_REGION ??= 'us-east-1';
 process.env.AWS_EC2_METADATA_DISABLED = 'true';
 // The SDK warns once per process that Node 20 support ends; the Lambdas run on Node 22, so it is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-process.env.POWERTOOLS_DEV ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
+
+// Metrics stay on and Powertools writes to stdout as in Lambda (no POWERTOOLS_DEV): the local Lambda runtime
+// captures the reconcile handler's EMF there and the simulated CloudWatch turns it into the metrics alarms watch.
 
 // Property tests are deterministic in CI (a fixed seed); set FC_SEED to explore other inputs locally.
 import * as fc from 'fast-check';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { CfnElement } from 'aws-cdk-lib';
 import { STATE_MACHINE_RUNTIME_ACTIONS } from '../../infra/constructs/nodegroup-workflows';
 import { nodegroupName } from '../../lambdas/domain/compute';
-import { alarmName } from '../../lambdas/reconcile/cloudwatch-alarms';
+import { alarmName } from '../../lambdas/reconcile/alarm-definitions';
 import {
   buildWorkflowInput,
   executionArnOf,
@@ -109,7 +109,7 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
     'lib-dynamodb:TransactWriteCommand': ddb('PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'),
   };
   const sm = (kind: WorkflowKind) => env[`LLMCAP_${kind.toUpperCase()}_SM_ARN`] ?? '';
-  const alarm = arn('cloudwatch', `alarm:${alarmName('CapacityAtLimit', 'team:ml')}`);
+  const alarm = arn('cloudwatch', `alarm:${alarmName(env.LLMCAP_STAGE!, 'CapacityAtLimit', 'team:ml')}`);
   return {
     api: {
       ...documentClient,
@@ -188,10 +188,11 @@ describe('the on-call topic reaches on-call', () => {
   const alarms = Object.values(template.Resources)
     .filter((r) => r.Type === 'AWS::CloudWatch::Alarm')
     .map((r) => resolver.resolve(r.Properties) as { AlarmName: string; AlarmActions: string[] });
-  const kept = withEnv(functionEnv(stack.reconcileFunction), () => [
-    alarmName('CapacityAtLimit', 'team:ml'),
-    alarmName('NodegroupFailed', 'gpu-l4-1x'),
-  ]);
+  const stage = functionEnv(stack.reconcileFunction).LLMCAP_STAGE!;
+  const kept = [
+    alarmName(stage, 'CapacityAtLimit', 'team:ml'),
+    alarmName(stage, 'NodegroupFailed', 'gpu-l4-1x'),
+  ];
   const alarmArns = [...alarms.map((a) => a.AlarmName), ...kept].map((n) => arn('cloudwatch', `alarm:${n}`));
   const fromAlarm = (alarmArn: string, account = ACCOUNT) => ({
     'aws:SourceAccount': account,

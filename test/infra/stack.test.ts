@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { parseStageConfig } from '../../infra/stage-config';
+import { stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
 import { devStack } from '../helpers/cfn';
 
 // The stack as `cdk synth` builds it (cdk.json's flags, cdk-nag), without bundling the Lambdas.
@@ -7,6 +10,13 @@ const { app, stack } = devStack();
 const template = Template.fromStack(stack);
 
 describe('stage config', () => {
+  it('fails as docs/operations.md shows, every problem of the example named', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### 2. Write the stage config'), doc.indexOf('### 3.'));
+    const [json, output] = [...section.matchAll(/```(?:json)?\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+    expect(() => parseStageConfig(JSON.parse(json!), 'config/stages/prod.json')).toThrow(output!.trim());
+  });
+
   it('names every invalid field of a stage config', () => {
     expect(() =>
       parseStageConfig(
@@ -79,10 +89,21 @@ describe('the API', () => {
 
 describe('the reconciler and on-call', () => {
   it('runs the reconcile Lambda on the stage rate through EventBridge Scheduler', () => {
-    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)' });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      // The scheduled time reaches the handler, which stamps the pass's metrics with it.
+      Target: Match.objectLike({
+        Input: Match.serializedJson(Match.objectLike({ scheduledTime: '<aws.scheduler.scheduled-time>' })),
+      }),
+    });
     template.hasResourceProperties('AWS::Lambda::Function', {
       ReservedConcurrentExecutions: 1,
-      Environment: { Variables: Match.objectLike({ LLMCAP_ALARM_TOPIC_ARN: Match.anyValue() }) },
+      Environment: {
+        Variables: Match.objectLike({
+          LLMCAP_ALARM_TOPIC_ARN: Match.anyValue(),
+          LLMCAP_RECONCILE_RATE_MINUTES: '1',
+        }),
+      },
     });
   });
 
@@ -97,6 +118,7 @@ describe('the reconciler and on-call', () => {
     expect(names).toEqual([
       'llmcap-dev-ReconcileErrors',
       'llmcap-dev-ReconcileFailures',
+      'llmcap-dev-ReconcileStale',
       'llmcap-dev-WorkflowFailed-delete',
       'llmcap-dev-WorkflowFailed-provision',
       'llmcap-dev-WorkflowFailed-scale',
@@ -107,6 +129,63 @@ describe('the reconciler and on-call', () => {
     }
     const policy = Object.values(template.findResources('AWS::SNS::TopicPolicy'))[0] as any;
     expect(JSON.stringify(policy.Properties.PolicyDocument)).toMatch(/aws:SecureTransport/);
+  });
+
+  it('deploys the stage alarms exactly as alarm-definitions.ts defines them (the ones the local control plane runs)', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
+    const byName = new Map(alarms.map((a) => [a.Properties.AlarmName, a.Properties]));
+    // Built from the stack's own names (tokens), resolved as CloudFormation receives them.
+    const defs = stack.resolve(
+      stageAlarms({
+        stage: 'dev',
+        rateMinutes: 1,
+        reconcileFunctionName: stack.reconcileFunction.functionName,
+        stateMachineArns: {
+          provision: stack.workflows.provision.stateMachineArn,
+          scale: stack.workflows.scale.stateMachineArn,
+          delete: stack.workflows.delete.stateMachineArn,
+        },
+        reconcileFailuresQueueName: stack.reconcileFailures.queueName,
+      }),
+    ) as ReturnType<typeof stageAlarms>;
+    for (const d of defs) {
+      const p = byName.get(d.AlarmName);
+      expect({
+        name: d.AlarmName,
+        description: p.AlarmDescription,
+        metric: p.MetricName,
+        statistic: p.Statistic,
+        period: p.Period,
+        n: p.EvaluationPeriods,
+        m: p.DatapointsToAlarm,
+        threshold: p.Threshold,
+        op: p.ComparisonOperator,
+        missing: p.TreatMissingData,
+        dimensions: p.Dimensions,
+        queries: p.Metrics,
+      }).toEqual({
+        name: d.AlarmName,
+        description: d.AlarmDescription,
+        metric: d.MetricName,
+        statistic: d.Statistic,
+        period: d.Period,
+        n: d.EvaluationPeriods,
+        m: d.DatapointsToAlarm,
+        threshold: d.Threshold,
+        op: d.ComparisonOperator,
+        missing: d.TreatMissingData,
+        dimensions: d.Dimensions,
+        queries: d.Metrics,
+      });
+    }
+    // The Lambda's own metrics are those of the deployed reconcile function.
+    const errors = byName.get('llmcap-dev-ReconcileErrors');
+    const fails = errors.Metrics.find((q: any) => q.Id === 'fails').MetricStat.Metric;
+    expect(fails).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Errors' });
+    expect(fails.Dimensions[0]).toMatchObject({
+      Name: 'FunctionName',
+      Value: { Ref: expect.stringMatching(/^ReconcileFunction/) },
+    });
   });
 
   it("lets the reconciler describe only this stage's node groups and manage only its own alarms", () => {

@@ -170,11 +170,12 @@ describe('examples/', () => {
     const describe = await cli('describe', 'model', 'chat-batch');
     expect(describe.stdout).toContain('2 admitted (2 borrowed), 0 pending');
 
-    await cp.reconcile();
-    const alarms = cp.transitions
-      .filter((t) => t.kind === 'CapacityAtLimit' && t.alarm)
-      .map((t) => t.subject);
-    expect(alarms).toEqual(expect.arrayContaining(['team:ml', 'project:chat']));
+    // The alarm wants the scope at its limit in 3 of 5 passes (minutes): docs/local.md says so.
+    for (let i = 0; i < 3; i++) await cp.reconcile();
+    const alarms = cp.transitions.filter((t) => t.kind === 'CapacityAtLimit' && t.alarm);
+    expect(alarms.map((t) => t.subject)).toEqual(expect.arrayContaining(['team:ml', 'project:chat']));
+    for (const t of alarms.filter((a) => a.subject === 'team:ml' || a.subject === 'project:chat'))
+      expect(t.description).toMatch(/Last seen: at its limit: gpus 4 of 4$/);
     await converge(async () => (await acme()).readyNodes === 4);
   });
 

@@ -29,7 +29,7 @@ it('recovers from throttling, 5xx, CREATE_FAILED, DEGRADED and out-of-band delet
   expect(r.violations).toEqual([]);
   expect(r.convergePasses).toBeLessThan(10);
   // The faults were real: a create failed, and its alarm fired...
-  expect(r.alarmsFired).toContain('NodegroupFailed:ch-a10');
+  expect(r.alarmsFired).toContain('llmcap-local-NodegroupFailed-ch-a10');
   // ... and every alarm that fired has cleared.
   expect(r.alarmsStillOn).toEqual([]);
 }, 120_000);

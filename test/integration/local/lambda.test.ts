@@ -196,3 +196,84 @@ describe('asynchronous invocations', () => {
     });
   });
 });
+
+describe('each attempt, through the Lambda runtime', () => {
+  let own: LocalLambda;
+  let c: LambdaClient;
+  const logs: { fn: string; lines: string[] }[] = [];
+  const metrics: { name: string; value: number }[] = [];
+  const held: (() => void)[] = [];
+  beforeAll(async () => {
+    own = await startLocalLambda({
+      functions: {
+        printer: {
+          reservedConcurrency: 1,
+          timeoutSeconds: 30,
+          async: { maximumRetryAttempts: 0 },
+          handler: async (event) => {
+            process.stdout.write(`${JSON.stringify({ printed: event })}\n`);
+            await new Promise<void>((r) => held.push(r));
+            if ((event as { fail?: boolean }).fail) throw new Error('asked to fail');
+            return 'ok';
+          },
+        },
+      },
+      onLog: (fn, events) => logs.push({ fn, lines: events.map((e) => e.message) }),
+      onMetric: (d) => metrics.push({ name: d.name, value: d.value }),
+    });
+    c = new LambdaClient({ endpoint: own.endpoint, region: 'us-east-1', maxAttempts: 1 });
+  });
+  afterAll(async () => {
+    for (const r of held.splice(0)) r();
+    c.destroy();
+    await own.stop();
+  });
+  const send = (payload: unknown, type?: 'Event') =>
+    c.send(
+      new InvokeCommand({
+        FunctionName: 'printer',
+        ...(type ? { InvocationType: type } : {}),
+        Payload: Buffer.from(JSON.stringify(payload)),
+      }),
+    );
+  const release = async () => {
+    await until(
+      async () => held.length,
+      (n) => n > 0,
+    );
+    held.shift()!();
+  };
+
+  it("keeps each invocation's stdout as its own log, and counts invocations, errors and throttles", async () => {
+    await send({ n: 1 }, 'Event');
+    await send({ n: 2, fail: true }, 'Event');
+    await until(
+      async () => held.length,
+      (n) => n === 1,
+    );
+    // Printed by someone else while the invocation runs: not part of its log.
+    process.stdout.write('printed by the test, not by the function\n');
+    await expect(send({ n: 3 })).rejects.toMatchObject({ name: 'TooManyRequestsException' });
+    await release();
+    await release();
+    await own.waitForIdle(10_000);
+    expect(logs.map((l) => l.fn)).toEqual(['printer', 'printer']);
+    const [first, second] = logs.map((l) => l.lines);
+    expect(first).toEqual([
+      expect.stringMatching(/^START RequestId: \S+ Version: \$LATEST$/),
+      '{"printed":{"n":1}}',
+      expect.stringMatching(/^END RequestId: /),
+      expect.stringMatching(/^REPORT RequestId: .*\tDuration: /),
+    ]);
+    expect(second).toContain('{"printed":{"n":2,"fail":true}}');
+    expect(logs.flatMap((l) => l.lines)).not.toContain('printed by the test, not by the function');
+    expect(second!.some((l) => /\tERROR\tInvoke Error \t.*asked to fail/.test(l))).toBe(true);
+    const sum = (name: string) => metrics.filter((m) => m.name === name).reduce((a, m) => a + m.value, 0);
+    // The second event waited for the concurrency and the synchronous one was refused: two throttles.
+    expect({
+      invocations: sum('Invocations'),
+      errors: sum('Errors'),
+      throttles: sum('Throttles'),
+    }).toEqual({ invocations: 2, errors: 1, throttles: 2 });
+  });
+});

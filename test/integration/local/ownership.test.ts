@@ -4,7 +4,7 @@ import { foreignMessage, legacyComputeId } from '../../../lambdas/domain/nodegro
 import { eksClient } from '../../../lambdas/shared/aws';
 import { documentClient } from '../../../lambdas/shared/clients';
 import type { ControlPlane } from '../../../local/control-plane';
-import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * Which work and which node groups belong to which compute, end to end on the local control plane: a compute
@@ -18,15 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => cp.stop());
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const r = await fetch(`${cp.apiUrl}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
-};
+const call = (method: string, path: string, body?: unknown) => httpApi(cp)(method, path, body);
 const compute = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body;
 const group = (name: string) => cp.sim.admin.state().nodegroups.find((g) => g.name === name);
 

@@ -99,9 +99,10 @@ describe('POST /v1/reconcile', () => {
     try {
       // A scheduled pass runs (held) and the next one waits in the Lambda's queue ahead of the request's event.
       scheduled = [cp.reconcile(), cp.reconcile()];
+      // Scheduled pass ids carry the schedule's time (here the driven CloudWatch clock), so look past the first.
       await until(
-        () => call('GET', '/v1/reconcile?limit=1'),
-        (r) => r.body.items[0]?.trigger === 'schedule' && r.body.items[0]?.state === 'RUNNING',
+        () => call('GET', '/v1/reconcile?limit=10'),
+        (r) => r.body.items.some((p: any) => p.trigger === 'schedule' && p.state === 'RUNNING'),
       );
       requested = (await call('POST', '/v1/reconcile')).body;
     } finally {
@@ -180,6 +181,11 @@ describe('a pass that fails', () => {
           responsePayload: expect.objectContaining({ errorType: 'TimeoutError' }),
         }),
       ]);
+      // The record waits in the queue, whose depth pages on-call through the stage's ReconcileFailures alarm.
+      await short.advance(60_000);
+      expect(short.transitions).toContainEqual(
+        expect.objectContaining({ alarmName: 'llmcap-local-ReconcileFailures', to: 'ALARM' }),
+      );
     } finally {
       await hold.release();
     }

@@ -1,6 +1,6 @@
 import { runReconcile } from '../../../lambdas/reconcile/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
-import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
@@ -13,15 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => cp.stop());
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const r = await fetch(`${cp.apiUrl}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as any) : undefined };
-};
+const call = (method: string, path: string, body?: unknown) => httpApi(cp)(method, path, body);
 
 const converge = (done: () => Promise<boolean>) => reconcileUntil(cp, done);
 
@@ -77,17 +69,21 @@ describe('reconcile end to end', () => {
     expect((await call('GET', '/v1/models/chat')).body.status).toMatchObject({ admitted: 2, pending: 0 });
   });
 
-  it('fires CapacityAtLimit for a scope driven to its limit, and clears it when usage drops', async () => {
+  it('fires CapacityAtLimit for a scope at its limit in 3 of 5 passes, and clears it when usage drops', async () => {
     expect((await call('POST', '/v1/models', l4Model('extra', 'team:ml', 1))).status).toBe(201);
+    const teamMl = () =>
+      cp.transitions.filter((t) => t.kind === 'CapacityAtLimit' && t.subject === 'team:ml');
     await cp.reconcile();
-    const alarm = cp.transitions.find(
-      (t) => t.kind === 'CapacityAtLimit' && t.subject === 'team:ml' && t.alarm,
-    );
-    expect(alarm?.reason).toMatch(/gpus 3 of 3/);
+    await cp.reconcile();
+    expect(teamMl().filter((t) => t.alarm)).toEqual([]);
+    await cp.reconcile();
+    const alarm = teamMl().find((t) => t.alarm);
+    expect(alarm?.alarmName).toBe('llmcap-local-CapacityAtLimit-team:ml');
+    expect(alarm?.description).toMatch(/Last seen: at its limit: gpus 3 of 3$/);
+    expect(alarm?.reason).toMatch(/^Threshold Crossed: 3 out of the last 5 datapoints/);
     expect((await call('DELETE', '/v1/models/extra')).status).toBe(204);
-    await cp.reconcile();
-    const ok = cp.transitions.filter((t) => t.kind === 'CapacityAtLimit' && t.subject === 'team:ml').at(-1);
-    expect(ok?.alarm).toBe(false);
+    for (let i = 0; i < 3; i++) await cp.reconcile();
+    expect(teamMl().at(-1)).toMatchObject({ from: 'ALARM', to: 'OK', alarm: false });
   });
 
   it('never starts the same work twice when two reconciles run at once', async () => {
@@ -139,6 +135,13 @@ describe('reconcile end to end', () => {
     const alarm = cp.transitions.find(
       (t) => t.kind === 'NodegroupFailed' && t.subject === 'gpu-a10g-1x' && t.alarm,
     )!;
-    expect(alarm.reason).toMatch(/CREATE_FAILED: AsgInstanceLaunchFailures: .*InsufficientInstanceCapacity/);
+    expect(alarm.description).toMatch(
+      /Last seen: CREATE_FAILED: AsgInstanceLaunchFailures: .*InsufficientInstanceCapacity/,
+    );
+    // The failed provision execution also reaches CloudWatch as AWS/States ExecutionsFailed.
+    await cp.advance(5 * 60_000);
+    expect(
+      cp.transitions.some((t) => t.alarmName === 'llmcap-local-WorkflowFailed-provision' && t.alarm),
+    ).toBe(true);
   });
 });

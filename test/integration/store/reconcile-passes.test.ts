@@ -80,6 +80,25 @@ describe('a recorded pass', () => {
     });
   });
 
+  it("stamps a pass with the schedule's time, even when it claims a requested pass, and a request with its start", async () => {
+    const seen: Date[] = [];
+    const run = async (at: Date) => {
+      seen.push(at);
+      return summary();
+    };
+    const scheduledTime = '2026-01-05T10:16:00Z';
+    const { pass } = await requestPass('a');
+    // The schedule's invocation claims the queued request; its metrics still belong in the scheduled minute.
+    await recordedPass({ source: 'llmcap.schedule', scheduledTime, executionId: 'e-at' }, ctx(60_000), run);
+    expect((await getPass(pass.id))?.state).toBe('SUCCEEDED');
+    const before = Date.now();
+    const { pass: requested } = await requestPass('b');
+    await recordedPass({ source: 'llmcap.api', passId: requested.id }, ctx(60_000), run);
+    expect(seen[0]!.toISOString()).toBe('2026-01-05T10:16:00.000Z');
+    expect(seen[1]!.getTime()).toBeGreaterThanOrEqual(before);
+    expect(seen[1]!.getTime()).toBeLessThanOrEqual(Date.now());
+  });
+
   it('skips an event whose pass an earlier invocation started, and a scheduled event delivered twice', async () => {
     const { pass } = await requestPass('a');
     const ran: string[] = [];
