@@ -14,6 +14,7 @@ import {
 import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
 import { Simulator } from './state';
+import { type K8sSim, type K8sSimConfig, startK8sSim } from '../k8s-sim';
 
 export { type Clock, DrivenClock, RealClock } from './clock';
 export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';
@@ -29,6 +30,8 @@ export interface CloudSimOptions extends SimConfigFile {
   configFile?: string;
   /** Called with one line per API request; default silent. */
   log?: (line: string) => void;
+  /** The cluster's Kubernetes API (docs/k8s-sim.md); `false` leaves it out. */
+  kubernetes?: K8sSimConfig | false;
 }
 
 export interface SimStateView {
@@ -78,6 +81,8 @@ export interface CloudSim {
   clock: Clock;
   seed: number;
   admin: CloudSimAdmin;
+  /** The simulated cluster's API server (DescribeCluster's endpoint), unless started with kubernetes: false. */
+  kubernetes?: K8sSim;
   stop(): Promise<void>;
 }
 
@@ -264,7 +269,10 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     });
   });
   const port = (server.address() as AddressInfo).port;
+  const k8sCfg = opts.kubernetes ?? file.kubernetes;
+  const kubernetes = k8sCfg === false ? undefined : await startK8sSim(sim, { ...k8sCfg, host, log });
   return {
+    kubernetes,
     endpoint: `http://${host}:${port}`,
     port,
     clusterName: sim.opts.clusterName,
@@ -272,11 +280,13 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     clock,
     seed,
     admin,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await kubernetes?.stop();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }
 
