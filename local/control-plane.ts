@@ -17,6 +17,7 @@ import { startApiServer } from './api-server';
 import { type CloudSim, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
+import { writeLocalKubeconfig } from './k8s-sim/local';
 import { type LocalLambda, startLocalLambda } from './lambda';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
@@ -46,6 +47,8 @@ export interface ControlPlaneOptions {
   alertWebhook?: string;
   /** The reconcile Lambda's timeout in the local Lambda; default 300 s, as in the stack. */
   reconcileTimeoutSeconds?: number;
+  /** Where to write a kubeconfig for the simulated cluster (docs/k8s-sim.md); none by default. */
+  kubeconfigPath?: string;
   log?: (line: string) => void;
 }
 
@@ -94,6 +97,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   log(
     `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local and Auto Scaling; time scale ${timeScale})`,
   );
+  // k8s-sim (issue 20): the cluster's Kubernetes API runs inside the simulator; kubectl gets a kubeconfig.
+  const kubeconfigLine = opts.kubeconfigPath ? writeLocalKubeconfig(sim, opts.kubeconfigPath) : undefined;
+  if (kubeconfigLine) log(kubeconfigLine);
   const sfn = await startLocalStepFunctions({
     port: 0,
     eksEndpoint: sim.endpoint,

@@ -107,6 +107,9 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     accountId: opts.accountId ?? file.accountId ?? '000000000000',
   });
   const log = opts.log ?? (() => {});
+  const k8sCfg = opts.kubernetes ?? file.kubernetes;
+  const kubernetes =
+    k8sCfg === false ? undefined : await startK8sSim(sim, { ...k8sCfg, host: opts.host ?? '127.0.0.1', log });
 
   const admin: CloudSimAdmin = {
     state: () => {
@@ -213,6 +216,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
   }
 
   function handleAdmin(method: string, path: string, raw: string, res: ServerResponse): void {
+    if (method === 'GET' && path === '/_sim/kubeconfig' && kubernetes) {
+      res.writeHead(200, { 'content-type': 'application/yaml' });
+      res.end(kubernetes.kubeconfig());
+      return;
+    }
     let answer: [number, unknown];
     try {
       answer = adminRoute(method, path, raw.trim() ? JSON.parse(raw) : {});
@@ -267,10 +275,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       server.off('error', reject);
       resolve();
     });
+  }).catch(async (e) => {
+    await kubernetes?.stop();
+    throw e;
   });
   const port = (server.address() as AddressInfo).port;
-  const k8sCfg = opts.kubernetes ?? file.kubernetes;
-  const kubernetes = k8sCfg === false ? undefined : await startK8sSim(sim, { ...k8sCfg, host, log });
   return {
     kubernetes,
     endpoint: `http://${host}:${port}`,

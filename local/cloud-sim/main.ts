@@ -36,6 +36,12 @@ async function main(): Promise<void> {
       `    aws eks list-nodegroups --cluster-name ${sim.clusterName} --endpoint-url ${ep}`,
       `    aws autoscaling describe-auto-scaling-groups --endpoint-url ${ep}`,
       `  admin: curl ${ep}/_sim/state   (faults: PUT/PATCH ${ep}/_sim/faults, reset: POST ${ep}/_sim/reset)`,
+      ...(sim.kubernetes
+        ? [
+            `  Kubernetes API on ${sim.kubernetes.endpoint} (DescribeCluster's endpoint and CA), e.g.`,
+            `    curl -s ${ep}/_sim/kubeconfig > kubeconfig && kubectl --kubeconfig kubeconfig get nodes`,
+          ]
+        : []),
       '  Ctrl-C to stop',
     ].join('\n'),
   );
