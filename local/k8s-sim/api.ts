@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import type { Rng } from '../cloud-sim/rng';
 import { deepEqual } from './fieldset';
-import { apply as applyFields, update as updateFields } from './managed';
+import { apply as applyFields, sameButVersion, update as updateFields } from './managed';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch';
 import { apiVersionOf, NAMESPACES, nameErrors, type ResourceDef } from './resources';
 import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector } from './selectors';
@@ -112,13 +112,18 @@ export class ApiServer {
     const supported = ['metadata.name', 'metadata.namespace', ...def.fieldSelectors];
     const fields = parseFieldSelector(opts.fieldSelector ?? null, supported);
     const node = fields.find((f) => f.field === 'spec.nodeName' && f.equal && f.value !== '');
+    const equal = Object.fromEntries(
+      labels.filter((r) => r.op === 'In' && r.values.length === 1).map((r) => [r.key, r.values[0] as string]),
+    );
     let items =
       node && def.resource === 'pods'
         ? this.store
             .podsOnNode(def, node.value)
             .filter((p) => ns === undefined || p.metadata?.namespace === ns)
             .sort((a, b) => keyCmp(a, b))
-        : this.store.list(def, ns);
+        : ns !== undefined && Object.keys(equal).length > 0
+          ? this.store.withLabels(def, ns, equal)
+          : this.store.list(def, ns);
     items = items.filter((o) => matchesRequirements(labels, o.metadata?.labels) && matchesFields(fields, o));
     const rv = this.store.resourceVersion();
     let start = 0;
@@ -252,7 +257,7 @@ export class ApiServer {
   /** Stores `next` as the new state of `live` unless nothing changed (then the resourceVersion stays). */
   private commit(def: ResourceDef, live: KObject, next: KObject, opts: WriteOptions, managed: KObject | null): KObject {
     const obj = managed ?? updateFields(live, next, this.ctx(def, opts));
-    if (sameContent(live, obj)) return live;
+    if (sameButVersion(live, obj)) return live;
     if (opts.dryRun) return obj;
     return this.store.put(def, obj);
   }
@@ -435,13 +440,4 @@ function decodeContinue(token: string): string {
   throw badRequest('continue key is not valid: illegal base64 data at input byte 0');
 }
 
-/** Equal but for the resourceVersion and the times in managedFields: a write that changes nothing. */
-function sameContent(a: KObject, b: KObject): boolean {
-  const norm = (o: KObject) => {
-    const m = { ...(o.metadata ?? {}) } as Record<string, unknown>;
-    delete m.resourceVersion;
-    m.managedFields = ((m.managedFields as JsonObject[]) ?? []).map(({ time: _t, ...rest }) => rest);
-    return { ...o, metadata: m };
-  };
-  return deepEqual(norm(a), norm(b));
-}
+

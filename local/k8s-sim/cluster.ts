@@ -4,7 +4,8 @@ import { globMatch } from '../cloud-sim/config';
 import { Rng } from '../cloud-sim/rng';
 import type { InstanceChange, SimInstance, SimNodegroup, Simulator } from '../cloud-sim/state';
 import { ApiServer, type DeleteOptions, rfc3339 } from './api';
-import { update as updateFields } from './managed';
+import { deepEqual } from './fieldset';
+import { sameButVersion, update as updateFields } from './managed';
 import { runControllers } from './controllers';
 import { nodeFacts } from './instance-types';
 import { Kubelet } from './kubelet';
@@ -84,6 +85,10 @@ export class Cluster {
   private readonly byInstance = new Map<string, string>();
   private readonly rng: Rng;
   private eventSeq = 0;
+  /** Events by what makes two of them the same (object, reason, source, message), for the counting. */
+  private readonly eventIndex = new Map<string, string>();
+  /** PDBs by the `key=value` pairs of their matchLabels (those with none under ''), per namespace. */
+  private readonly pdbIndex = new Map<string, Map<string, Set<string>>>();
   private settling = false;
   private usedIps = new Set<string>();
   /** Work queues of the controllers: keys `namespace/name` (owner uids for the garbage collector). */
@@ -150,6 +155,8 @@ export class Cluster {
     this.byInstance.clear();
     this.usedIps.clear();
     this.pendingChecks.clear();
+    this.eventIndex.clear();
+    this.pdbIndex.clear();
     for (const q of Object.values(this.dirty)) q.clear();
     this.scheduler.reset();
     this.kubelet.reset();
@@ -185,7 +192,7 @@ export class Cluster {
       ...(subresource ? { subresource } : {}),
       ignoreTop: subresource === 'status' ? ['spec', 'metadata'] : def.statusSubresource ? ['status'] : [],
     };
-    if (live && def.generation && JSON.stringify(live.spec) !== JSON.stringify(next.spec))
+    if (live && def.generation && !deepEqual(live.spec, next.spec))
       next.metadata = { ...next.metadata, generation: (live.metadata?.generation ?? 1) + 1 };
     const obj = updateFields(live, next, ctx);
     if (live && sameButVersion(live, obj)) return live;
@@ -204,25 +211,21 @@ export class Cluster {
     const meta = obj.metadata ?? {};
     const ns = meta.namespace ?? 'default';
     const now = this.ts();
-    const same = this.store
-      .list(EVENTS, ns)
-      .find(
-        (e) =>
-          (e.involvedObject as JsonObject)?.uid === meta.uid &&
-          e.reason === reason &&
-          e.message === message &&
-          (e.source as JsonObject)?.component === component,
-      );
+    const dedupe = `${meta.uid}|${reason}|${component}|${message}`;
+    const known = this.eventIndex.get(dedupe);
+    const same = known ? this.store.get(EVENTS, ns, known) : undefined;
     if (same) {
       this.store.put(EVENTS, { ...same, count: ((same.count as number) ?? 1) + 1, lastTimestamp: now });
       return;
     }
     const nanos = BigInt(this.now()) * 1_000_000n + BigInt(this.eventSeq++ % 1_000_000);
+    const eventName = `${meta.name}.${nanos.toString(16)}`;
+    this.eventIndex.set(dedupe, eventName);
     this.store.put(EVENTS, {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: {
-        name: `${meta.name}.${nanos.toString(16)}`,
+        name: eventName,
         namespace: ns,
         uid: this.api.uid(),
         creationTimestamp: now,
@@ -249,11 +252,44 @@ export class Cluster {
     this.expireEvents();
   }
 
+  /** Events live an hour after their last occurrence, as the API server's event TTL has it. */
   private expireEvents(): void {
-    if (this.eventSeq % 100 !== 0) return;
+    if (this.eventSeq % 500 !== 0) return;
     const cutoff = this.ts(this.now() - EVENT_TTL_MS);
     for (const e of this.store.list(EVENTS))
       if ((e.lastTimestamp as string) < cutoff) this.store.remove(EVENTS, e.metadata?.namespace, e.metadata?.name as string);
+  }
+
+  /** The PDBs whose selector may match these labels (their matchLabels are among them). */
+  private pdbsFor(ns: string, labels: Record<string, string> | undefined): string[] {
+    const idx = this.pdbIndex.get(ns);
+    if (!idx) return [];
+    const out = new Set<string>(idx.get('') ?? []);
+    for (const [k, v] of Object.entries(labels ?? {})) for (const n of idx.get(`${k}=${v}`) ?? []) out.add(n);
+    return [...out];
+  }
+
+  private indexPdb(ns: string, name: string, old: KObject | undefined, now: KObject | undefined): void {
+    let idx = this.pdbIndex.get(ns);
+    if (!idx) {
+      idx = new Map();
+      this.pdbIndex.set(ns, idx);
+    }
+    const keys = (o: KObject | undefined) => {
+      if (!o) return [];
+      const ml = (((o.spec as JsonObject)?.selector as JsonObject)?.matchLabels as Record<string, string>) ?? {};
+      const ks = Object.entries(ml).map(([k, v]) => `${k}=${v}`);
+      return ks.length > 0 ? ks : [''];
+    };
+    for (const k of keys(old)) idx.get(k)?.delete(name);
+    for (const k of keys(now)) {
+      let s = idx.get(k);
+      if (!s) {
+        s = new Set();
+        idx.set(k, s);
+      }
+      s.add(name);
+    }
   }
 
   // ---- deletes that need more than the API server's generic logic ----
@@ -289,21 +325,33 @@ export class Cluster {
       o?.metadata?.ownerReferences?.find((r) => r.controller && r.kind === kind);
     if (type === 'DELETED') this.dirty.gc.add(meta.uid as string);
     if (meta.deletionTimestamp) this.dirty.gc.add(meta.uid as string);
-    if (def === DEPLOYMENTS) this.dirty.deployments.add(key);
-    else if (def === REPLICASETS) {
+    if (def === DEPLOYMENTS) {
+      this.dirty.deployments.add(key);
+      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ?? {}) as Record<string, string>;
+      for (const p of this.pdbsFor(meta.namespace as string, tl)) this.dirty.pdbs.add(`${meta.namespace}/${p}`);
+    } else if (def === REPLICASETS) {
       this.dirty.replicasets.add(key);
       const d = owner(obj, 'Deployment');
       if (d) this.dirty.deployments.add(`${meta.namespace}/${d.name}`);
-      for (const p of this.store.list(PDBS, meta.namespace)) this.dirty.pdbs.add(`${meta.namespace}/${p.metadata?.name}`);
+      // A scale change moves the expected count of the PDBs over its pods.
+      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ?? {}) as Record<string, string>;
+      for (const p of this.pdbsFor(meta.namespace as string, tl)) this.dirty.pdbs.add(`${meta.namespace}/${p}`);
     } else if (def === PODS) {
       const rs = owner(obj, 'ReplicaSet') ?? owner(old, 'ReplicaSet');
       if (rs) this.dirty.replicasets.add(`${meta.namespace}/${rs.name}`);
-      for (const p of this.store.list(PDBS, meta.namespace)) this.dirty.pdbs.add(`${meta.namespace}/${p.metadata?.name}`);
+      for (const p of new Set([...this.pdbsFor(meta.namespace as string, meta.labels), ...this.pdbsFor(meta.namespace as string, old?.metadata?.labels)]))
+        this.dirty.pdbs.add(`${meta.namespace}/${p}`);
       this.scheduler.podChanged(type, obj, old);
       if (type === 'DELETED') this.kubelet.forget(meta.uid as string);
       else if ((obj.spec as JsonObject)?.nodeName && !meta.deletionTimestamp) this.dirty.nodes.add((obj.spec as JsonObject).nodeName as string);
       if (meta.namespace) this.dirty.namespaces.add(meta.namespace);
-    } else if (def === PDBS) this.dirty.pdbs.add(key);
+    } else if (def === PDBS) {
+      this.indexPdb(meta.namespace as string, meta.name as string, old, type === 'DELETED' ? undefined : obj);
+      this.dirty.pdbs.add(key);
+    } else if (def === EVENTS && type === 'DELETED') {
+      const inv = (obj.involvedObject as JsonObject) ?? {};
+      this.eventIndex.delete(`${inv.uid}|${obj.reason}|${(obj.source as JsonObject)?.component}|${obj.message}`);
+    }
     else if (def === NODES) {
       this.dirty.nodes.add(meta.name as string);
       this.scheduler.nodesChanged();
@@ -589,16 +637,6 @@ export class Cluster {
     if (!n) throw notFound(NODES, name);
     return n;
   }
-}
-
-function sameButVersion(a: KObject, b: KObject): boolean {
-  const strip = (o: KObject) => {
-    const m = { ...(o.metadata ?? {}) } as Record<string, unknown>;
-    delete m.resourceVersion;
-    m.managedFields = ((m.managedFields as JsonObject[]) ?? []).map(({ time: _t, ...rest }) => rest);
-    return JSON.stringify({ ...o, metadata: m });
-  };
-  return strip(a) === strip(b);
 }
 
 /** The default ClusterRoles RBAC bootstraps that bindings refer to. */

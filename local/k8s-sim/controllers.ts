@@ -189,9 +189,13 @@ function syncDeployment(c: Cluster, key: string): void {
   if (!d || d.metadata?.deletionTimestamp) return;
   const spec = d.spec as JsonObject;
   const uid = d.metadata?.uid;
-  const owned = c.store
-    .list(REPLICASETS, ns)
-    .filter((rs) => controllerOf(rs)?.uid === uid && !rs.metadata?.deletionTimestamp)
+  const ownedRs = () =>
+    c.store
+      .dependents(uid as string)
+      .filter((r) => r.def === REPLICASETS)
+      .map((r) => c.store.get(REPLICASETS, r.namespace, r.name))
+      .filter((rs): rs is KObject => rs !== undefined && controllerOf(rs)?.uid === uid && !rs.metadata?.deletionTimestamp);
+  const owned = ownedRs()
     .sort((a, b) => ((a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1));
   const template = withoutHash(spec.template);
   let newRs = owned.find((rs) => deepEqual(withoutHash((rs.spec as JsonObject).template), template));
@@ -292,7 +296,7 @@ function syncDeployment(c: Cluster, key: string): void {
     c.write(DEPLOYMENTS, { ...dNow, metadata: { ...dNow.metadata, annotations: { ...(dNow.metadata?.annotations ?? {}), 'deployment.kubernetes.io/revision': rev } } }, CM);
 
   // Status.
-  const all = c.store.list(REPLICASETS, ns).filter((rs) => controllerOf(rs)?.uid === uid && !rs.metadata?.deletionTimestamp);
+  const all = ownedRs();
   const cur = newRs ? c.store.get(REPLICASETS, ns, newRs.metadata?.name as string) : undefined;
   const sum = (f: string) => all.reduce((n, rs) => n + rsStatus(rs, f), 0);
   const totalSpec = all.reduce((n, rs) => n + rsReplicas(rs), 0);
@@ -442,7 +446,10 @@ export const DISRUPTED_TIMEOUT_MS = 2 * 60_000;
 export function pdbCounts(c: Cluster, pdb: KObject) {
   const ns = pdb.metadata?.namespace;
   const spec = (pdb.spec as JsonObject) ?? {};
-  const pods = c.store.list(PODS, ns).filter((p) => matchesSelector(spec.selector, p.metadata?.labels));
+  const sel = (spec.selector as JsonObject) ?? {};
+  const pods = c.store
+    .withLabels(PODS, ns as string, (sel.matchLabels as Record<string, string>) ?? {})
+    .filter((p) => matchesSelector(spec.selector, p.metadata?.labels));
   const expectedScale = () => {
     const seen = new Map<string, number>();
     for (const p of pods) {

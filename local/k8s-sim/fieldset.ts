@@ -223,8 +223,25 @@ function childPath(path: string[], el: string): string[] {
   return el.startsWith('f:') ? [...path, el.slice(2)] : [...path, '[]'];
 }
 
+/** Structural equality of JSON values; key order does not matter, undefined members do not count. */
 export function deepEqual(a: unknown, b: unknown): boolean {
-  return sortedJson(a) === sortedJson(b);
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (isObject(a) && isObject(b)) {
+    let n = 0;
+    for (const k in a) {
+      if (a[k] === undefined) continue;
+      n++;
+      if (!deepEqual(a[k], b[k])) return false;
+    }
+    for (const k in b) if (b[k] !== undefined) n--;
+    return n === 0;
+  }
+  return false;
 }
 
 export interface Comparison {

@@ -205,3 +205,14 @@ function stripManaged(o: JsonObject): JsonObject {
   delete meta.managedFields;
   return { ...o, metadata: meta };
 }
+
+/** Equal but for the resourceVersion and the times in managedFields: a write that changes nothing. */
+export function sameButVersion(a: KObject, b: KObject): boolean {
+  const strip = (o: KObject) => {
+    const m = { ...(o.metadata ?? {}) } as Record<string, unknown>;
+    delete m.resourceVersion;
+    m.managedFields = ((m.managedFields as JsonObject[]) ?? []).map(({ time: _t, ...rest }) => rest);
+    return { ...o, metadata: m };
+  };
+  return deepEqual(strip(a), strip(b));
+}

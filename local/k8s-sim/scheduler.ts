@@ -66,15 +66,45 @@ interface Verdict {
 }
 
 export class Scheduler {
+  /** Pods to try in the next run. */
   private readonly pending = new Set<string>();
+  /** Every pod waiting for a node, tried again when nodes change or room is freed. */
+  private readonly unscheduled = new Set<string>();
   /** The last FailedScheduling message per pod uid, so that a repeat is not a new attempt. */
   private readonly lastMessage = new Map<string, string>();
+  /** What the pods bound to each node request (the scheduler cache), kept up to date as pods change. */
+  private readonly usage = new Map<string, Map<string, number>>();
+  private readonly podUsage = new Map<string, { node: string; req: Map<string, number> }>();
 
   constructor(private readonly c: Cluster) {}
 
   reset(): void {
     this.pending.clear();
+    this.unscheduled.clear();
     this.lastMessage.clear();
+    this.usage.clear();
+    this.podUsage.clear();
+  }
+
+  private account(key: string, pod: KObject | undefined): void {
+    const prev = this.podUsage.get(key);
+    if (prev) {
+      const u = this.usage.get(prev.node);
+      if (u) for (const [k, v] of prev.req) u.set(k, (u.get(k) ?? 0) - v);
+      this.podUsage.delete(key);
+    }
+    const node = (pod?.spec as JsonObject | undefined)?.nodeName as string | undefined;
+    const phase = (pod?.status as JsonObject | undefined)?.phase;
+    if (!pod || !node || phase === 'Succeeded' || phase === 'Failed') return;
+    const req = podRequests(pod);
+    req.set('pods', 1);
+    let u = this.usage.get(node);
+    if (!u) {
+      u = new Map();
+      this.usage.set(node, u);
+    }
+    for (const [k, v] of req) u.set(k, (u.get(k) ?? 0) + v);
+    this.podUsage.set(key, { node, req });
   }
 
   private isPending(pod: KObject): boolean {
@@ -84,11 +114,14 @@ export class Scheduler {
 
   podChanged(type: string, pod: KObject, old: KObject | undefined): void {
     const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    this.account(key, type === 'DELETED' ? undefined : pod);
     if (type !== 'DELETED' && this.isPending(pod)) {
+      this.unscheduled.add(key);
       if (type === 'ADDED') this.pending.add(key);
       return;
     }
     this.pending.delete(key);
+    this.unscheduled.delete(key);
     if (type === 'DELETED') this.lastMessage.delete(pod.metadata?.uid as string);
     // Room freed on a node: pods waiting for it get another try.
     if ((type === 'DELETED' && (old?.spec as JsonObject)?.nodeName) || (pod.metadata?.deletionTimestamp && !old?.metadata?.deletionTimestamp)) this.retryAll();
@@ -99,7 +132,7 @@ export class Scheduler {
   }
 
   private retryAll(): void {
-    for (const p of this.c.store.list(PODS)) if (this.isPending(p)) this.pending.add(`${p.metadata?.namespace}/${p.metadata?.name}`);
+    for (const k of this.unscheduled) this.pending.add(k);
   }
 
   run(): boolean {
@@ -115,18 +148,7 @@ export class Scheduler {
       .sort((a, b) => ((a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1));
     if (pods.length === 0) return false;
     const nodes = this.c.store.list(NODES);
-    const used = new Map<string, Map<string, number>>();
-    for (const n of nodes) {
-      const m = new Map<string, number>();
-      for (const p of this.c.store.podsOnNode(PODS, n.metadata?.name as string)) {
-        const phase = (p.status as JsonObject)?.phase;
-        if (phase === 'Succeeded' || phase === 'Failed') continue;
-        for (const [k, v] of podRequests(p)) m.set(k, (m.get(k) ?? 0) + v);
-        m.set('pods', (m.get('pods') ?? 0) + 1);
-      }
-      used.set(n.metadata?.name as string, m);
-    }
-    for (const pod of pods) this.schedule(pod, nodes, used);
+    for (const pod of pods) this.schedule(pod, nodes, this.usage);
     return true;
   }
 
@@ -194,11 +216,8 @@ export class Scheduler {
       }
     }
     if (best) {
-      const name = best.metadata?.name as string;
-      const u = used.get(name) as Map<string, number>;
-      for (const [k, v] of podRequests(pod)) u.set(k, (u.get(k) ?? 0) + v);
-      u.set('pods', (u.get('pods') ?? 0) + 1);
-      this.bind(pod, name);
+      // Binding writes the pod, which accounts for it on its node before the next pod is placed.
+      this.bind(pod, best.metadata?.name as string);
       return;
     }
     this.fail(pod, nodes.length, verdicts);
