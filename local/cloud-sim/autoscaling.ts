@@ -112,7 +112,9 @@ function terminateInstance(sim: Simulator, form: URLSearchParams): string {
   const missing: string[] = [];
   if (!id) missing.push("Value null at 'instanceId' failed to satisfy constraint: Member must not be null");
   if (decrement === null)
-    missing.push("Value null at 'shouldDecrementDesiredCapacity' failed to satisfy constraint: Member must not be null");
+    missing.push(
+      "Value null at 'shouldDecrementDesiredCapacity' failed to satisfy constraint: Member must not be null",
+    );
   if (missing.length > 0)
     throw new AsgError(
       400,

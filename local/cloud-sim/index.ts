@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type K8sSim, type K8sSimConfig, startK8sSim } from '../k8s-sim';
 import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
 import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
 import {
@@ -14,7 +15,6 @@ import {
 import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
 import { Simulator } from './state';
-import { type K8sSim, type K8sSimConfig, startK8sSim } from '../k8s-sim';
 
 export { type Clock, DrivenClock, RealClock } from './clock';
 export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile } from './config';

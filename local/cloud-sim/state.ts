@@ -627,18 +627,24 @@ export class Simulator {
       ...live.filter((i) => i.state === 'Pending').reverse(),
       ...live.filter((i) => i.state === 'InService').reverse(),
     ];
-    order.slice(0, count).forEach((inst, k) => this.terminateOne(ng, inst, k));
+    order.slice(0, count).forEach((inst, k) => {
+      this.terminateOne(ng, inst, k);
+    });
   }
 
   private terminateOne(ng: SimNodegroup, inst: SimInstance, k: number): void {
     const { instanceTerminateMs, instanceStaggerMs } = this.opts.durations;
     inst.state = 'Terminating';
     this.notify(ng, inst, 'Terminating');
-    this.schedule(this.d(instanceTerminateMs) + k * this.d(instanceStaggerMs), `${inst.id}: terminated`, () => {
-      if (!ng.asg.instances.includes(inst)) return;
-      ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
-      if (this.alive(ng)) this.notify(ng, inst, 'Terminated');
-    });
+    this.schedule(
+      this.d(instanceTerminateMs) + k * this.d(instanceStaggerMs),
+      `${inst.id}: terminated`,
+      () => {
+        if (!ng.asg.instances.includes(inst)) return;
+        ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
+        if (this.alive(ng)) this.notify(ng, inst, 'Terminated');
+      },
+    );
   }
 
   /**
@@ -650,7 +656,10 @@ export class Simulator {
     const found = this.list()
       .map((ng) => ({ ng, inst: ng.asg.instances.find((i) => i.id === instanceId) }))
       .find((x) => x.inst);
-    if (!found?.inst) throw new TerminateError(`Instance Id not found - No managed instance found for instance ID: ${instanceId}`);
+    if (!found?.inst)
+      throw new TerminateError(
+        `Instance Id not found - No managed instance found for instance ID: ${instanceId}`,
+      );
     const { ng, inst } = found;
     const before = ng.asg.desired;
     const activity: SimActivity = {

@@ -155,7 +155,10 @@ export class ApiServer {
 
   private requireNamespace(def: ResourceDef, ns: string | undefined): void {
     if (!def.namespaced) return;
-    if (!ns) throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    if (!ns)
+      throw badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
     const n = this.store.get(NAMESPACES, undefined, ns);
     if (!n) throw notFound(NAMESPACES, ns);
   }
@@ -163,14 +166,20 @@ export class ApiServer {
   private checkIdentity(def: ResourceDef, body: KObject, ns: string | undefined, name?: string): void {
     const wantVersion = apiVersionOf(def);
     if (body.apiVersion !== undefined && body.apiVersion !== wantVersion)
-      throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${wantVersion})`);
+      throw badRequest(
+        `the API version in the data (${body.apiVersion}) does not match the expected API version (${wantVersion})`,
+      );
     if (body.kind !== undefined && body.kind !== def.kind)
       throw badRequest(`the kind in the data (${body.kind}) does not match the expected kind (${def.kind})`);
     const bodyNs = body.metadata?.namespace;
     if (def.namespaced && bodyNs && ns && bodyNs !== ns)
-      throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      throw badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
     if (name !== undefined && body.metadata?.name && body.metadata.name !== name)
-      throw badRequest(`the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`);
+      throw badRequest(
+        `the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`,
+      );
   }
 
   private finish(def: ResourceDef, obj: KObject, old: KObject | undefined): KObject {
@@ -232,7 +241,12 @@ export class ApiServer {
   }
 
   /** What an update may change: status on /status, everything else on the object; identity never. */
-  private carryOver(def: ResourceDef, live: KObject, next: KObject, subresource: string | undefined): KObject {
+  private carryOver(
+    def: ResourceDef,
+    live: KObject,
+    next: KObject,
+    subresource: string | undefined,
+  ): KObject {
     let out: KObject;
     if (subresource === 'status') out = { ...structuredClone(live), status: structuredClone(next.status) };
     else {
@@ -244,7 +258,15 @@ export class ApiServer {
     }
     const meta = { ...(out.metadata ?? {}) };
     const lm = live.metadata ?? {};
-    for (const k of ['uid', 'creationTimestamp', 'namespace', 'generation', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'name'] as const) {
+    for (const k of [
+      'uid',
+      'creationTimestamp',
+      'namespace',
+      'generation',
+      'deletionTimestamp',
+      'deletionGracePeriodSeconds',
+      'name',
+    ] as const) {
       if (lm[k] === undefined) delete meta[k];
       else (meta as Record<string, unknown>)[k] = lm[k];
     }
@@ -255,7 +277,13 @@ export class ApiServer {
   }
 
   /** Stores `next` as the new state of `live` unless nothing changed (then the resourceVersion stays). */
-  private commit(def: ResourceDef, live: KObject, next: KObject, opts: WriteOptions, managed: KObject | null): KObject {
+  private commit(
+    def: ResourceDef,
+    live: KObject,
+    next: KObject,
+    opts: WriteOptions,
+    managed: KObject | null,
+  ): KObject {
     const obj = managed ?? updateFields(live, next, this.ctx(def, opts));
     if (sameButVersion(live, obj)) return live;
     if (opts.dryRun) return obj;
@@ -267,8 +295,12 @@ export class ApiServer {
     this.checkIdentity(def, body, ns, name);
     const live = this.get(def, ns, name);
     const rv = body.metadata?.resourceVersion;
-    if (rv !== undefined && rv !== '' && rv !== live.metadata?.resourceVersion) throw staleConflict(def, name);
-    if (!body.metadata?.name) throw invalid(def.kind, def.group, name, [{ type: 'FieldValueRequired', field: 'metadata.name', detail: 'name or generateName is required' }]);
+    if (rv !== undefined && rv !== '' && rv !== live.metadata?.resourceVersion)
+      throw staleConflict(def, name);
+    if (!body.metadata?.name)
+      throw invalid(def.kind, def.group, name, [
+        { type: 'FieldValueRequired', field: 'metadata.name', detail: 'name or generateName is required' },
+      ]);
     const next = this.finish(def, this.carryOver(def, live, body, opts.subresource), live);
     return this.commit(def, live, next, opts, null);
   }
@@ -314,7 +346,13 @@ export class ApiServer {
     return this.commit(def, live, next, opts, null);
   }
 
-  private applyPatch(def: ResourceDef, ns: string | undefined, name: string, raw: string, opts: PatchOptions): KObject {
+  private applyPatch(
+    def: ResourceDef,
+    ns: string | undefined,
+    name: string,
+    raw: string,
+    opts: PatchOptions,
+  ): KObject {
     if (!opts.manager)
       throw invalid('PatchOptions', 'meta.k8s.io', '', [
         { type: 'FieldValueRequired', field: 'fieldManager', detail: 'is required for apply patch' },
@@ -327,14 +365,20 @@ export class ApiServer {
     }
     if (!isObject(config)) throw badRequest('the apply configuration must be an object');
     const cfg = config as KObject;
-    if (!cfg.apiVersion || !cfg.kind)
-      throw badRequest(`Object 'Kind' is missing in '${raw.slice(0, 200)}'`);
+    if (!cfg.apiVersion || !cfg.kind) throw badRequest(`Object 'Kind' is missing in '${raw.slice(0, 200)}'`);
     this.checkIdentity(def, cfg, ns, name);
     const live = this.store.get(def, ns, name);
     const rv = cfg.metadata?.resourceVersion;
     if (rv !== undefined && live && rv !== live.metadata?.resourceVersion) throw staleConflict(def, name);
     const stripped: KObject = { ...cfg, metadata: { ...(cfg.metadata ?? {}) } };
-    for (const k of ['resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation', 'selfLink'] as const)
+    for (const k of [
+      'resourceVersion',
+      'uid',
+      'creationTimestamp',
+      'managedFields',
+      'generation',
+      'selfLink',
+    ] as const)
       delete (stripped.metadata as Record<string, unknown>)[k];
     if (stripped.metadata) stripped.metadata.name = name;
     const ctx = { ...this.ctx(def, opts), force: opts.force === true };
@@ -359,10 +403,15 @@ export class ApiServer {
     const meta = live.metadata ?? {};
     const pre = opts.preconditions;
     if (pre?.uid && pre.uid !== meta.uid)
-      throw new K8sError(409, 'Conflict', `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${meta.uid}`, {
-        name,
-        kind: def.resource,
-      });
+      throw new K8sError(
+        409,
+        'Conflict',
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${meta.uid}`,
+        {
+          name,
+          kind: def.resource,
+        },
+      );
     if (pre?.resourceVersion && pre.resourceVersion !== meta.resourceVersion)
       throw new K8sError(
         409,
@@ -383,7 +432,11 @@ export class ApiServer {
       if (finalizers.length === 0 && this.hooks.gracefulPodDeletion?.(live, grace)) {
         return this.store.put(def, {
           ...live,
-          metadata: { ...meta, deletionTimestamp: rfc3339(this.now() + grace * 1000), deletionGracePeriodSeconds: grace },
+          metadata: {
+            ...meta,
+            deletionTimestamp: rfc3339(this.now() + grace * 1000),
+            deletionGracePeriodSeconds: grace,
+          },
         });
       }
     }
@@ -411,7 +464,10 @@ export class ApiServer {
     for (const ref of this.store.dependents(uid)) {
       const o = this.store.get(ref.def, ref.namespace, ref.name);
       if (!o) continue;
-      const meta = { ...o.metadata, ownerReferences: (o.metadata?.ownerReferences ?? []).filter((r) => r.uid !== uid) };
+      const meta = {
+        ...o.metadata,
+        ownerReferences: (o.metadata?.ownerReferences ?? []).filter((r) => r.uid !== uid),
+      };
       if (meta.ownerReferences.length === 0) delete (meta as Record<string, unknown>).ownerReferences;
       this.store.put(ref.def, { ...o, metadata: meta });
     }
@@ -439,5 +495,3 @@ function decodeContinue(token: string): string {
   }
   throw badRequest('continue key is not valid: illegal base64 data at input byte 0');
 }
-
-

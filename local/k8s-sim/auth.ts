@@ -89,12 +89,16 @@ export async function verifyEksToken(
   } catch {
     throw new AuthError('input token was not properly formatted');
   }
-  if (url.protocol !== 'https:') throw new AuthError(`unexpected scheme "${url.protocol.replace(':', '')}" in pre-signed URL`);
-  if (!STS_HOST.test(url.hostname)) throw new AuthError(`unexpected hostname "${url.hostname}" in pre-signed URL`);
+  if (url.protocol !== 'https:')
+    throw new AuthError(`unexpected scheme "${url.protocol.replace(':', '')}" in pre-signed URL`);
+  if (!STS_HOST.test(url.hostname))
+    throw new AuthError(`unexpected hostname "${url.hostname}" in pre-signed URL`);
   if (url.pathname !== '/') throw new AuthError('unexpected path in pre-signed URL');
   const q = url.searchParams;
-  for (const k of q.keys()) if (!ALLOWED_PARAMS.has(k)) throw new AuthError(`non-whitelisted query parameter "${k}"`);
-  if (q.get('Action') !== 'GetCallerIdentity') throw new AuthError('unexpected action parameter in pre-signed URL');
+  for (const k of q.keys())
+    if (!ALLOWED_PARAMS.has(k)) throw new AuthError(`non-whitelisted query parameter "${k}"`);
+  if (q.get('Action') !== 'GetCallerIdentity')
+    throw new AuthError('unexpected action parameter in pre-signed URL');
   const signed = (q.get('X-Amz-SignedHeaders') ?? '').split(';');
   if (!signed.includes('x-k8s-aws-id'))
     throw new AuthError('client did not sign the x-k8s-aws-id header in the pre-signed URL');
@@ -103,20 +107,32 @@ export async function verifyEksToken(
   const expires = Number(q.get('X-Amz-Expires'));
   if (!Number.isInteger(expires) || expires < 1 || expires > MAX_EXPIRES_S)
     throw new AuthError(`X-Amz-Expires parameter must be between 1 and ${MAX_EXPIRES_S} seconds`);
-  if (now > date + expires * 1000) throw new AuthError('X-Amz-Date parameter is expired (15 minute expiration)');
+  if (now > date + expires * 1000)
+    throw new AuthError('X-Amz-Date parameter is expired (15 minute expiration)');
   if (date > now + 5 * 60_000) throw new AuthError('X-Amz-Date parameter is in the future');
   const credential = (q.get('X-Amz-Credential') ?? '').split('/');
   const [accessKeyId, , region, service] = credential;
-  if (credential.length !== 5 || service !== 'sts' || !region) throw new AuthError('malformed X-Amz-Credential');
+  if (credential.length !== 5 || service !== 'sts' || !region)
+    throw new AuthError('malformed X-Amz-Credential');
   const who = identities.find((i) => i.accessKeyId === accessKeyId);
   // STS: InvalidClientTokenId.
-  if (!who) throw new AuthError(`sts getCallerIdentity failed: the security token included in the request is invalid`);
+  if (!who)
+    throw new AuthError(
+      `sts getCallerIdentity failed: the security token included in the request is invalid`,
+    );
   // Recompute the presigned URL with the cluster this server is: a token made for another cluster, or
   // signed with another secret, does not match (STS: SignatureDoesNotMatch).
-  const query: Record<string, string> = { Action: 'GetCallerIdentity', Version: q.get('Version') ?? '2011-06-15' };
+  const query: Record<string, string> = {
+    Action: 'GetCallerIdentity',
+    Version: q.get('Version') ?? '2011-06-15',
+  };
   const token2 = q.get('X-Amz-Security-Token');
   const signer = new SignatureV4({
-    credentials: { accessKeyId: who.accessKeyId, secretAccessKey: who.secretAccessKey, ...(token2 ? { sessionToken: token2 } : {}) },
+    credentials: {
+      accessKeyId: who.accessKeyId,
+      secretAccessKey: who.secretAccessKey,
+      ...(token2 ? { sessionToken: token2 } : {}),
+    },
     region,
     service: 'sts',
     sha256: Sha256,
@@ -156,7 +172,9 @@ function roleName(arn: string): string | undefined {
 export function userForArn(arn: string, entries: AccessEntry[]): User {
   const { principal, session } = principalOf(arn);
   const entry = entries.find(
-    (e) => e.principalArn === principal || (roleName(e.principalArn) !== undefined && roleName(e.principalArn) === roleName(principal)),
+    (e) =>
+      e.principalArn === principal ||
+      (roleName(e.principalArn) !== undefined && roleName(e.principalArn) === roleName(principal)),
   );
   // EKS: a principal without an access entry is not authenticated at all.
   if (!entry) throw new AuthError(`no access entry for ${principal}`);
@@ -164,7 +182,11 @@ export function userForArn(arn: string, entries: AccessEntry[]): User {
     '{{SessionName}}',
     session ?? '',
   );
-  return { name, groups: [...(entry.kubernetesGroups ?? []), 'system:authenticated'], policies: entry.accessPolicies ?? [] };
+  return {
+    name,
+    groups: [...(entry.kubernetesGroups ?? []), 'system:authenticated'],
+    policies: entry.accessPolicies ?? [],
+  };
 }
 
 export interface Request {
@@ -188,7 +210,12 @@ function policyAllows(policyArn: string, r: Request): boolean {
     case 'AmazonEKSAdminPolicy':
       return r.resource !== 'nodes' || READ.includes(r.verb);
     case 'AmazonEKSEditPolicy':
-      return !r.group.startsWith('rbac.') && r.resource !== 'nodes' && r.resource !== 'namespaces' && WRITE.includes(r.verb);
+      return (
+        !r.group.startsWith('rbac.') &&
+        r.resource !== 'nodes' &&
+        r.resource !== 'namespaces' &&
+        WRITE.includes(r.verb)
+      );
     case 'AmazonEKSViewPolicy':
       return READ.includes(r.verb) && !r.group.startsWith('rbac.');
     default:
@@ -221,7 +248,9 @@ function ruleAllows(rule: Rule, r: Request): boolean {
 
 function subjectMatches(subjects: JsonObject[] | undefined, user: User): boolean {
   return (subjects ?? []).some(
-    (s) => (s.kind === 'User' && s.name === user.name) || (s.kind === 'Group' && user.groups.includes(s.name as string)),
+    (s) =>
+      (s.kind === 'User' && s.name === user.name) ||
+      (s.kind === 'Group' && user.groups.includes(s.name as string)),
   );
 }
 
@@ -230,7 +259,8 @@ export function authorize(c: Cluster, user: User, r: Request): boolean {
   for (const p of user.policies) {
     const scope = p.accessScope ?? { type: 'cluster' };
     const inScope =
-      scope.type === 'cluster' || (r.namespace !== undefined && (scope.namespaces ?? []).includes(r.namespace));
+      scope.type === 'cluster' ||
+      (r.namespace !== undefined && (scope.namespaces ?? []).includes(r.namespace));
     if (inScope && policyAllows(p.policyArn, r)) return true;
   }
   const rulesOf = (ref: JsonObject | undefined, ns: string | undefined): Rule[] => {
@@ -242,11 +272,17 @@ export function authorize(c: Cluster, user: User, r: Request): boolean {
     return (role?.rules as Rule[]) ?? [];
   };
   for (const b of c.store.list(CLUSTERROLEBINDINGS))
-    if (subjectMatches(b.subjects as JsonObject[], user) && rulesOf(b.roleRef as JsonObject, undefined).some((rule) => ruleAllows(rule, r)))
+    if (
+      subjectMatches(b.subjects as JsonObject[], user) &&
+      rulesOf(b.roleRef as JsonObject, undefined).some((rule) => ruleAllows(rule, r))
+    )
       return true;
   if (r.namespace !== undefined)
     for (const b of c.store.list(ROLEBINDINGS, r.namespace))
-      if (subjectMatches(b.subjects as JsonObject[], user) && rulesOf(b.roleRef as JsonObject, r.namespace).some((rule) => ruleAllows(rule, r)))
+      if (
+        subjectMatches(b.subjects as JsonObject[], user) &&
+        rulesOf(b.roleRef as JsonObject, r.namespace).some((rule) => ruleAllows(rule, r))
+      )
         return true;
   return false;
 }

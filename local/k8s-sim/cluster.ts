@@ -4,11 +4,11 @@ import { globMatch } from '../cloud-sim/config';
 import { Rng } from '../cloud-sim/rng';
 import type { InstanceChange, SimInstance, SimNodegroup, Simulator } from '../cloud-sim/state';
 import { ApiServer, type DeleteOptions, rfc3339 } from './api';
-import { deepEqual } from './fieldset';
-import { sameButVersion, update as updateFields } from './managed';
 import { runControllers } from './controllers';
+import { deepEqual } from './fieldset';
 import { nodeFacts } from './instance-types';
 import { Kubelet } from './kubelet';
+import { sameButVersion, update as updateFields } from './managed';
 import { LABELS, MANAGERS, TAINTS } from './names';
 import { formatCpu, formatKi } from './quantity';
 import {
@@ -118,7 +118,8 @@ export class Cluster {
     this.bootstrap();
     // Instances that were there before the cluster was watching them.
     for (const ng of sim.list())
-      for (const inst of ng.asg.instances) if (inst.state === 'InService') this.onInstance(ng, inst, 'InService');
+      for (const inst of ng.asg.instances)
+        if (inst.state === 'InService') this.onInstance(ng, inst, 'InService');
   }
 
   now(): number {
@@ -257,7 +258,8 @@ export class Cluster {
     if (this.eventSeq % 500 !== 0) return;
     const cutoff = this.ts(this.now() - EVENT_TTL_MS);
     for (const e of this.store.list(EVENTS))
-      if ((e.lastTimestamp as string) < cutoff) this.store.remove(EVENTS, e.metadata?.namespace, e.metadata?.name as string);
+      if ((e.lastTimestamp as string) < cutoff)
+        this.store.remove(EVENTS, e.metadata?.namespace, e.metadata?.name as string);
   }
 
   /** The PDBs whose selector may match these labels (their matchLabels are among them). */
@@ -277,7 +279,8 @@ export class Cluster {
     }
     const keys = (o: KObject | undefined) => {
       if (!o) return [];
-      const ml = (((o.spec as JsonObject)?.selector as JsonObject)?.matchLabels as Record<string, string>) ?? {};
+      const ml =
+        (((o.spec as JsonObject)?.selector as JsonObject)?.matchLabels as Record<string, string>) ?? {};
       const ks = Object.entries(ml).map(([k, v]) => `${k}=${v}`);
       return ks.length > 0 ? ks : [''];
     };
@@ -298,10 +301,15 @@ export class Cluster {
     if (def === NAMESPACES) {
       const live = this.api.get(def, ns, name);
       if (['default', 'kube-system', 'kube-public'].includes(name))
-        throw new K8sError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, {
-          name,
-          kind: 'namespaces',
-        });
+        throw new K8sError(
+          403,
+          'Forbidden',
+          `namespaces "${name}" is forbidden: this namespace may not be deleted`,
+          {
+            name,
+            kind: 'namespaces',
+          },
+        );
       if (live.metadata?.deletionTimestamp) return live;
       const out = this.store.put(def, {
         ...live,
@@ -327,32 +335,41 @@ export class Cluster {
     if (meta.deletionTimestamp) this.dirty.gc.add(meta.uid as string);
     if (def === DEPLOYMENTS) {
       this.dirty.deployments.add(key);
-      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ?? {}) as Record<string, string>;
-      for (const p of this.pdbsFor(meta.namespace as string, tl)) this.dirty.pdbs.add(`${meta.namespace}/${p}`);
+      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ??
+        {}) as Record<string, string>;
+      for (const p of this.pdbsFor(meta.namespace as string, tl))
+        this.dirty.pdbs.add(`${meta.namespace}/${p}`);
     } else if (def === REPLICASETS) {
       this.dirty.replicasets.add(key);
       const d = owner(obj, 'Deployment');
       if (d) this.dirty.deployments.add(`${meta.namespace}/${d.name}`);
       // A scale change moves the expected count of the PDBs over its pods.
-      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ?? {}) as Record<string, string>;
-      for (const p of this.pdbsFor(meta.namespace as string, tl)) this.dirty.pdbs.add(`${meta.namespace}/${p}`);
+      const tl = ((((obj.spec as JsonObject)?.template as JsonObject)?.metadata as JsonObject)?.labels ??
+        {}) as Record<string, string>;
+      for (const p of this.pdbsFor(meta.namespace as string, tl))
+        this.dirty.pdbs.add(`${meta.namespace}/${p}`);
     } else if (def === PODS) {
       const rs = owner(obj, 'ReplicaSet') ?? owner(old, 'ReplicaSet');
       if (rs) this.dirty.replicasets.add(`${meta.namespace}/${rs.name}`);
-      for (const p of new Set([...this.pdbsFor(meta.namespace as string, meta.labels), ...this.pdbsFor(meta.namespace as string, old?.metadata?.labels)]))
+      for (const p of new Set([
+        ...this.pdbsFor(meta.namespace as string, meta.labels),
+        ...this.pdbsFor(meta.namespace as string, old?.metadata?.labels),
+      ]))
         this.dirty.pdbs.add(`${meta.namespace}/${p}`);
       this.scheduler.podChanged(type, obj, old);
       if (type === 'DELETED') this.kubelet.forget(meta.uid as string);
-      else if ((obj.spec as JsonObject)?.nodeName && !meta.deletionTimestamp) this.dirty.nodes.add((obj.spec as JsonObject).nodeName as string);
+      else if ((obj.spec as JsonObject)?.nodeName && !meta.deletionTimestamp)
+        this.dirty.nodes.add((obj.spec as JsonObject).nodeName as string);
       if (meta.namespace) this.dirty.namespaces.add(meta.namespace);
     } else if (def === PDBS) {
       this.indexPdb(meta.namespace as string, meta.name as string, old, type === 'DELETED' ? undefined : obj);
       this.dirty.pdbs.add(key);
     } else if (def === EVENTS && type === 'DELETED') {
       const inv = (obj.involvedObject as JsonObject) ?? {};
-      this.eventIndex.delete(`${inv.uid}|${obj.reason}|${(obj.source as JsonObject)?.component}|${obj.message}`);
-    }
-    else if (def === NODES) {
+      this.eventIndex.delete(
+        `${inv.uid}|${obj.reason}|${(obj.source as JsonObject)?.component}|${obj.message}`,
+      );
+    } else if (def === NODES) {
       this.dirty.nodes.add(meta.name as string);
       this.scheduler.nodesChanged();
     } else if (def === NAMESPACES) this.dirty.namespaces.add(meta.name as string);
@@ -377,7 +394,9 @@ export class Cluster {
 
   private onInstance(ng: SimNodegroup, inst: SimInstance, change: InstanceChange): void {
     if (change === 'InService') {
-      this.after(this.sim.opts.durations.nodeRegisterMs, `${inst.id}: node registers`, () => this.registerNode(ng, inst));
+      this.after(this.sim.opts.durations.nodeRegisterMs, `${inst.id}: node registers`, () =>
+        this.registerNode(ng, inst),
+      );
       return;
     }
     const name = this.byInstance.get(inst.id);
@@ -422,7 +441,8 @@ export class Cluster {
     this.nodes.set(name, { ng, inst, name, ip, nextPodIp: 0 });
     const f = nodeFacts(inst.type);
     const ami = ng.input.amiType ?? 'AL2023_x86_64_STANDARD';
-    const gpus = f.gpus > 0 && /NVIDIA|GPU/.test(ami) ? f.gpus : f.gpus > 0 && ng.input.launchTemplate ? f.gpus : 0;
+    const gpus =
+      f.gpus > 0 && /NVIDIA|GPU/.test(ami) ? f.gpus : f.gpus > 0 && ng.input.launchTemplate ? f.gpus : 0;
     const memKi = Math.floor(f.memoryMiB * 1024 * 0.965);
     const diskKi = (ng.input.diskSize ?? 20) * 1024 * 1024 - 4 * 1024 * 1024;
     const capacity: Record<string, string> = {
@@ -467,7 +487,11 @@ export class Cluster {
       ...(ng.labels ?? {}),
     };
     const taints = [
-      ...(ng.taints ?? []).map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: EFFECTS[t.effect] ?? t.effect })),
+      ...(ng.taints ?? []).map((t) => ({
+        key: t.key,
+        ...(t.value ? { value: t.value } : {}),
+        effect: EFFECTS[t.effect] ?? t.effect,
+      })),
       { key: TAINTS.notReady, effect: 'NoSchedule', timeAdded: now },
       { key: TAINTS.notReady, effect: 'NoExecute', timeAdded: now },
     ];
@@ -547,7 +571,13 @@ export class Cluster {
       MANAGERS.kubelet,
     );
     this.event(node, 'Normal', 'Starting', 'Starting kubelet.', 'kubelet', name);
-    this.event(node, 'Normal', 'RegisteredNode', `Node ${name} event: Registered Node ${name} in Controller`, 'node-controller');
+    this.event(
+      node,
+      'Normal',
+      'RegisteredNode',
+      `Node ${name} event: Registered Node ${name} in Controller`,
+      'node-controller',
+    );
     const never = (this.sim.faults.nodesNotReady ?? []).some((r) => matchesGroup(r, ng));
     if (!never) this.after(this.sim.opts.durations.nodeReadyMs, `${name}: Ready`, () => this.markReady(name));
     this.settle();
@@ -579,7 +609,11 @@ export class Cluster {
     const node = this.store.get(NODES, undefined, name);
     if (!node) return;
     if (!(node.spec as JsonObject)?.unschedulable)
-      this.write(NODES, { ...node, spec: { ...(node.spec as JsonObject), unschedulable: true } }, MANAGERS.eks);
+      this.write(
+        NODES,
+        { ...node, spec: { ...(node.spec as JsonObject), unschedulable: true } },
+        MANAGERS.eks,
+      );
     for (const pod of this.store.podsOnNode(PODS, name)) {
       if (pod.metadata?.deletionTimestamp) continue;
       this.api.delete(PODS, pod.metadata?.namespace, pod.metadata?.name as string);
@@ -594,7 +628,13 @@ export class Cluster {
       this.api.removeNow(PODS, pod.metadata?.namespace, pod.metadata?.name as string);
     if (this.store.get(LEASES, 'kube-node-lease', name)) this.store.remove(LEASES, 'kube-node-lease', name);
     if (node) {
-      this.event(node, 'Normal', 'RemovingNode', `Node ${name} event: Removing Node ${name} from Controller`, 'node-controller');
+      this.event(
+        node,
+        'Normal',
+        'RemovingNode',
+        `Node ${name} event: Removing Node ${name} from Controller`,
+        'node-controller',
+      );
       this.store.remove(NODES, undefined, name);
     }
   }
@@ -608,7 +648,9 @@ export class Cluster {
       const node = this.store.get(NODES, undefined, name);
       if (!node) continue;
       const spec = (node.spec as JsonObject) ?? {};
-      const ready = ((node.status as JsonObject)?.conditions as JsonObject[] | undefined)?.find((c) => c.type === 'Ready')?.status === 'True';
+      const ready =
+        ((node.status as JsonObject)?.conditions as JsonObject[] | undefined)?.find((c) => c.type === 'Ready')
+          ?.status === 'True';
       const taints = ((spec.taints as JsonObject[]) ?? []).slice();
       const want = (key: string, effect: string, on: boolean) => {
         const i = taints.findIndex((t) => t.key === key && t.effect === effect);
@@ -649,14 +691,32 @@ const BUILTIN_CLUSTER_ROLES: Record<string, unknown[]> = {
   edit: [
     {
       apiGroups: ['', 'apps', 'policy'],
-      resources: ['pods', 'pods/eviction', 'services', 'deployments', 'deployments/scale', 'replicasets', 'replicasets/scale', 'poddisruptionbudgets', 'events'],
+      resources: [
+        'pods',
+        'pods/eviction',
+        'services',
+        'deployments',
+        'deployments/scale',
+        'replicasets',
+        'replicasets/scale',
+        'poddisruptionbudgets',
+        'events',
+      ],
       verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
     },
   ],
   view: [
     {
       apiGroups: ['', 'apps', 'policy'],
-      resources: ['pods', 'services', 'deployments', 'replicasets', 'poddisruptionbudgets', 'events', 'namespaces'],
+      resources: [
+        'pods',
+        'services',
+        'deployments',
+        'replicasets',
+        'poddisruptionbudgets',
+        'events',
+        'namespaces',
+      ],
       verbs: ['get', 'list', 'watch'],
     },
   ],

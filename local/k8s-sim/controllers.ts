@@ -1,7 +1,7 @@
 import { ApiServer } from './api';
 import type { Cluster } from './cluster';
-import { LABELS, MANAGERS } from './names';
 import { deepEqual } from './fieldset';
+import { LABELS, MANAGERS } from './names';
 import { DEPLOYMENTS, NAMESPACES, PDBS, PODS, REPLICASETS, RESOURCES } from './resources';
 import { matchesSelector } from './selectors';
 import { isObject, type JsonObject, type KObject } from './types';
@@ -65,7 +65,9 @@ function collectGarbage(c: Cluster, uid: string): void {
     // Another owner that still exists keeps the dependent alive.
     const others = owners.filter((o) => o.uid !== uid && findByUid(c, o.uid));
     if (others.length > 0) continue;
-    c.api.delete(ref.def, ref.namespace, ref.name, { propagationPolicy: foreground ? 'Foreground' : 'Background' });
+    c.api.delete(ref.def, ref.namespace, ref.name, {
+      propagationPolicy: foreground ? 'Foreground' : 'Background',
+    });
   }
   // A foreground deletion completes once the owner has no dependents left.
   if (ownerAlive?.metadata?.deletionTimestamp) {
@@ -74,7 +76,8 @@ function collectGarbage(c: Cluster, uid: string): void {
     if (!def) return;
     if (fins.includes(ApiServer.finalizers.foreground) && c.store.dependents(uid).length === 0) {
       const rest = fins.filter((f) => f !== ApiServer.finalizers.foreground);
-      if (rest.length === 0) c.api.removeNow(def, ownerAlive.metadata.namespace, ownerAlive.metadata.name as string);
+      if (rest.length === 0)
+        c.api.removeNow(def, ownerAlive.metadata.namespace, ownerAlive.metadata.name as string);
       else c.store.put(def, { ...ownerAlive, metadata: { ...ownerAlive.metadata, finalizers: rest } });
     }
   }
@@ -151,17 +154,29 @@ function rsReplicas(rs: KObject): number {
 }
 
 function rsStatus(rs: KObject, field: string): number {
-  return (((rs.status as JsonObject) ?? {})[field] as number) ?? 0;
+  return ((rs.status as JsonObject)?.[field] as number) ?? 0;
 }
 
 function setReplicas(c: Cluster, rs: KObject, n: number, d: KObject): void {
   if (rsReplicas(rs) === n) return;
   const annotations = { ...(rs.metadata?.annotations ?? {}) };
   annotations['deployment.kubernetes.io/desired-replicas'] = String((d.spec as JsonObject).replicas);
-  const surge = scaled(((d.spec as JsonObject).strategy as JsonObject)?.rollingUpdate ? (((d.spec as JsonObject).strategy as JsonObject).rollingUpdate as JsonObject).maxSurge : 0, (d.spec as JsonObject).replicas as number, true);
-  annotations['deployment.kubernetes.io/max-replicas'] = String(((d.spec as JsonObject).replicas as number) + surge);
+  const surge = scaled(
+    ((d.spec as JsonObject).strategy as JsonObject)?.rollingUpdate
+      ? (((d.spec as JsonObject).strategy as JsonObject).rollingUpdate as JsonObject).maxSurge
+      : 0,
+    (d.spec as JsonObject).replicas as number,
+    true,
+  );
+  annotations['deployment.kubernetes.io/max-replicas'] = String(
+    ((d.spec as JsonObject).replicas as number) + surge,
+  );
   const old = n < rsReplicas(rs);
-  c.write(REPLICASETS, { ...rs, metadata: { ...rs.metadata, annotations }, spec: { ...(rs.spec as JsonObject), replicas: n } }, CM);
+  c.write(
+    REPLICASETS,
+    { ...rs, metadata: { ...rs.metadata, annotations }, spec: { ...(rs.spec as JsonObject), replicas: n } },
+    CM,
+  );
   c.event(
     d,
     'Normal',
@@ -171,12 +186,20 @@ function setReplicas(c: Cluster, rs: KObject, n: number, d: KObject): void {
   );
 }
 
-function condition(type: string, status: string, reason: string, message: string, now: string, prev?: JsonObject) {
+function condition(
+  type: string,
+  status: string,
+  reason: string,
+  message: string,
+  now: string,
+  prev?: JsonObject,
+) {
   const same = prev && prev.status === status;
   return {
     type,
     status,
-    lastUpdateTime: prev && same && prev.reason === reason && prev.message === message ? prev.lastUpdateTime : now,
+    lastUpdateTime:
+      prev && same && prev.reason === reason && prev.message === message ? prev.lastUpdateTime : now,
     lastTransitionTime: same ? prev.lastTransitionTime : now,
     reason,
     message,
@@ -194,9 +217,13 @@ function syncDeployment(c: Cluster, key: string): void {
       .dependents(uid as string)
       .filter((r) => r.def === REPLICASETS)
       .map((r) => c.store.get(REPLICASETS, r.namespace, r.name))
-      .filter((rs): rs is KObject => rs !== undefined && controllerOf(rs)?.uid === uid && !rs.metadata?.deletionTimestamp);
-  const owned = ownedRs()
-    .sort((a, b) => ((a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1));
+      .filter(
+        (rs): rs is KObject =>
+          rs !== undefined && controllerOf(rs)?.uid === uid && !rs.metadata?.deletionTimestamp,
+      );
+  const owned = ownedRs().sort((a, b) =>
+    (a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1,
+  );
   const template = withoutHash(spec.template);
   let newRs = owned.find((rs) => deepEqual(withoutHash((rs.spec as JsonObject).template), template));
   const olds = owned.filter((rs) => rs !== newRs);
@@ -207,7 +234,10 @@ function syncDeployment(c: Cluster, key: string): void {
   const maxSurge = rolling ? scaled(ru.maxSurge ?? '25%', replicas, true) : 0;
   let maxUnavailable = rolling ? scaled(ru.maxUnavailable ?? '25%', replicas, false) : replicas;
   if (rolling && maxSurge === 0 && maxUnavailable === 0) maxUnavailable = 1;
-  const revision = Math.max(0, ...owned.map((rs) => Number(rs.metadata?.annotations?.['deployment.kubernetes.io/revision'] ?? 0)));
+  const revision = Math.max(
+    0,
+    ...owned.map((rs) => Number(rs.metadata?.annotations?.['deployment.kubernetes.io/revision'] ?? 0)),
+  );
   const paused = spec.paused === true;
   const now = c.ts();
   let created = false;
@@ -216,7 +246,10 @@ function syncDeployment(c: Cluster, key: string): void {
     const hash = templateHash(template, collision);
     const tpl = structuredClone(spec.template) as JsonObject;
     const tmeta = (tpl.metadata as JsonObject) ?? {};
-    tpl.metadata = { ...tmeta, labels: { ...((tmeta.labels as JsonObject) ?? {}), [LABELS.podTemplateHash]: hash } };
+    tpl.metadata = {
+      ...tmeta,
+      labels: { ...((tmeta.labels as JsonObject) ?? {}), [LABELS.podTemplateHash]: hash },
+    };
     const sel = structuredClone(spec.selector) as JsonObject;
     sel.matchLabels = { ...((sel.matchLabels as JsonObject) ?? {}), [LABELS.podTemplateHash]: hash };
     const totalSpec = olds.reduce((n, rs) => n + rsReplicas(rs), 0);
@@ -244,7 +277,14 @@ function syncDeployment(c: Cluster, key: string): void {
             'deployment.kubernetes.io/revision': String(revision + 1),
           },
           ownerReferences: [
-            { apiVersion: 'apps/v1', kind: 'Deployment', name, uid: uid as string, controller: true, blockOwnerDeletion: true },
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name,
+              uid: uid as string,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
           ],
         },
         spec: {
@@ -257,7 +297,13 @@ function syncDeployment(c: Cluster, key: string): void {
       { manager: CM },
     );
     created = true;
-    c.event(d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${rsName} from 0 to ${start}`, 'deployment-controller');
+    c.event(
+      d,
+      'Normal',
+      'ScalingReplicaSet',
+      `Scaled up replica set ${rsName} from 0 to ${start}`,
+      'deployment-controller',
+    );
   }
   if (newRs && !paused && !created) {
     if (rolling) {
@@ -287,13 +333,28 @@ function syncDeployment(c: Cluster, key: string): void {
   // Revision history: old, empty replica sets beyond revisionHistoryLimit go.
   const limit = (spec.revisionHistoryLimit as number) ?? 10;
   const empty = olds.filter((rs) => rsReplicas(rs) === 0 && rsStatus(rs, 'replicas') === 0);
-  for (const rs of empty.slice(0, Math.max(0, empty.length - limit))) c.api.delete(REPLICASETS, ns, rs.metadata?.name as string);
+  for (const rs of empty.slice(0, Math.max(0, empty.length - limit)))
+    c.api.delete(REPLICASETS, ns, rs.metadata?.name as string);
 
   // The deployment carries the revision of its newest replica set.
-  const rev = newRs ? c.store.get(REPLICASETS, ns, newRs.metadata?.name as string)?.metadata?.annotations?.['deployment.kubernetes.io/revision'] : undefined;
+  const rev = newRs
+    ? c.store.get(REPLICASETS, ns, newRs.metadata?.name as string)?.metadata?.annotations?.[
+        'deployment.kubernetes.io/revision'
+      ]
+    : undefined;
   const dNow = c.store.get(DEPLOYMENTS, ns, name) as KObject;
   if (rev && dNow.metadata?.annotations?.['deployment.kubernetes.io/revision'] !== rev)
-    c.write(DEPLOYMENTS, { ...dNow, metadata: { ...dNow.metadata, annotations: { ...(dNow.metadata?.annotations ?? {}), 'deployment.kubernetes.io/revision': rev } } }, CM);
+    c.write(
+      DEPLOYMENTS,
+      {
+        ...dNow,
+        metadata: {
+          ...dNow.metadata,
+          annotations: { ...(dNow.metadata?.annotations ?? {}), 'deployment.kubernetes.io/revision': rev },
+        },
+      },
+      CM,
+    );
 
   // Status.
   const all = ownedRs();
@@ -308,8 +369,22 @@ function syncDeployment(c: Cluster, key: string): void {
   const prevProg = prevConds.find((x) => x.type === 'Progressing');
   const availOk = available >= replicas - maxUnavailable;
   const availCond = availOk
-    ? condition('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.', now, prevAvail)
-    : condition('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.', now, prevAvail);
+    ? condition(
+        'Available',
+        'True',
+        'MinimumReplicasAvailable',
+        'Deployment has minimum availability.',
+        now,
+        prevAvail,
+      )
+    : condition(
+        'Available',
+        'False',
+        'MinimumReplicasUnavailable',
+        'Deployment does not have minimum availability.',
+        now,
+        prevAvail,
+      );
   const rsName = cur?.metadata?.name ?? '';
   const complete =
     cur !== undefined &&
@@ -319,8 +394,24 @@ function syncDeployment(c: Cluster, key: string): void {
     rsReplicas(cur) === replicas;
   let progCond: ReturnType<typeof condition>;
   const deadline = (spec.progressDeadlineSeconds as number) ?? 600;
-  if (complete) progCond = condition('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, now, prevProg);
-  else if (created) progCond = condition('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`, now, prevProg);
+  if (complete)
+    progCond = condition(
+      'Progressing',
+      'True',
+      'NewReplicaSetAvailable',
+      `ReplicaSet "${rsName}" has successfully progressed.`,
+      now,
+      prevProg,
+    );
+  else if (created)
+    progCond = condition(
+      'Progressing',
+      'True',
+      'NewReplicaSetCreated',
+      `Created new replica set "${rsName}"`,
+      now,
+      prevProg,
+    );
   else {
     const progressed =
       !prev.observedGeneration ||
@@ -331,9 +422,23 @@ function syncDeployment(c: Cluster, key: string): void {
     const since = prevProg && !progressed ? Date.parse(prevProg.lastUpdateTime as string) : c.now();
     if (prevProg?.reason === 'ProgressDeadlineExceeded' && !progressed) progCond = prevProg as never;
     else if (c.now() - since >= c.sim.scaled(deadline * 1000) && prevProg)
-      progCond = condition('Progressing', 'False', 'ProgressDeadlineExceeded', `ReplicaSet "${rsName}" has timed out progressing.`, now, prevProg);
+      progCond = condition(
+        'Progressing',
+        'False',
+        'ProgressDeadlineExceeded',
+        `ReplicaSet "${rsName}" has timed out progressing.`,
+        now,
+        prevProg,
+      );
     else {
-      progCond = condition('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, now, prevProg);
+      progCond = condition(
+        'Progressing',
+        'True',
+        'ReplicaSetUpdated',
+        `ReplicaSet "${rsName}" is progressing.`,
+        now,
+        prevProg,
+      );
       if (progressed) progCond.lastUpdateTime = now;
       c.checkLater(`${key}: progress deadline`, deadline * 1000, () => c.dirty.deployments.add(key));
     }
@@ -396,16 +501,31 @@ function syncReplicaSet(c: Cluster, key: string): void {
             generateName: `${name}-`,
             namespace: ns,
             labels: { ...((tmeta.labels as Record<string, string>) ?? {}) },
-            ...(tmeta.annotations ? { annotations: { ...(tmeta.annotations as Record<string, string>) } } : {}),
+            ...(tmeta.annotations
+              ? { annotations: { ...(tmeta.annotations as Record<string, string>) } }
+              : {}),
             ownerReferences: [
-              { apiVersion: 'apps/v1', kind: 'ReplicaSet', name, uid: uid as string, controller: true, blockOwnerDeletion: true },
+              {
+                apiVersion: 'apps/v1',
+                kind: 'ReplicaSet',
+                name,
+                uid: uid as string,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
             ],
           },
           spec: structuredClone(tpl.spec) as JsonObject,
         },
         { manager: CM },
       );
-      c.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${pod.metadata?.name}`, 'replicaset-controller');
+      c.event(
+        rs,
+        'Normal',
+        'SuccessfulCreate',
+        `Created pod: ${pod.metadata?.name}`,
+        'replicaset-controller',
+      );
     }
   } else if (active.length > want) {
     const victims = [...active].sort((a, b) => {
@@ -428,12 +548,15 @@ function syncReplicaSet(c: Cluster, key: string): void {
   const ready = current.filter(podReady);
   const status: JsonObject = {
     replicas: current.length,
-    fullyLabeledReplicas: current.filter((p) => Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v)).length,
+    fullyLabeledReplicas: current.filter((p) =>
+      Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v),
+    ).length,
     readyReplicas: ready.length,
     availableReplicas: ready.length,
     observedGeneration: rs.metadata?.generation,
   };
-  for (const k of ['fullyLabeledReplicas', 'readyReplicas', 'availableReplicas']) if (status[k] === 0) delete status[k];
+  for (const k of ['fullyLabeledReplicas', 'readyReplicas', 'availableReplicas'])
+    if (status[k] === 0) delete status[k];
   const latest = c.store.get(REPLICASETS, ns, name) as KObject;
   if (!deepEqual(latest.status, status)) c.write(REPLICASETS, { ...latest, status }, CM, 'status');
 }
@@ -488,9 +611,12 @@ function syncPdb(c: Cluster, key: string): void {
   const disrupted: Record<string, string> = {};
   for (const [pod, at] of Object.entries((prev.disruptedPods as Record<string, string>) ?? {})) {
     const p = pods.find((x) => x.metadata?.name === pod);
-    if (p && !p.metadata?.deletionTimestamp && nowMs - Date.parse(at) < DISRUPTED_TIMEOUT_MS) disrupted[pod] = at;
+    if (p && !p.metadata?.deletionTimestamp && nowMs - Date.parse(at) < DISRUPTED_TIMEOUT_MS)
+      disrupted[pod] = at;
   }
-  const healthy = pods.filter((p) => !p.metadata?.deletionTimestamp && podReady(p) && !disrupted[p.metadata?.name as string]).length;
+  const healthy = pods.filter(
+    (p) => !p.metadata?.deletionTimestamp && podReady(p) && !disrupted[p.metadata?.name as string],
+  ).length;
   const allowed = Math.max(0, healthy - desired);
   const prevCond = ((prev.conditions as JsonObject[]) ?? [])[0];
   const condStatus = allowed > 0 ? 'True' : 'False';
@@ -514,4 +640,3 @@ function syncPdb(c: Cluster, key: string): void {
   };
   if (!deepEqual(pdb.status, status)) c.write(PDBS, { ...pdb, status }, CM, 'status');
 }
-

@@ -1,26 +1,31 @@
 import { createHash } from 'node:crypto';
-import { apiVersionOf, type ResourceDef, RESOURCES } from './resources';
+import { apiVersionOf, RESOURCES, type ResourceDef } from './resources';
 
 /** Legacy discovery (/api, /apis, /api/v1, /apis/<group>/<version>) and /version, as the API server answers. */
 
-const SUBRESOURCE_KINDS: Record<string, { kind: string; group?: string; version?: string; verbs: string[] }> = {
-  status: { kind: '', verbs: ['get', 'patch', 'update'] },
-  eviction: { kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] },
-  binding: { kind: 'Binding', verbs: ['create'] },
-  scale: { kind: 'Scale', group: 'autoscaling', version: 'v1', verbs: ['get', 'patch', 'update'] },
-  log: { kind: 'Pod', verbs: ['get'] },
-  proxy: { kind: '', verbs: ['create', 'delete', 'get', 'patch', 'update'] },
-  finalize: { kind: 'Namespace', verbs: ['update'] },
-};
+const SUBRESOURCE_KINDS: Record<string, { kind: string; group?: string; version?: string; verbs: string[] }> =
+  {
+    status: { kind: '', verbs: ['get', 'patch', 'update'] },
+    eviction: { kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] },
+    binding: { kind: 'Binding', verbs: ['create'] },
+    scale: { kind: 'Scale', group: 'autoscaling', version: 'v1', verbs: ['get', 'patch', 'update'] },
+    log: { kind: 'Pod', verbs: ['get'] },
+    proxy: { kind: '', verbs: ['create', 'delete', 'get', 'patch', 'update'] },
+    finalize: { kind: 'Namespace', verbs: ['update'] },
+  };
 
 function hash(def: ResourceDef): string {
-  return createHash('sha256').update(`${def.group}/${def.version}/${def.resource}`).digest('base64').slice(0, 11);
+  return createHash('sha256')
+    .update(`${def.group}/${def.version}/${def.resource}`)
+    .digest('base64')
+    .slice(0, 11);
 }
 
 export function groupVersions(): { group: string; version: string }[] {
   const out: { group: string; version: string }[] = [];
   for (const r of RESOURCES)
-    if (!out.some((g) => g.group === r.group && g.version === r.version)) out.push({ group: r.group, version: r.version });
+    if (!out.some((g) => g.group === r.group && g.version === r.version))
+      out.push({ group: r.group, version: r.version });
   return out;
 }
 
@@ -122,7 +127,9 @@ export function openApiIndex() {
   const paths: Record<string, { serverRelativeURL: string }> = {};
   for (const g of groupVersions()) {
     const p = gvPath(g.group, g.version);
-    paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${createHash('sha256').update(p).digest('hex').slice(0, 32).toUpperCase()}` };
+    paths[p] = {
+      serverRelativeURL: `/openapi/v3/${p}?hash=${createHash('sha256').update(p).digest('hex').slice(0, 32).toUpperCase()}`,
+    };
   }
   return { paths };
 }

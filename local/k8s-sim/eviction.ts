@@ -21,17 +21,26 @@ export function evict(c: Cluster, ns: string, name: string, body: unknown): Json
   const options = (body.deleteOptions as JsonObject) ?? {};
   const del = () => {
     c.delete(PODS, ns, name, {
-      ...(typeof options.gracePeriodSeconds === 'number' ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+      ...(typeof options.gracePeriodSeconds === 'number'
+        ? { gracePeriodSeconds: options.gracePeriodSeconds }
+        : {}),
     });
     return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 };
   };
-  if (pod.metadata?.deletionTimestamp) return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 200 };
+  if (pod.metadata?.deletionTimestamp)
+    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 200 };
   const phase = (pod.status as JsonObject)?.phase;
   if (phase === 'Pending' || phase === 'Succeeded' || phase === 'Failed') return del();
-  const pdbs = c.store.list(PDBS, ns).filter((p) => matchesSelector((p.spec as JsonObject)?.selector, pod.metadata?.labels));
+  const pdbs = c.store
+    .list(PDBS, ns)
+    .filter((p) => matchesSelector((p.spec as JsonObject)?.selector, pod.metadata?.labels));
   if (pdbs.length === 0) return del();
   if (pdbs.length > 1)
-    throw new K8sError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+    throw new K8sError(
+      500,
+      'InternalError',
+      'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.',
+    );
   const pdb = pdbs[0] as KObject;
   const status = (pdb.status as JsonObject) ?? {};
   const spec = (pdb.spec as JsonObject) ?? {};
@@ -43,11 +52,18 @@ export function evict(c: Cluster, ns: string, name: string, body: unknown): Json
   }
   if (((status.observedGeneration as number) ?? 0) < (pdb.metadata?.generation ?? 1))
     throw tooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", [
-      { reason: 'DisruptionBudget', message: `The disruption budget ${pdb.metadata?.name} is still being processed by the server.` },
+      {
+        reason: 'DisruptionBudget',
+        message: `The disruption budget ${pdb.metadata?.name} is still being processed by the server.`,
+      },
     ]);
   const allowed = (status.disruptionsAllowed as number) ?? 0;
   if (allowed < 0)
-    throw new K8sError(403, 'Forbidden', `poddisruptionbudgets.policy "${pdb.metadata?.name}" is forbidden: pdb disruptions allowed is negative`);
+    throw new K8sError(
+      403,
+      'Forbidden',
+      `poddisruptionbudgets.policy "${pdb.metadata?.name}" is forbidden: pdb disruptions allowed is negative`,
+    );
   if (allowed === 0)
     throw tooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", [
       {
@@ -56,7 +72,12 @@ export function evict(c: Cluster, ns: string, name: string, body: unknown): Json
       },
     ]);
   const disrupted = { ...((status.disruptedPods as Record<string, string>) ?? {}), [name]: c.ts() };
-  c.write(PDBS, { ...pdb, status: { ...status, disruptionsAllowed: allowed - 1, disruptedPods: disrupted } }, 'kube-apiserver', 'status');
+  c.write(
+    PDBS,
+    { ...pdb, status: { ...status, disruptionsAllowed: allowed - 1, disruptedPods: disrupted } },
+    'kube-apiserver',
+    'status',
+  );
   const key = `${ns}/${pdb.metadata?.name}`;
   c.checkLater(`${key}: disrupted pods expire`, DISRUPTED_TIMEOUT_MS, () => c.dirty.pdbs.add(key));
   return del();

@@ -29,7 +29,8 @@ export class FieldSet {
   toFieldsV1(): JsonObject {
     const out: JsonObject = {};
     if (this.member && this.children.size > 0) out['.'] = {};
-    for (const k of [...this.children.keys()].sort()) out[k] = (this.children.get(k) as FieldSet).toFieldsV1();
+    for (const k of [...this.children.keys()].sort())
+      out[k] = (this.children.get(k) as FieldSet).toFieldsV1();
     return out;
   }
 
@@ -251,7 +252,11 @@ export interface Comparison {
 }
 
 /** Added, removed and modified fields between two versions of an object. */
-export function compare(oldObj: JsonObject, newObj: JsonObject, ignoreTop: readonly string[] = []): Comparison {
+export function compare(
+  oldObj: JsonObject,
+  newObj: JsonObject,
+  ignoreTop: readonly string[] = [],
+): Comparison {
   const a = toFieldSet(oldObj, ignoreTop);
   const b = toFieldSet(newObj, ignoreTop);
   const modified = new FieldSet();

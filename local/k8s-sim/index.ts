@@ -73,7 +73,15 @@ export async function startK8sSim(
         Buffer.concat(chunks).toString('utf8'),
       ).catch((e: Error) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: e.message, code: 500 }));
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            status: 'Failure',
+            message: e.message,
+            code: 500,
+          }),
+        );
       });
     });
   });

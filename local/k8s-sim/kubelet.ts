@@ -139,17 +139,23 @@ export class Kubelet {
 
   private crashRule(run: PodRun, ct: ContainerRun): PodCrashRule | undefined {
     const pod = this.podOf(run);
-    return pod ? (this.c.sim.faults.podCrashes ?? []).find((r) => matchesPodSelector(r, pod, ct.image)) : undefined;
+    return pod
+      ? (this.c.sim.faults.podCrashes ?? []).find((r) => matchesPodSelector(r, pod, ct.image))
+      : undefined;
   }
 
   private unreadyRule(run: PodRun, ct: ContainerRun): PodUnreadyRule | undefined {
     const pod = this.podOf(run);
-    return pod ? (this.c.sim.faults.podsUnready ?? []).find((r) => matchesPodSelector(r, pod, ct.image)) : undefined;
+    return pod
+      ? (this.c.sim.faults.podsUnready ?? []).find((r) => matchesPodSelector(r, pod, ct.image))
+      : undefined;
   }
 
   private appStartMs(run: PodRun, ct: ContainerRun): number {
     const pod = this.podOf(run);
-    const rule = pod ? (this.c.opts.appStart ?? []).find((r) => matchesPodSelector(r, pod, ct.image)) : undefined;
+    const rule = pod
+      ? (this.c.opts.appStart ?? []).find((r) => matchesPodSelector(r, pod, ct.image))
+      : undefined;
     return rule?.ms ?? this.c.sim.opts.durations.appStartMs;
   }
 
@@ -183,7 +189,11 @@ export class Kubelet {
     const readiness = ct.spec.readinessProbe as Probe | undefined;
     const horizon = crash ? this.c.sim.opts.durations.crashAfterMs : Number.POSITIVE_INFINITY;
     if (crash)
-      this.c.after(horizon, `${run.name}/${ct.name}: exits`, live(() => this.terminated(run, ct, crash.exitCode ?? 1, crash.message)));
+      this.c.after(
+        horizon,
+        `${run.name}/${ct.name}: exits`,
+        live(() => this.terminated(run, ct, crash.exitCode ?? 1, crash.message)),
+      );
     // Startup: the first probe at or after the server is up succeeds; failureThreshold misses kill the container.
     let startedAt = 0;
     if (startup) {
@@ -194,15 +204,23 @@ export class Kubelet {
       else {
         const failAt = this.probeTime(startup, ft - 1);
         if (failAt < horizon) {
-          this.c.after(this.probeTime(startup, 0), `${run.name}/${ct.name}: startup probe fails`, live(() => {
-            const p = this.podOf(run) as KObject;
-            this.c.event(p, 'Warning', 'Unhealthy', `Startup probe failed: ${this.probeFailure(run, ct, startup, unready)}`, 'kubelet', run.node);
-          }));
-          this.c.after(failAt, `${run.name}/${ct.name}: killed by startup probe`, live(() => {
-            const p = this.podOf(run) as KObject;
-            this.c.event(p, 'Normal', 'Killing', `Container ${ct.name} failed startup probe, will be restarted`, 'kubelet', run.node);
-            this.terminated(run, ct, 137, undefined);
-          }));
+          this.probeFails(run, ct, 'Startup', startup, unready, this.probeTime(startup, 0), live);
+          this.c.after(
+            failAt,
+            `${run.name}/${ct.name}: killed by startup probe`,
+            live(() => {
+              const p = this.podOf(run) as KObject;
+              this.c.event(
+                p,
+                'Normal',
+                'Killing',
+                `Container ${ct.name} failed startup probe, will be restarted`,
+                'kubelet',
+                run.node,
+              );
+              this.terminated(run, ct, 137, undefined);
+            }),
+          );
         }
         this.writeStatus(run);
         return;
@@ -226,11 +244,7 @@ export class Kubelet {
         let k = 0;
         while (this.probeTime(readiness, k) < startedAt) k++;
         const at = this.probeTime(readiness, k);
-        if (at < horizon)
-          this.c.after(at, `${run.name}/${ct.name}: readiness probe fails`, live(() => {
-            const p = this.podOf(run) as KObject;
-            this.c.event(p, 'Warning', 'Unhealthy', `Readiness probe failed: ${this.probeFailure(run, ct, readiness, unready)}`, 'kubelet', run.node);
-          }));
+        if (at < horizon) this.probeFails(run, ct, 'Readiness', readiness, unready, at, live);
         this.writeStatus(run);
         return;
       }
@@ -243,11 +257,37 @@ export class Kubelet {
       return;
     }
     if (readyAt === 0) ct.ready = true;
-    else this.c.after(readyAt, `${run.name}/${ct.name}: ready`, live(() => {
-      ct.started = true;
-      ct.ready = true;
-    }));
+    else
+      this.c.after(
+        readyAt,
+        `${run.name}/${ct.name}: ready`,
+        live(() => {
+          ct.started = true;
+          ct.ready = true;
+        }),
+      );
     this.writeStatus(run);
+  }
+
+  /** The kubelet's Unhealthy event for a probe that fails at `at` (ms after the container started). */
+  private probeFails(
+    run: PodRun,
+    ct: ContainerRun,
+    kind: 'Startup' | 'Readiness',
+    probe: Probe,
+    unready: PodUnreadyRule | undefined,
+    at: number,
+    live: (fn: () => void) => () => void,
+  ): void {
+    this.c.after(
+      at,
+      `${run.name}/${ct.name}: ${kind.toLowerCase()} probe fails`,
+      live(() => {
+        const p = this.podOf(run) as KObject;
+        const why = this.probeFailure(run, ct, probe, unready);
+        this.c.event(p, 'Warning', 'Unhealthy', `${kind} probe failed: ${why}`, 'kubelet', run.node);
+      }),
+    );
   }
 
   private probeFailure(run: PodRun, ct: ContainerRun, p: Probe, unready: PodUnreadyRule | undefined): string {
@@ -298,7 +338,14 @@ export class Kubelet {
       reason: 'CrashLoopBackOff',
       message: `back-off ${goDuration(backoff)} restarting failed container=${ct.name} pod=${run.name}_${run.ns}(${run.uid})`,
     };
-    this.c.event(pod, 'Warning', 'BackOff', `Back-off restarting failed container ${ct.name} in pod ${run.name}_${run.ns}(${run.uid})`, 'kubelet', run.node);
+    this.c.event(
+      pod,
+      'Warning',
+      'BackOff',
+      `Back-off restarting failed container ${ct.name} in pod ${run.name}_${run.ns}(${run.uid})`,
+      'kubelet',
+      run.node,
+    );
     const inc = ct.incarnation;
     this.c.after(backoff * 1000, `${run.name}/${ct.name}: restarts`, () => {
       if (ct.incarnation !== inc || run.terminating || !this.podOf(run)) return;
@@ -312,7 +359,8 @@ export class Kubelet {
     if (!run || graceSeconds <= 0 || !this.c.store.get(NODES, undefined, run.node)) return false;
     run.terminating = true;
     for (const ct of run.containers)
-      if (ct.state === 'running') this.c.event(pod, 'Normal', 'Killing', `Stopping container ${ct.name}`, 'kubelet', run.node);
+      if (ct.state === 'running')
+        this.c.event(pod, 'Normal', 'Killing', `Stopping container ${ct.name}`, 'kubelet', run.node);
     const stop = Math.min(this.c.sim.opts.durations.podStopMs, graceSeconds * 1000);
     this.c.after(0, `${run.name}: stopping`, () => {
       for (const ct of run.containers) ct.ready = false;
@@ -348,10 +396,22 @@ export class Kubelet {
     const conditions = [
       cond('PodReadyToStartContainers', anyStarted),
       cond('Initialized', true),
-      unready.length === 0 ? cond('Ready', true) : cond('Ready', false, 'ContainersNotReady', `containers with unready status: [${unready.join(' ')}]`),
+      unready.length === 0
+        ? cond('Ready', true)
+        : cond(
+            'Ready',
+            false,
+            'ContainersNotReady',
+            `containers with unready status: [${unready.join(' ')}]`,
+          ),
       unready.length === 0
         ? cond('ContainersReady', true)
-        : cond('ContainersReady', false, 'ContainersNotReady', `containers with unready status: [${unready.join(' ')}]`),
+        : cond(
+            'ContainersReady',
+            false,
+            'ContainersNotReady',
+            `containers with unready status: [${unready.join(' ')}]`,
+          ),
       prevConds.find((x) => x.type === 'PodScheduled') ?? cond('PodScheduled', true),
     ];
     const repo = (img: string) => (img.includes('/') ? img : `library/${img}`).replace(/[:@].*$/, '');
@@ -375,7 +435,10 @@ export class Kubelet {
           ready: ct.ready,
           restartCount: ct.restartCount,
           image: ct.image,
-          imageID: ct.startedAt !== undefined ? `${repo(ct.image)}@sha256:${createHash('sha256').update(ct.image).digest('hex')}` : '',
+          imageID:
+            ct.startedAt !== undefined
+              ? `${repo(ct.image)}@sha256:${createHash('sha256').update(ct.image).digest('hex')}`
+              : '',
           ...(ct.containerId && ct.startedAt !== undefined ? { containerID: ct.containerId } : {}),
           started: ct.started,
         };

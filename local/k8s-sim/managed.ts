@@ -32,14 +32,20 @@ type Owners = Map<string, Owner>;
 
 /** The identity of an owner: an applier is the same owner whatever the API version it applies with. */
 function identity(o: Pick<Owner, 'manager' | 'operation' | 'apiVersion' | 'subresource'>): string {
-  return JSON.stringify([o.manager, o.operation, o.operation === 'Apply' ? '' : o.apiVersion, o.subresource ?? '']);
+  return JSON.stringify([
+    o.manager,
+    o.operation,
+    o.operation === 'Apply' ? '' : o.apiVersion,
+    o.subresource ?? '',
+  ]);
 }
 
 export function decode(entries: unknown): Owners {
   const out: Owners = new Map();
   if (!Array.isArray(entries)) return out;
   for (const e of entries as Partial<ManagedFieldsEntry>[]) {
-    if (!e || typeof e.manager !== 'string' || (e.operation !== 'Apply' && e.operation !== 'Update')) continue;
+    if (!e || typeof e.manager !== 'string' || (e.operation !== 'Apply' && e.operation !== 'Update'))
+      continue;
     const o: Owner = {
       manager: e.manager,
       operation: e.operation,
@@ -86,7 +92,11 @@ function describeOwner(o: Owner): string {
 
 function conflictError(conflicts: { owner: Owner; paths: string[] }[]): K8sError {
   const causes = conflicts.flatMap((c) =>
-    c.paths.map((p) => ({ reason: 'FieldManagerConflict', message: `conflict with ${describeOwner(c.owner)}`, field: p })),
+    c.paths.map((p) => ({
+      reason: 'FieldManagerConflict',
+      message: `conflict with ${describeOwner(c.owner)}`,
+      field: p,
+    })),
   );
   let message: string;
   if (causes.length === 1) {

@@ -33,4 +33,3 @@ export function matchesPodSelector(rule: PodSelector, pod: KObject, image: strin
   if (rule.image !== undefined && !globMatch(rule.image, image)) return false;
   return true;
 }
-

@@ -21,7 +21,9 @@ function unescapePointer(seg: string): string {
 
 function pointer(path: unknown): string[] {
   if (typeof path !== 'string' || (path !== '' && !path.startsWith('/')))
-    throw badRequest(`the server rejected our request due to an error in our request: invalid JSON pointer ${JSON.stringify(path)}`);
+    throw badRequest(
+      `the server rejected our request due to an error in our request: invalid JSON pointer ${JSON.stringify(path)}`,
+    );
   return path === '' ? [] : path.slice(1).split('/').map(unescapePointer);
 }
 
@@ -43,7 +45,8 @@ function parentOf(doc: unknown, segs: string[]): { parent: unknown; key: string 
 }
 
 export function jsonPatch(target: unknown, ops: unknown): unknown {
-  if (!Array.isArray(ops)) throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  if (!Array.isArray(ops))
+    throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   let doc = structuredClone(target);
   const add = (segs: string[], value: unknown) => {
     if (segs.length === 0) {
@@ -53,7 +56,8 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
     const { parent, key } = parentOf(doc, segs);
     if (Array.isArray(parent)) {
       const i = key === '-' ? parent.length : Number(key);
-      if (!Number.isInteger(i) || i < 0 || i > parent.length) throw new Error(`add operation does not apply: index ${key} out of bounds`);
+      if (!Number.isInteger(i) || i < 0 || i > parent.length)
+        throw new Error(`add operation does not apply: index ${key} out of bounds`);
       parent.splice(i, 0, value);
     } else (parent as JsonObject)[key] = value;
   };
@@ -61,11 +65,15 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
     const { parent, key } = parentOf(doc, segs);
     if (Array.isArray(parent)) {
       const i = Number(key);
-      if (!(i >= 0 && i < parent.length)) throw new Error(`remove operation does not apply: index ${key} out of bounds`);
+      if (!(i >= 0 && i < parent.length))
+        throw new Error(`remove operation does not apply: index ${key} out of bounds`);
       return parent.splice(i, 1)[0];
     }
     const p = parent as JsonObject;
-    if (!(key in p)) throw new Error(`remove operation does not apply: doc is missing path: "/${segs.join('/')}": missing value`);
+    if (!(key in p))
+      throw new Error(
+        `remove operation does not apply: doc is missing path: "/${segs.join('/')}": missing value`,
+      );
     const v = p[key];
     delete p[key];
     return v;
@@ -83,7 +91,9 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
           break;
         case 'replace':
           if (getAt(doc, segs) === undefined)
-            throw new Error(`replace operation does not apply: doc is missing key: /${segs.join('/')}: missing value`);
+            throw new Error(
+              `replace operation does not apply: doc is missing key: /${segs.join('/')}: missing value`,
+            );
           if (segs.length === 0) doc = structuredClone(raw.value);
           else {
             remove(segs);
@@ -172,7 +182,8 @@ export function strategicMergePatch(original: unknown, patch: unknown, path: str
 
 function mergeList(original: unknown, patch: unknown[], path: string[]): unknown[] {
   const how = smpList(path);
-  if (!how || !Array.isArray(original)) return structuredClone(patch).filter((x) => !(isObject(x) && x.$patch));
+  if (!how || !Array.isArray(original))
+    return structuredClone(patch).filter((x) => !(isObject(x) && x.$patch));
   if (how.primitive) {
     const out = [...original];
     for (const v of patch) if (!out.some((x) => deepEqual(x, v))) out.push(v);

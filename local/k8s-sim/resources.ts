@@ -76,7 +76,10 @@ export function defaultPodSpec(spec: unknown): void {
   spec.dnsPolicy ??= 'ClusterFirst';
   spec.securityContext ??= {};
   spec.schedulerName ??= 'default-scheduler';
-  for (const c of [...((spec.containers as JsonObject[]) ?? []), ...((spec.initContainers as JsonObject[]) ?? [])])
+  for (const c of [
+    ...((spec.containers as JsonObject[]) ?? []),
+    ...((spec.initContainers as JsonObject[]) ?? []),
+  ])
     if (isObject(c)) defaultContainer(c);
 }
 
@@ -102,7 +105,8 @@ function defaultPod(pod: KObject): void {
   // Limits without requests: the requests default to the limits.
   for (const c of (spec.containers as JsonObject[]) ?? []) {
     const r = c.resources as JsonObject;
-    if (isObject(r) && isObject(r.limits)) r.requests = { ...r.limits, ...((r.requests as JsonObject) ?? {}) };
+    if (isObject(r) && isObject(r.limits))
+      r.requests = { ...r.limits, ...((r.requests as JsonObject) ?? {}) };
   }
   // The DefaultTolerationSeconds admission plugin.
   const tolerations = ((spec.tolerations as JsonObject[]) ?? []).slice();
@@ -124,7 +128,10 @@ export function qosClass(spec: JsonObject): string {
     const requests = (r.requests as JsonObject) ?? {};
     if (Object.keys(limits).length > 0 || Object.keys(requests).length > 0) any = true;
     for (const res of ['cpu', 'memory'])
-      if (limits[res] === undefined || parseQuantity(limits[res]) !== parseQuantity(requests[res] ?? limits[res]))
+      if (
+        limits[res] === undefined ||
+        parseQuantity(limits[res]) !== parseQuantity(requests[res] ?? limits[res])
+      )
         guaranteed = false;
   }
   if (!any) return 'BestEffort';
@@ -201,14 +208,17 @@ export function validatePodSpec(spec: unknown, field: string, restartAlways: boo
     if (typeof c.name !== 'string' || c.name === '') out.push(required(`${f}.name`));
     else {
       for (const e of nameErrors(c.name, 'label')) out.push(invalidValue(`${f}.name`, c.name, e));
-      if (names.has(c.name)) out.push({ type: 'FieldValueInvalid', field: `${f}.name`, value: c.name, detail: 'Duplicate value' });
+      if (names.has(c.name))
+        out.push({ type: 'FieldValueInvalid', field: `${f}.name`, value: c.name, detail: 'Duplicate value' });
       names.add(c.name);
     }
     if (typeof c.image !== 'string' || c.image === '') out.push(required(`${f}.image`));
     ((c.ports as JsonObject[]) ?? []).forEach((p, j) => {
       const port = p.containerPort;
       if (typeof port !== 'number' || port < 1 || port > 65535)
-        out.push(invalidValue(`${f}.ports[${j}].containerPort`, port ?? 0, 'must be between 1 and 65535, inclusive'));
+        out.push(
+          invalidValue(`${f}.ports[${j}].containerPort`, port ?? 0, 'must be between 1 and 65535, inclusive'),
+        );
     });
     const r = (c.resources as JsonObject) ?? {};
     const limits = (r.limits as JsonObject) ?? {};
@@ -227,9 +237,21 @@ export function validatePodSpec(spec: unknown, field: string, restartAlways: boo
         if (limits[res] === undefined)
           out.push(required(`${f}.resources.limits`, 'Limit must be set for non overcommitable resources'));
         else if (req !== lim)
-          out.push(invalidValue(`${f}.resources.requests[${res}]`, q, `must be equal to ${res} limit of ${limits[res]}`));
+          out.push(
+            invalidValue(
+              `${f}.resources.requests[${res}]`,
+              q,
+              `must be equal to ${res} limit of ${limits[res]}`,
+            ),
+          );
       } else if (req !== undefined && lim !== undefined && req > lim)
-        out.push(invalidValue(`${f}.resources.requests`, q, `must be less than or equal to ${res} limit of ${limits[res]}`));
+        out.push(
+          invalidValue(
+            `${f}.resources.requests`,
+            q,
+            `must be less than or equal to ${res} limit of ${limits[res]}`,
+          ),
+        );
     }
     validateProbe(c.readinessProbe, `${f}.readinessProbe`, out);
     validateProbe(c.livenessProbe, `${f}.livenessProbe`, out);
@@ -244,8 +266,17 @@ export function validatePodSpec(spec: unknown, field: string, restartAlways: boo
     });
   ((spec.tolerations as JsonObject[]) ?? []).forEach((t, i) => {
     if (t.operator === 'Exists' && t.value !== undefined && t.value !== '')
-      out.push(invalidValue(`${field}.tolerations[${i}].operator`, t.value, 'value must be empty when `operator` is \'Exists\''));
-    if (t.effect !== undefined && !['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''].includes(t.effect as string))
+      out.push(
+        invalidValue(
+          `${field}.tolerations[${i}].operator`,
+          t.value,
+          "value must be empty when `operator` is 'Exists'",
+        ),
+      );
+    if (
+      t.effect !== undefined &&
+      !['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''].includes(t.effect as string)
+    )
       out.push({
         type: 'FieldValueNotSupported',
         field: `${field}.tolerations[${i}].effect`,
@@ -263,14 +294,28 @@ function validateReplicated(obj: KObject, old: KObject | undefined): FieldError[
   if (typeof spec.replicas === 'number' && spec.replicas < 0)
     out.push(invalidValue('spec.replicas', spec.replicas, 'must be greater than or equal to 0'));
   const sel = spec.selector as JsonObject | undefined;
-  if (!isObject(sel) || (Object.keys((sel.matchLabels as object) ?? {}).length === 0 && !((sel.matchExpressions as unknown[]) ?? []).length))
-    out.push(isObject(sel) ? invalidValue('spec.selector', sel, 'empty selector is invalid for deployment') : required('spec.selector'));
+  if (
+    !isObject(sel) ||
+    (Object.keys((sel.matchLabels as object) ?? {}).length === 0 &&
+      !((sel.matchExpressions as unknown[]) ?? []).length)
+  )
+    out.push(
+      isObject(sel)
+        ? invalidValue('spec.selector', sel, 'empty selector is invalid for deployment')
+        : required('spec.selector'),
+    );
   const template = spec.template as JsonObject | undefined;
   const labels = (isObject(template) && isObject(template.metadata) ? template.metadata.labels : undefined) as
     | Record<string, string>
     | undefined;
   if (isObject(sel) && !matchesSelector(sel, labels))
-    out.push(invalidValue('spec.template.metadata.labels', labels ?? {}, '`selector` does not match template `labels`'));
+    out.push(
+      invalidValue(
+        'spec.template.metadata.labels',
+        labels ?? {},
+        '`selector` does not match template `labels`',
+      ),
+    );
   out.push(...validatePodSpec(isObject(template) ? template.spec : undefined, 'spec.template.spec', true));
   const oldSel = old && isObject(old.spec) ? (old.spec as JsonObject).selector : undefined;
   if (old && oldSel !== undefined && JSON.stringify(oldSel) !== JSON.stringify(sel))
@@ -285,9 +330,16 @@ function validatePdb(obj: KObject): FieldError[] {
     out.push(invalidValue('spec', spec, 'minAvailable and maxUnavailable cannot be both set'));
   for (const k of ['minAvailable', 'maxUnavailable']) {
     const v = spec[k];
-    if (typeof v === 'number' && v < 0) out.push(invalidValue(`spec.${k}`, v, 'must be greater than or equal to 0'));
+    if (typeof v === 'number' && v < 0)
+      out.push(invalidValue(`spec.${k}`, v, 'must be greater than or equal to 0'));
     if (typeof v === 'string' && !/^\d+%$/.test(v))
-      out.push(invalidValue(`spec.${k}`, v, 'a valid percent string must be a numeric string followed by an ending \'%\' (e.g. \'1%\',  or \'93%\', regex used for validation is \'[0-9]+%\')'));
+      out.push(
+        invalidValue(
+          `spec.${k}`,
+          v,
+          "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+        ),
+      );
   }
   return out;
 }
@@ -296,7 +348,8 @@ function validateService(obj: KObject): FieldError[] {
   const spec = (obj.spec as JsonObject) ?? {};
   const out: FieldError[] = [];
   const ports = spec.ports;
-  if (spec.type !== 'ExternalName' && (!Array.isArray(ports) || ports.length === 0)) out.push(required('spec.ports'));
+  if (spec.type !== 'ExternalName' && (!Array.isArray(ports) || ports.length === 0))
+    out.push(required('spec.ports'));
   (Array.isArray(ports) ? (ports as JsonObject[]) : []).forEach((p, i) => {
     if (typeof p.port !== 'number' || p.port < 1 || p.port > 65535)
       out.push(invalidValue(`spec.ports[${i}].port`, p.port ?? 0, 'must be between 1 and 65535, inclusive'));
@@ -352,7 +405,8 @@ export const NAMESPACES: ResourceDef = {
   statusSubresource: true,
   nameRule: 'label',
   defaults(ns) {
-    const meta = (ns.metadata ??= {});
+    ns.metadata ??= {};
+    const meta = ns.metadata;
     meta.labels = { ...(meta.labels ?? {}), 'kubernetes.io/metadata.name': meta.name as string };
     ns.spec = { finalizers: ['kubernetes'], ...((ns.spec as object) ?? {}) };
     ns.status ??= { phase: 'Active' };
@@ -414,11 +468,15 @@ export const SERVICES: ResourceDef = {
   statusSubresource: true,
   nameRule: 'dns1035',
   defaults(svc) {
-    const spec = (svc.spec ??= {}) as JsonObject;
+    svc.spec ??= {};
+    const spec = svc.spec as JsonObject;
     spec.type ??= 'ClusterIP';
     if (spec.type !== 'ExternalName' && spec.clusterIP === undefined) {
       // From the cluster's service CIDR (DescribeCluster: 10.100.0.0/16), derived from the service's identity.
-      const h = [...`${svc.metadata?.namespace}/${svc.metadata?.name}`].reduce((a, ch) => (a * 31 + ch.charCodeAt(0)) >>> 0, 7);
+      const h = [...`${svc.metadata?.namespace}/${svc.metadata?.name}`].reduce(
+        (a, ch) => (a * 31 + ch.charCodeAt(0)) >>> 0,
+        7,
+      );
       spec.clusterIP = `10.100.${(h >>> 8) % 256}.${1 + (h % 254)}`;
     }
     if (typeof spec.clusterIP === 'string' && spec.clusterIP !== 'None') spec.clusterIPs ??= [spec.clusterIP];
@@ -513,7 +571,13 @@ export const PDBS: ResourceDef = {
 };
 
 const rbac = { ...base, group: 'rbac.authorization.k8s.io', version: 'v1' };
-export const ROLES: ResourceDef = { ...rbac, resource: 'roles', singular: 'role', kind: 'Role', namespaced: true };
+export const ROLES: ResourceDef = {
+  ...rbac,
+  resource: 'roles',
+  singular: 'role',
+  kind: 'Role',
+  namespaced: true,
+};
 export const ROLEBINDINGS: ResourceDef = {
   ...rbac,
   resource: 'rolebindings',

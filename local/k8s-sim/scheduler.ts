@@ -36,7 +36,8 @@ export function podRequests(pod: KObject): Map<string, number> {
   const spec = (pod.spec as JsonObject) ?? {};
   const sum = new Map<string, number>();
   const add = (m: Map<string, number>, r: unknown) => {
-    for (const [k, v] of Object.entries(((r as JsonObject)?.requests as JsonObject) ?? {})) m.set(k, (m.get(k) ?? 0) + (parseQuantity(v) ?? 0));
+    for (const [k, v] of Object.entries(((r as JsonObject)?.requests as JsonObject) ?? {}))
+      m.set(k, (m.get(k) ?? 0) + (parseQuantity(v) ?? 0));
   };
   for (const c of (spec.containers as JsonObject[]) ?? []) add(sum, c.resources);
   for (const c of (spec.initContainers as JsonObject[]) ?? []) {
@@ -48,8 +49,11 @@ export function podRequests(pod: KObject): Map<string, number> {
 }
 
 function nodeAffinityRequirements(spec: JsonObject): Requirement[][] {
-  const terms = ((((spec.affinity as JsonObject)?.nodeAffinity as JsonObject)?.requiredDuringSchedulingIgnoredDuringExecution as JsonObject)
-    ?.nodeSelectorTerms as JsonObject[]) ?? [];
+  const terms =
+    ((
+      ((spec.affinity as JsonObject)?.nodeAffinity as JsonObject)
+        ?.requiredDuringSchedulingIgnoredDuringExecution as JsonObject
+    )?.nodeSelectorTerms as JsonObject[]) ?? [];
   return terms.map((t) =>
     ((t.matchExpressions as JsonObject[]) ?? []).map((e) => ({
       key: e.key as string,
@@ -109,7 +113,11 @@ export class Scheduler {
 
   private isPending(pod: KObject): boolean {
     const spec = (pod.spec as JsonObject) ?? {};
-    return !spec.nodeName && !pod.metadata?.deletionTimestamp && (spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
+    return (
+      !spec.nodeName &&
+      !pod.metadata?.deletionTimestamp &&
+      (spec.schedulerName ?? 'default-scheduler') === 'default-scheduler'
+    );
   }
 
   podChanged(type: string, pod: KObject, old: KObject | undefined): void {
@@ -124,7 +132,11 @@ export class Scheduler {
     this.unscheduled.delete(key);
     if (type === 'DELETED') this.lastMessage.delete(pod.metadata?.uid as string);
     // Room freed on a node: pods waiting for it get another try.
-    if ((type === 'DELETED' && (old?.spec as JsonObject)?.nodeName) || (pod.metadata?.deletionTimestamp && !old?.metadata?.deletionTimestamp)) this.retryAll();
+    if (
+      (type === 'DELETED' && (old?.spec as JsonObject)?.nodeName) ||
+      (pod.metadata?.deletionTimestamp && !old?.metadata?.deletionTimestamp)
+    )
+      this.retryAll();
   }
 
   nodesChanged(): void {
@@ -145,7 +157,9 @@ export class Scheduler {
         return this.c.store.get(PODS, k.slice(0, i), k.slice(i + 1));
       })
       .filter((p): p is KObject => p !== undefined && this.isPending(p))
-      .sort((a, b) => ((a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1));
+      .sort((a, b) =>
+        (a.metadata?.creationTimestamp ?? '') < (b.metadata?.creationTimestamp ?? '') ? -1 : 1,
+      );
     if (pods.length === 0) return false;
     const nodes = this.c.store.list(NODES);
     for (const pod of pods) this.schedule(pod, nodes, this.usage);
@@ -170,7 +184,10 @@ export class Scheduler {
       values: [v],
     }));
     const terms = nodeAffinityRequirements(spec);
-    if (!matchesRequirements(selector, labels) || (terms.length > 0 && !terms.some((t) => matchesRequirements(t, labels))))
+    if (
+      !matchesRequirements(selector, labels) ||
+      (terms.length > 0 && !terms.some((t) => matchesRequirements(t, labels)))
+    )
       return { reasons: ["node(s) didn't match Pod's node affinity/selector"], resolvable: false };
     const alloc = ((node.status as JsonObject)?.allocatable as JsonObject) ?? {};
     const reasons: string[] = [];
@@ -228,10 +245,14 @@ export class Scheduler {
     const now = this.c.ts();
     const status = { ...((pod.status as JsonObject) ?? {}) };
     status.conditions = [
-      ...(((status.conditions as JsonObject[]) ?? []).filter((x) => x.type !== 'PodScheduled')),
+      ...((status.conditions as JsonObject[]) ?? []).filter((x) => x.type !== 'PodScheduled'),
       { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now },
     ];
-    const bound = this.c.write(PODS, { ...pod, spec: { ...(pod.spec as JsonObject), nodeName } }, MANAGERS.scheduler);
+    const bound = this.c.write(
+      PODS,
+      { ...pod, spec: { ...(pod.spec as JsonObject), nodeName } },
+      MANAGERS.scheduler,
+    );
     const withStatus = this.c.write(PODS, { ...bound, status }, MANAGERS.scheduler, 'status');
     this.lastMessage.delete(pod.metadata?.uid as string);
     this.c.event(
@@ -252,8 +273,15 @@ export class Scheduler {
     const now = this.c.ts();
     const status = { ...((pod.status as JsonObject) ?? {}) };
     status.conditions = [
-      ...(((status.conditions as JsonObject[]) ?? []).filter((x) => x.type !== 'PodScheduled')),
-      { type: 'PodScheduled', status: 'False', lastProbeTime: null, lastTransitionTime: now, reason: 'Unschedulable', message },
+      ...((status.conditions as JsonObject[]) ?? []).filter((x) => x.type !== 'PodScheduled'),
+      {
+        type: 'PodScheduled',
+        status: 'False',
+        lastProbeTime: null,
+        lastTransitionTime: now,
+        reason: 'Unschedulable',
+        message,
+      },
     ];
     const written = this.c.write(PODS, { ...pod, status }, MANAGERS.scheduler, 'status');
     this.c.event(written, 'Warning', 'FailedScheduling', message, 'default-scheduler');
@@ -275,9 +303,12 @@ export function failureMessage(pod: KObject, total: number, verdicts: Map<string
   const all = [...verdicts.values()];
   const head = `0/${total} nodes are available: ${histogram(all.flatMap((v) => v.reasons))}.`;
   const spec = (pod.spec as JsonObject) ?? {};
-  if (spec.preemptionPolicy === 'Never') return `${head} preemption: not eligible due to preemptionPolicy=Never.`;
+  if (spec.preemptionPolicy === 'Never')
+    return `${head} preemption: not eligible due to preemptionPolicy=Never.`;
   const preemption = all.map((v) =>
-    v.resolvable ? 'No preemption victims found for incoming pod' : 'Preemption is not helpful for scheduling',
+    v.resolvable
+      ? 'No preemption victims found for incoming pod'
+      : 'Preemption is not helpful for scheduling',
   );
   return `${head} preemption: 0/${total} nodes are available: ${histogram(preemption)}.`;
 }

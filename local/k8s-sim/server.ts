@@ -1,10 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import { apiVersionOf, findResource, NAMESPACES, type ResourceDef, RESOURCES } from './resources';
-import { type AuthConfig, AuthError, authorize, type Request as AuthzRequest, type User, userForArn, verifyEksToken } from './auth';
+import {
+  type AuthConfig,
+  AuthError,
+  type Request as AuthzRequest,
+  authorize,
+  type User,
+  userForArn,
+  verifyEksToken,
+} from './auth';
 import type { Cluster } from './cluster';
-import { apiGroup, apiGroupList, apiVersions, openApiGroupVersion, openApiIndex, resourceList, versionInfo } from './discovery';
+import {
+  apiGroup,
+  apiGroupList,
+  apiVersions,
+  openApiGroupVersion,
+  openApiIndex,
+  resourceList,
+  versionInfo,
+} from './discovery';
 import { evict } from './eviction';
+import { apiVersionOf, findResource, NAMESPACES, RESOURCES, type ResourceDef } from './resources';
 import { badRequest, forbidden, K8sError, methodNotAllowed, notFoundPath, unauthorized } from './status';
 import { toTable } from './table';
 import type { JsonObject, KObject } from './types';
@@ -138,7 +154,12 @@ function parseBody(raw: string, contentType: string): unknown {
   }
 }
 
-export async function handle(ctx: HandlerContext, req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
+export async function handle(
+  ctx: HandlerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  raw: string,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://k8s');
   const method = req.method ?? 'GET';
   const path = url.pathname.replace(/\/+$/, '') || '/';
@@ -158,14 +179,16 @@ export async function handle(ctx: HandlerContext, req: IncomingMessage, res: Ser
     const user = await authenticate(ctx, req);
     if (!user) throw unauthorized();
     if (path === '/openapi/v3' || path.startsWith('/openapi/v3/')) {
-      const doc = path === '/openapi/v3' ? openApiIndex() : openApiGroupVersion(path.slice('/openapi/v3/'.length));
+      const doc =
+        path === '/openapi/v3' ? openApiIndex() : openApiGroupVersion(path.slice('/openapi/v3/'.length));
       if (!doc) throw notFoundPath();
       send(res, 200, doc);
       return;
     }
     const r = route(path);
     if (r === 'discovery') {
-      if (method !== 'GET') throw methodNotAllowed(`the server does not allow this method on the requested resource`);
+      if (method !== 'GET')
+        throw methodNotAllowed(`the server does not allow this method on the requested resource`);
       const doc = discovery(path, ctx);
       if (!doc) throw notFoundPath();
       send(res, 200, doc);
@@ -183,16 +206,30 @@ export async function handle(ctx: HandlerContext, req: IncomingMessage, res: Ser
       ...(r.name !== undefined ? { name: r.name } : {}),
     };
     if (!authorize(ctx.cluster, user, authz))
-      throw forbidden(user.name, verb, { resource: r.def.resource, group: r.def.group, ...(r.subresource ? { subresource: r.subresource } : {}), ...(r.name ? { name: r.name } : {}) }, r.namespace);
+      throw forbidden(
+        user.name,
+        verb,
+        {
+          resource: r.def.resource,
+          group: r.def.group,
+          ...(r.subresource ? { subresource: r.subresource } : {}),
+          ...(r.name ? { name: r.name } : {}),
+        },
+        r.namespace,
+      );
     if (watch)
-      throw methodNotAllowed('watch is not served by the llmcap cloud simulator; list again (with resourceVersion) instead');
+      throw methodNotAllowed(
+        'watch is not served by the llmcap cloud simulator; list again (with resourceVersion) instead',
+      );
     const out = serve(ctx, req, r, method, q, raw);
     status = out.status;
     if (out.table) send(res, out.status, out.body, 'application/json;as=Table;v=v1;g=meta.k8s.io');
     else send(res, out.status, out.body);
   } catch (e) {
     const err =
-      e instanceof K8sError ? e : new K8sError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      e instanceof K8sError
+        ? e
+        : new K8sError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
     status = err.code;
     reason = ` ${err.reason}: ${err.message}`;
     send(res, err.code, err.status());
@@ -216,13 +253,18 @@ function serve(
   const manager = managerOf(q, req);
   const accept = req.headers.accept ?? '';
   if (subresource === 'eviction') {
-    if (method !== 'POST' || !name) throw methodNotAllowed('the server does not allow this method on the requested resource');
+    if (method !== 'POST' || !name)
+      throw methodNotAllowed('the server does not allow this method on the requested resource');
     const out = evict(c, ns as string, name, parseBody(raw, contentType));
     return { status: (out.code as number) ?? 201, body: out };
   }
   if (subresource && !['status', 'scale'].includes(subresource)) {
     if (subresource === 'log') {
-      throw new K8sError(400, 'BadRequest', `container logs are not simulated: the pod's containerStatuses show why it stopped`);
+      throw new K8sError(
+        400,
+        'BadRequest',
+        `container logs are not simulated: the pod's containerStatuses show why it stopped`,
+      );
     }
     throw notFoundPath();
   }
@@ -235,15 +277,31 @@ function serve(
       continue: q.get('continue'),
     });
     if (accept.includes('as=Table')) {
-      const full = list.items.map((o) => ({ apiVersion: apiVersionOf(def), kind: def.kind, ...o }) as KObject);
-      return { status: 200, body: toTable(def, full, list.metadata, c.now(), q.get('includeObject') ?? 'PartialObjectMetadata'), table: true };
+      const full = list.items.map(
+        (o) => ({ apiVersion: apiVersionOf(def), kind: def.kind, ...o }) as KObject,
+      );
+      return {
+        status: 200,
+        body: toTable(def, full, list.metadata, c.now(), q.get('includeObject') ?? 'PartialObjectMetadata'),
+        table: true,
+      };
     }
     return { status: 200, body: list };
   }
   if (method === 'GET') {
     const o = c.api.get(def, ns, name as string);
     if (accept.includes('as=Table'))
-      return { status: 200, body: toTable(def, [o], { resourceVersion: o.metadata?.resourceVersion }, c.now(), q.get('includeObject') ?? 'PartialObjectMetadata'), table: true };
+      return {
+        status: 200,
+        body: toTable(
+          def,
+          [o],
+          { resourceVersion: o.metadata?.resourceVersion },
+          c.now(),
+          q.get('includeObject') ?? 'PartialObjectMetadata',
+        ),
+        table: true,
+      };
     return { status: 200, body: o };
   }
   if (method === 'POST' && !name) {
@@ -255,7 +313,11 @@ function serve(
   }
   if (method === 'PUT' && name) {
     const body = parseBody(raw, contentType) as KObject;
-    const out = c.api.update(def, ns, name, body, { manager, dryRun, ...(subresource ? { subresource } : {}) });
+    const out = c.api.update(def, ns, name, body, {
+      manager,
+      dryRun,
+      ...(subresource ? { subresource } : {}),
+    });
     c.settle();
     return { status: 200, body: out };
   }
@@ -275,7 +337,10 @@ function serve(
   if (method === 'DELETE' && name) {
     const body = parseBody(raw, contentType) as JsonObject;
     const grace = q.get('gracePeriodSeconds') ?? body.gracePeriodSeconds;
-    const policy = q.get('propagationPolicy') ?? body.propagationPolicy ?? (q.get('orphanDependents') === 'true' ? 'Orphan' : undefined);
+    const policy =
+      q.get('propagationPolicy') ??
+      body.propagationPolicy ??
+      (q.get('orphanDependents') === 'true' ? 'Orphan' : undefined);
     const out = c.delete(def, ns, name, {
       ...(grace !== undefined && grace !== null ? { gracePeriodSeconds: Number(grace) } : {}),
       ...(policy ? { propagationPolicy: policy as 'Foreground' } : {}),
@@ -291,12 +356,20 @@ function serve(
         apiVersion: 'v1',
         metadata: {},
         status: 'Success',
-        details: { name, ...(def.group ? { group: def.group } : {}), kind: def.resource, uid: out.metadata?.uid },
+        details: {
+          name,
+          ...(def.group ? { group: def.group } : {}),
+          kind: def.resource,
+          uid: out.metadata?.uid,
+        },
       },
     };
   }
   if (method === 'DELETE' && !name) {
-    const items = c.api.list(def, ns, { labelSelector: q.get('labelSelector'), fieldSelector: q.get('fieldSelector') }).items;
+    const items = c.api.list(def, ns, {
+      labelSelector: q.get('labelSelector'),
+      fieldSelector: q.get('fieldSelector'),
+    }).items;
     for (const o of items) c.delete(def, ns, o.metadata?.name as string);
     return { status: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } };
   }
@@ -306,22 +379,45 @@ function serve(
 function checkNamespaceOpen(c: Cluster, ns: string | undefined): void {
   const n = ns ? c.store.get(NAMESPACES, undefined, ns) : undefined;
   if (n?.metadata?.deletionTimestamp)
-    throw new K8sError(403, 'Forbidden', `unable to create new content in namespace ${ns} because it is being terminated`, {
-      name: ns,
-      kind: 'namespaces',
-    });
+    throw new K8sError(
+      403,
+      'Forbidden',
+      `unable to create new content in namespace ${ns} because it is being terminated`,
+      {
+        name: ns,
+        kind: 'namespaces',
+      },
+    );
 }
 
 /** The scale subresource of deployments and replica sets (autoscaling/v1 Scale), as `kubectl scale` uses it. */
-function scale(ctx: HandlerContext, r: Route, method: string, contentType: string, raw: string, manager: string) {
+function scale(
+  ctx: HandlerContext,
+  r: Route,
+  method: string,
+  contentType: string,
+  raw: string,
+  manager: string,
+) {
   const c = ctx.cluster;
   const o = c.api.get(r.def, r.namespace, r.name as string);
   const view = (x: KObject) => ({
     kind: 'Scale',
     apiVersion: 'autoscaling/v1',
-    metadata: { name: x.metadata?.name, namespace: x.metadata?.namespace, uid: x.metadata?.uid, resourceVersion: x.metadata?.resourceVersion, creationTimestamp: x.metadata?.creationTimestamp },
+    metadata: {
+      name: x.metadata?.name,
+      namespace: x.metadata?.namespace,
+      uid: x.metadata?.uid,
+      resourceVersion: x.metadata?.resourceVersion,
+      creationTimestamp: x.metadata?.creationTimestamp,
+    },
     spec: { replicas: (x.spec as JsonObject).replicas },
-    status: { replicas: (x.status as JsonObject)?.replicas ?? 0, selector: Object.entries(((x.spec as JsonObject).selector as JsonObject)?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',') },
+    status: {
+      replicas: (x.status as JsonObject)?.replicas ?? 0,
+      selector: Object.entries(((x.spec as JsonObject).selector as JsonObject)?.matchLabels ?? {})
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    },
   });
   if (method === 'GET') return { status: 200, body: view(o) };
   let replicas: unknown;
@@ -334,7 +430,13 @@ function scale(ctx: HandlerContext, r: Route, method: string, contentType: strin
     } else replicas = (body.spec as JsonObject)?.replicas;
   } else throw methodNotAllowed('the server does not allow this method on the requested resource');
   if (typeof replicas !== 'number') throw badRequest('spec.replicas must be a number');
-  const next = c.api.update(r.def, r.namespace, r.name as string, { ...o, spec: { ...(o.spec as JsonObject), replicas } }, { manager, subresource: 'scale' });
+  const next = c.api.update(
+    r.def,
+    r.namespace,
+    r.name as string,
+    { ...o, spec: { ...(o.spec as JsonObject), replicas } },
+    { manager, subresource: 'scale' },
+  );
   c.settle();
   return { status: 200, body: view(next) };
 }

@@ -113,7 +113,11 @@ export const badRequest = (message: string) => new K8sError(400, 'BadRequest', m
 export const methodNotAllowed = (message: string) => new K8sError(405, 'MethodNotAllowed', message);
 
 export const unsupportedMediaType = (contentType: string) =>
-  new K8sError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${contentType})`);
+  new K8sError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${contentType})`,
+  );
 
 export const unauthorized = () => new K8sError(401, 'Unauthorized', 'Unauthorized');
 

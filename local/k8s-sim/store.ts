@@ -165,7 +165,13 @@ export class Store {
     return gone;
   }
 
-  private index(def: ResourceDef, ns: string, name: string, old: KObject | undefined, now: KObject | undefined): void {
+  private index(
+    def: ResourceDef,
+    ns: string,
+    name: string,
+    old: KObject | undefined,
+    now: KObject | undefined,
+  ): void {
     const t = this.table(def);
     const ref: StoredRef = { def, namespace: def.namespaced ? ns : undefined, name };
     const k = `${def.group}/${def.resource}/${ns}/${name}`;

@@ -34,10 +34,12 @@ export function humanDuration(ms: number): string {
   const hours = Math.floor(minutes / 60);
   if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
   if (hours < 48) return `${hours}h`;
-  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 8)
+    return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
   if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
   const days = Math.floor(hours / 24);
-  if (hours < 24 * 365 * 8) return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
+  if (hours < 24 * 365 * 8)
+    return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
   return `${Math.floor(days / 365)}y`;
 }
 
@@ -61,7 +63,8 @@ function podStatus(pod: KObject): { ready: string; reason: string; restarts: str
   for (const c of [...cs].reverse()) {
     restarts += (c.restartCount as number) ?? 0;
     const term = ((c.lastState as JsonObject)?.terminated as JsonObject) ?? undefined;
-    if (term?.finishedAt && (!lastRestart || (term.finishedAt as string) > lastRestart)) lastRestart = term.finishedAt as string;
+    if (term?.finishedAt && (!lastRestart || (term.finishedAt as string) > lastRestart))
+      lastRestart = term.finishedAt as string;
     const state = (c.state as JsonObject) ?? {};
     const waiting = state.waiting as JsonObject | undefined;
     const terminated = state.terminated as JsonObject | undefined;
@@ -70,7 +73,11 @@ function podStatus(pod: KObject): { ready: string; reason: string; restarts: str
     else if (state.running && c.ready) ready++;
   }
   if (pod.metadata?.deletionTimestamp) reason = 'Terminating';
-  return { ready: `${ready}/${total}`, reason, restarts: lastRestart ? `${restarts} (%AGO%${lastRestart} ago)` : String(restarts) };
+  return {
+    ready: `${ready}/${total}`,
+    reason,
+    restarts: lastRestart ? `${restarts} (%AGO%${lastRestart} ago)` : String(restarts),
+  };
 }
 
 function nodeStatus(node: KObject): string {
@@ -114,7 +121,17 @@ const PRINTERS: Record<string, Printer> = {
     row(o, now) {
       const s = podStatus(o);
       const restarts = s.restarts.replace(/%AGO%(\S+) ago/, (_, t) => `${age(t, now)} ago`);
-      return [o.metadata?.name, s.ready, s.reason, restarts, age(o.metadata?.creationTimestamp, now), none(status(o).podIP), none(spec(o).nodeName), '<none>', '<none>'];
+      return [
+        o.metadata?.name,
+        s.ready,
+        s.reason,
+        restarts,
+        age(o.metadata?.creationTimestamp, now),
+        none(status(o).podIP),
+        none(spec(o).nodeName),
+        '<none>',
+        '<none>',
+      ];
     },
   },
   nodes: {
@@ -132,7 +149,8 @@ const PRINTERS: Record<string, Printer> = {
     ],
     row(o, now) {
       const info = (status(o).nodeInfo as JsonObject) ?? {};
-      const addr = (type: string) => ((status(o).addresses as JsonObject[]) ?? []).find((a) => a.type === type)?.address;
+      const addr = (type: string) =>
+        ((status(o).addresses as JsonObject[]) ?? []).find((a) => a.type === type)?.address;
       const roles = Object.keys(o.metadata?.labels ?? {})
         .filter((k) => k.startsWith('node-role.kubernetes.io/'))
         .map((k) => k.slice('node-role.kubernetes.io/'.length));
@@ -190,7 +208,16 @@ const PRINTERS: Record<string, Printer> = {
     row(o, now) {
       const st = status(o);
       const [c, i] = containersAndImages(((spec(o).template as JsonObject)?.spec as JsonObject) ?? {});
-      return [o.metadata?.name, spec(o).replicas ?? 0, st.replicas ?? 0, st.readyReplicas ?? 0, age(o.metadata?.creationTimestamp, now), c, i, selectorText(spec(o).selector)];
+      return [
+        o.metadata?.name,
+        spec(o).replicas ?? 0,
+        st.replicas ?? 0,
+        st.readyReplicas ?? 0,
+        age(o.metadata?.creationTimestamp, now),
+        c,
+        i,
+        selectorText(spec(o).selector),
+      ];
     },
   },
   services: {
@@ -204,13 +231,31 @@ const PRINTERS: Record<string, Printer> = {
       col('Selector', 'string', 1),
     ],
     row(o, now) {
-      const ports = ((spec(o).ports as JsonObject[]) ?? []).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`).join(',');
-      const sel = Object.entries((spec(o).selector as Record<string, string>) ?? {}).map(([k, v]) => `${k}=${v}`);
-      return [o.metadata?.name, spec(o).type, none(spec(o).clusterIP), '<none>', ports || '<none>', age(o.metadata?.creationTimestamp, now), sel.length ? sel.join(',') : '<none>'];
+      const ports = ((spec(o).ports as JsonObject[]) ?? [])
+        .map((p) => `${p.port}/${p.protocol ?? 'TCP'}`)
+        .join(',');
+      const sel = Object.entries((spec(o).selector as Record<string, string>) ?? {}).map(
+        ([k, v]) => `${k}=${v}`,
+      );
+      return [
+        o.metadata?.name,
+        spec(o).type,
+        none(spec(o).clusterIP),
+        '<none>',
+        ports || '<none>',
+        age(o.metadata?.creationTimestamp, now),
+        sel.length ? sel.join(',') : '<none>',
+      ];
     },
   },
   poddisruptionbudgets: {
-    columns: [col('Name', 'string', 0, 'name'), col('Min Available'), col('Max Unavailable'), col('Allowed Disruptions', 'integer'), col('Age')],
+    columns: [
+      col('Name', 'string', 0, 'name'),
+      col('Min Available'),
+      col('Max Unavailable'),
+      col('Allowed Disruptions', 'integer'),
+      col('Age'),
+    ],
     row(o, now) {
       return [
         o.metadata?.name,
@@ -264,7 +309,13 @@ const DEFAULT: Printer = {
   row: (o) => [o.metadata?.name, o.metadata?.creationTimestamp],
 };
 
-export function toTable(def: ResourceDef, items: KObject[], listMeta: JsonObject, now: number, includeObject: string) {
+export function toTable(
+  def: ResourceDef,
+  items: KObject[],
+  listMeta: JsonObject,
+  now: number,
+  includeObject: string,
+) {
   const p = PRINTERS[def.resource] ?? DEFAULT;
   return {
     kind: 'Table',

@@ -46,7 +46,14 @@ export function clusterTls(): ClusterTls {
   ca.setIssuer(caName);
   ca.setExtensions([
     { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, keyEncipherment: true, critical: true },
+    {
+      name: 'keyUsage',
+      keyCertSign: true,
+      cRLSign: true,
+      digitalSignature: true,
+      keyEncipherment: true,
+      critical: true,
+    },
     { name: 'subjectKeyIdentifier' },
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());

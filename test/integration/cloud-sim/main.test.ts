@@ -63,13 +63,25 @@ it('serves both APIs, prints how to use the AWS CLI, scales time and stops clean
     });
     expect(await asg.text()).toContain('<LifecycleState>InService</LifecycleState>');
     // The banner's kubectl line: the kubeconfig from the admin endpoint reaches the simulated cluster.
-    expect(run.output()).toContain(`curl -s ${endpoint}/_sim/kubeconfig > kubeconfig && kubectl --kubeconfig kubeconfig get nodes`);
+    expect(run.output()).toContain(
+      `curl -s ${endpoint}/_sim/kubeconfig > kubeconfig && kubectl --kubeconfig kubeconfig get nodes`,
+    );
     const dir = mkdtempSync(join(tmpdir(), 'cloud-sim-kc-'));
     writeFileSync(join(dir, 'kubeconfig'), await (await fetch(`${endpoint}/_sim/kubeconfig`)).text());
     await new Promise((r) => setTimeout(r, 200)); // the node registers and becomes Ready (50 s at 0.001)
     const nodes = await new Promise<string>((resolve, reject) =>
-      execFile('kubectl', ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), 'get', 'nodes', '--no-headers'], (e, out, err) =>
-        e ? reject(new Error(err)) : resolve(out),
+      execFile(
+        'kubectl',
+        [
+          '--kubeconfig',
+          join(dir, 'kubeconfig'),
+          '--cache-dir',
+          join(dir, 'cache'),
+          'get',
+          'nodes',
+          '--no-headers',
+        ],
+        (e, out, err) => (e ? reject(new Error(err)) : resolve(out)),
       ),
     );
     expect(nodes).toMatch(/^ip-\S+\.ec2\.internal\s+Ready\s/);

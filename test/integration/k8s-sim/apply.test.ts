@@ -1,4 +1,9 @@
-import { type KubernetesObject, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
+import {
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import { cpuGroup, type K8sHarness, k8sHarness, modelDeployment, statusOf } from './helpers';
 
 /**
@@ -17,7 +22,12 @@ afterEach(async () => {
 });
 
 const ours = (replicas = 1, extraLabels: Record<string, string> = {}) => {
-  const d = modelDeployment('emb', { compute: 'cpu-small', taintKey: 'llmcap.dev/compute', replicas, probes: false });
+  const d = modelDeployment('emb', {
+    compute: 'cpu-small',
+    taintKey: 'llmcap.dev/compute',
+    replicas,
+    probes: false,
+  });
   d.metadata.labels = { ...d.metadata.labels, ...extraLabels };
   return d as unknown as KubernetesObject;
 };
@@ -29,7 +39,9 @@ const read = () => h.apps.readNamespacedDeployment({ name: 'emb', namespace: 'de
 
 it('creates on first apply, and a repeated apply changes nothing, not even the resourceVersion', async () => {
   const created = (await apply(ours())) as V1Deployment;
-  expect(created.metadata?.managedFields?.map((m) => [m.manager, m.operation])).toEqual([['llmcap', 'Apply']]);
+  expect(created.metadata?.managedFields?.map((m) => [m.manager, m.operation])).toEqual([
+    ['llmcap', 'Apply'],
+  ]);
   const before = (await read()).metadata?.resourceVersion;
   await apply(ours());
   expect((await read()).metadata?.resourceVersion).toBe(before);
@@ -45,7 +57,10 @@ it("keeps another manager's fields, restores ours with force, and refuses withou
       fieldManager: 'kubectl-edit',
       body: {
         metadata: { annotations: { 'team.example/owner': 'alice' } },
-        spec: { replicas: 3, template: { spec: { containers: [{ name: 'server', env: [{ name: 'DEBUG', value: '1' }] }] } } },
+        spec: {
+          replicas: 3,
+          template: { spec: { containers: [{ name: 'server', env: [{ name: 'DEBUG', value: '1' }] }] } },
+        },
       },
     },
     setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
@@ -57,7 +72,15 @@ it("keeps another manager's fields, restores ours with force, and refuses withou
     body: expect.objectContaining({
       reason: 'Conflict',
       message: 'Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1: .spec.replicas',
-      details: { causes: [{ reason: 'FieldManagerConflict', message: 'conflict with "kubectl-edit" using apps/v1', field: '.spec.replicas' }] },
+      details: {
+        causes: [
+          {
+            reason: 'FieldManagerConflict',
+            message: 'conflict with "kubectl-edit" using apps/v1',
+            field: '.spec.replicas',
+          },
+        ],
+      },
     }),
   });
   await apply(ours(1, { tier: 'gold' }));
@@ -83,7 +106,9 @@ it('lists every conflict, grouped by manager, when several fields are taken', as
       name: 'emb',
       namespace: 'default',
       fieldManager: 'helm',
-      body: { spec: { replicas: 2, template: { spec: { nodeSelector: { 'llmcap.dev/compute': 'other' } } } } },
+      body: {
+        spec: { replicas: 2, template: { spec: { nodeSelector: { 'llmcap.dev/compute': 'other' } } } },
+      },
     },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );

@@ -14,8 +14,16 @@ const RECONCILER = {
   secretAccessKey: 'reconciler-secret',
   arn: 'arn:aws:sts::000000000000:assumed-role/llmcap-local-reconciler/llmcap-local-reconcile',
 };
-const STRANGER = { accessKeyId: 'AKIAEXAMPLESTRANGER0', secretAccessKey: 'stranger-secret', arn: 'arn:aws:iam::000000000000:user/stranger' };
-const VIEWER = { accessKeyId: 'AKIAEXAMPLEVIEWER000', secretAccessKey: 'viewer-secret', arn: 'arn:aws:iam::000000000000:user/viewer' };
+const STRANGER = {
+  accessKeyId: 'AKIAEXAMPLESTRANGER0',
+  secretAccessKey: 'stranger-secret',
+  arn: 'arn:aws:iam::000000000000:user/stranger',
+};
+const VIEWER = {
+  accessKeyId: 'AKIAEXAMPLEVIEWER000',
+  secretAccessKey: 'viewer-secret',
+  arn: 'arn:aws:iam::000000000000:user/viewer',
+};
 
 /** A `k8s-aws-v1.` token as `aws eks get-token` makes it: the presigned URL, base64url without padding. */
 async function eksToken(
@@ -45,11 +53,17 @@ beforeAll(async () => {
     kubernetes: {
       identities: [RECONCILER, STRANGER, VIEWER],
       accessEntries: [
-        { principalArn: 'arn:aws:iam::000000000000:role/llmcap-local-reconciler', kubernetesGroups: ['llmcap:reconciler'] },
+        {
+          principalArn: 'arn:aws:iam::000000000000:role/llmcap-local-reconciler',
+          kubernetesGroups: ['llmcap:reconciler'],
+        },
         {
           principalArn: VIEWER.arn,
           accessPolicies: [
-            { policyArn: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy', accessScope: { type: 'namespace', namespaces: ['team-a'] } },
+            {
+              policyArn: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy',
+              accessScope: { type: 'namespace', namespaces: ['team-a'] },
+            },
           ],
         },
       ],
@@ -60,7 +74,10 @@ beforeAll(async () => {
   // The Kubernetes side of the reconciler's access entry: read nodes; manage its namespace.
   const rbac = h.kc.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createClusterRole({
-    body: { metadata: { name: 'llmcap-node-reader' }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
+    body: {
+      metadata: { name: 'llmcap-node-reader' },
+      rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }],
+    },
   });
   await rbac.createClusterRoleBinding({
     body: {
@@ -74,7 +91,11 @@ beforeAll(async () => {
     body: {
       metadata: { name: 'llmcap' },
       rules: [
-        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+        {
+          apiGroups: ['apps'],
+          resources: ['deployments'],
+          verbs: ['get', 'list', 'create', 'patch', 'delete'],
+        },
         { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
         { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] },
       ],
@@ -109,7 +130,10 @@ function raw(path: string, token: string): Promise<{ status: number; body: unkno
   return new Promise((resolve, reject) => {
     const req = request(
       `${h.sim.kubernetes!.endpoint}${path}`,
-      { ca: Buffer.from(h.sim.kubernetes!.caData, 'base64'), headers: token ? { authorization: `Bearer ${token}` } : {} },
+      {
+        ca: Buffer.from(h.sim.kubernetes!.caData, 'base64'),
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      },
       (res) => {
         let text = '';
         res.on('data', (d) => {
@@ -148,7 +172,16 @@ it('applies an access policy in its namespaces only', async () => {
   const api = clientWith(await eksToken(VIEWER, { cluster: 'llmcap-local', at: h.clock.now() }));
   await api.listNamespacedPod({ namespace: 'team-a' });
   expect((await statusOf(api.listNamespacedPod({ namespace: 'default' }))).code).toBe(403);
-  expect((await statusOf(api.createNamespacedService({ namespace: 'team-a', body: { metadata: { name: 's' }, spec: { ports: [{ port: 80 }] } } }))).code).toBe(403);
+  expect(
+    (
+      await statusOf(
+        api.createNamespacedService({
+          namespace: 'team-a',
+          body: { metadata: { name: 's' }, spec: { ports: [{ port: 80 }] } },
+        }),
+      )
+    ).code,
+  ).toBe(403);
 });
 
 describe('refuses with 401 Unauthorized', () => {
@@ -156,7 +189,15 @@ describe('refuses with 401 Unauthorized', () => {
     expect((await statusOf(clientWith(token).listNode())).code).toBe(401);
     expect(await raw('/api/v1/nodes', token)).toEqual({
       status: 401,
-      body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 },
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'Unauthorized',
+        reason: 'Unauthorized',
+        code: 401,
+      },
     });
   };
 
@@ -172,15 +213,31 @@ describe('refuses with 401 Unauthorized', () => {
   });
 
   it('a token that does not sign x-k8s-aws-id, or asks for more than 15 minutes', async () => {
-    await refused(await eksToken(RECONCILER, { cluster: 'llmcap-local', at: h.clock.now(), signClusterHeader: false }));
-    await refused(await eksToken(RECONCILER, { cluster: 'llmcap-local', at: h.clock.now(), expires: 16 * 60 }));
+    await refused(
+      await eksToken(RECONCILER, { cluster: 'llmcap-local', at: h.clock.now(), signClusterHeader: false }),
+    );
+    await refused(
+      await eksToken(RECONCILER, { cluster: 'llmcap-local', at: h.clock.now(), expires: 16 * 60 }),
+    );
   });
 
   it('a malformed token, a wrong secret, an unknown key, and a principal without an access entry', async () => {
     await refused('k8s-aws-v1.not*base64');
-    await refused(`k8s-aws-v1.${Buffer.from('https://evil.example.com/?Action=GetCallerIdentity').toString('base64url')}`);
-    await refused(await eksToken({ ...RECONCILER, secretAccessKey: 'guess' }, { cluster: 'llmcap-local', at: h.clock.now() }));
-    await refused(await eksToken({ accessKeyId: 'AKIAUNKNOWN000000000', secretAccessKey: 'x' }, { cluster: 'llmcap-local', at: h.clock.now() }));
+    await refused(
+      `k8s-aws-v1.${Buffer.from('https://evil.example.com/?Action=GetCallerIdentity').toString('base64url')}`,
+    );
+    await refused(
+      await eksToken(
+        { ...RECONCILER, secretAccessKey: 'guess' },
+        { cluster: 'llmcap-local', at: h.clock.now() },
+      ),
+    );
+    await refused(
+      await eksToken(
+        { accessKeyId: 'AKIAUNKNOWN000000000', secretAccessKey: 'x' },
+        { cluster: 'llmcap-local', at: h.clock.now() },
+      ),
+    );
     await refused(await eksToken(STRANGER, { cluster: 'llmcap-local', at: h.clock.now() }));
     await refused('');
   });

@@ -1,7 +1,21 @@
 import { rootCertificates } from 'node:tls';
-import { CreateNodegroupCommand, DescribeClusterCommand, UpdateNodegroupConfigCommand } from '@aws-sdk/client-eks';
+import {
+  CreateNodegroupCommand,
+  DescribeClusterCommand,
+  UpdateNodegroupConfigCommand,
+} from '@aws-sdk/client-eks';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { CLUSTER, cpuGroup, gpuGroup, type K8sHarness, k8sHarness, MIN, modelDeployment, SEC, statusOf } from './helpers';
+import {
+  CLUSTER,
+  cpuGroup,
+  gpuGroup,
+  type K8sHarness,
+  k8sHarness,
+  MIN,
+  modelDeployment,
+  SEC,
+  statusOf,
+} from './helpers';
 
 let h: K8sHarness;
 afterEach(async () => {
@@ -80,16 +94,29 @@ describe('nodes follow the node groups', () => {
       currentContext: 'x',
     });
     const ns = await kc.makeApiClient(CoreV1Api).listNamespace();
-    expect(ns.items.map((n) => n.metadata?.name)).toEqual(['default', 'kube-node-lease', 'kube-public', 'kube-system']);
+    expect(ns.items.map((n) => n.metadata?.name)).toEqual([
+      'default',
+      'kube-node-lease',
+      'kube-public',
+      'kube-system',
+    ]);
     // Another CA: the TLS handshake fails, as it would against a cluster that is not the one described.
     const other = new KubeConfig();
     other.loadFromOptions({
-      clusters: [{ name: 'c', server: cluster!.endpoint!, caData: Buffer.from(rootCertificates[0] as string).toString('base64') }],
+      clusters: [
+        {
+          name: 'c',
+          server: cluster!.endpoint!,
+          caData: Buffer.from(rootCertificates[0] as string).toString('base64'),
+        },
+      ],
       users: [{ name: 'u', token: h.sim.kubernetes!.adminToken }],
       contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
       currentContext: 'x',
     });
-    await expect(other.makeApiClient(CoreV1Api).listNamespace()).rejects.toThrow(/certificate|self.signed|issuer/i);
+    await expect(other.makeApiClient(CoreV1Api).listNamespace()).rejects.toThrow(
+      /certificate|self.signed|issuer/i,
+    );
   });
 });
 
@@ -104,7 +131,11 @@ describe('deployments become ready pods on the right nodes', () => {
     const rs = (await h.apps.listNamespacedReplicaSet({ namespace: 'default' })).items;
     expect(rs).toHaveLength(1);
     expect(rs[0]!.metadata?.name).toMatch(/^qwen-[bcdfghjklmnpqrstvwxz2456789]+$/);
-    expect(rs[0]!.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Deployment', name: 'qwen', controller: true });
+    expect(rs[0]!.metadata?.ownerReferences?.[0]).toMatchObject({
+      kind: 'Deployment',
+      name: 'qwen',
+      controller: true,
+    });
     let pods = await podsOf('default', 'qwen');
     expect(pods).toHaveLength(2);
     expect(new Set(pods.map((p) => p.spec?.nodeName)).size).toBe(2);
@@ -115,7 +146,11 @@ describe('deployments become ready pods on the right nodes', () => {
     pods = await podsOf('default', 'qwen');
     expect(pods.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
     expect(pods.some(ready)).toBe(false);
-    expect(pods[0]!.status?.containerStatuses?.[0]).toMatchObject({ ready: false, started: false, restartCount: 0 });
+    expect(pods[0]!.status?.containerStatuses?.[0]).toMatchObject({
+      ready: false,
+      started: false,
+      restartCount: 0,
+    });
     // The server answers after 2 minutes; the startup probe (every 10 s) sees it, then readiness (every 5 s).
     h.advance(2 * MIN - 1 * SEC);
     expect((await podsOf('default', 'qwen')).some(ready)).toBe(false);
@@ -123,9 +158,16 @@ describe('deployments become ready pods on the right nodes', () => {
     pods = await podsOf('default', 'qwen');
     expect(pods.every(ready)).toBe(true);
     const d = await h.apps.readNamespacedDeployment({ name: 'qwen', namespace: 'default' });
-    expect(d.status).toMatchObject({ replicas: 2, readyReplicas: 2, availableReplicas: 2, updatedReplicas: 2 });
+    expect(d.status).toMatchObject({
+      replicas: 2,
+      readyReplicas: 2,
+      availableReplicas: 2,
+      updatedReplicas: 2,
+    });
     expect(d.status?.conditions?.find((c) => c.type === 'Available')?.status).toBe('True');
-    expect(d.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe('NewReplicaSetAvailable');
+    expect(d.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe(
+      'NewReplicaSetAvailable',
+    );
   });
 
   it('schedules by nodeSelector, tolerations and free resources, and says why a pod cannot schedule', async () => {
@@ -152,7 +194,9 @@ describe('deployments become ready pods on the right nodes', () => {
       namespace: 'default',
       fieldSelector: `involvedObject.name=${pending[0]!.metadata?.name},reason=FailedScheduling`,
     });
-    expect(events.items.map((e) => [e.type, e.message, e.source?.component])).toEqual([['Warning', message, 'default-scheduler']]);
+    expect(events.items.map((e) => [e.type, e.message, e.source?.component])).toEqual([
+      ['Warning', message, 'default-scheduler'],
+    ]);
     // A pod that tolerates the CPU taint but selects no node.
     await h.apps.createNamespacedDeployment({
       namespace: 'default',
@@ -220,14 +264,18 @@ describe('deployments become ready pods on the right nodes', () => {
     expect(inv.body.message).toBe(
       'Deployment.apps "y" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, spec.template.metadata.labels: Invalid value: {"llmcap.dev/model":"other"}: `selector` does not match template `labels`]',
     );
-    expect(inv.body.details.causes.map((c: { field: string }) => c.field)).toEqual(['spec.replicas', 'spec.template.metadata.labels']);
+    expect(inv.body.details.causes.map((c: { field: string }) => c.field)).toEqual([
+      'spec.replicas',
+      'spec.template.metadata.labels',
+    ]);
     const mismatch = await statusOf(h.apps.createNamespacedDeployment({ namespace: 'absent', body }));
     expect(mismatch.body.message).toBe(
       'the namespace of the provided object does not match the namespace sent on the request',
     );
     const { namespace: _, ...meta } = body.metadata;
-    const ns = await statusOf(h.apps.createNamespacedDeployment({ namespace: 'absent', body: { ...body, metadata: meta } }));
+    const ns = await statusOf(
+      h.apps.createNamespacedDeployment({ namespace: 'absent', body: { ...body, metadata: meta } }),
+    );
     expect(ns).toMatchObject({ code: 404, body: { message: 'namespaces "absent" not found' } });
   });
 });
-

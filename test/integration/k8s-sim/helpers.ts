@@ -44,7 +44,12 @@ export async function k8sHarness(opts: CloudSimOptions = {}): Promise<K8sHarness
   k8s.writeKubeconfig(kubeconfigPath);
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  const cfg = { endpoint: sim.endpoint, region: 'us-east-1', maxAttempts: 1, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
+  const cfg = {
+    endpoint: sim.endpoint,
+    region: 'us-east-1',
+    maxAttempts: 1,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  };
   const eks = new EKSClient(cfg);
   const asg = new AutoScalingClient(cfg);
   return {
@@ -82,7 +87,11 @@ export async function k8sHarness(opts: CloudSimOptions = {}): Promise<K8sHarness
           ['--kubeconfig', kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args],
           { timeout: 30_000 },
           (err, stdout, stderr) => {
-            const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+            const code = err
+              ? typeof (err as { code?: unknown }).code === 'number'
+                ? (err as { code: number }).code
+                : 1
+              : 0;
             resolve({ code, stdout, stderr });
           },
         );
@@ -132,7 +141,11 @@ export function modelDeployment(
   },
 ) {
   const resources = {
-    requests: { cpu: opts.cpu ?? '1', memory: opts.memory ?? '2Gi', ...(opts.gpus ? { 'nvidia.com/gpu': String(opts.gpus) } : {}) },
+    requests: {
+      cpu: opts.cpu ?? '1',
+      memory: opts.memory ?? '2Gi',
+      ...(opts.gpus ? { 'nvidia.com/gpu': String(opts.gpus) } : {}),
+    },
     ...(opts.gpus ? { limits: { 'nvidia.com/gpu': String(opts.gpus) } } : {}),
   };
   const probe = { httpGet: { path: '/health', port: 'http' } };
@@ -170,7 +183,9 @@ export function modelDeployment(
 
 export async function asgInstances(h: K8sHarness) {
   const out = await h.asg.send(new DescribeAutoScalingGroupsCommand({}));
-  return (out.AutoScalingGroups ?? []).flatMap((g) => (g.Instances ?? []).map((i) => ({ group: g.AutoScalingGroupName, ...i })));
+  return (out.AutoScalingGroups ?? []).flatMap((g) =>
+    (g.Instances ?? []).map((i) => ({ group: g.AutoScalingGroupName, ...i })),
+  );
 }
 
 /** The Status an API call failed with (client-node's ApiException carries the body as a string). */
