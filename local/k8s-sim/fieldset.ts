@@ -328,7 +328,14 @@ export function prune(value: unknown, drop: FieldSet, owned: FieldSet, path: str
       }
       const o = owned.children.get(el);
       if (!o || o.empty()) continue;
-      out.push(lt.type === 'map' ? prune(item, d, o, [...path, '[]']) : item);
+      if (lt.type !== 'map') {
+        out.push(item);
+        continue;
+      }
+      // The item stays for what others own in it; its key fields stay with it, whoever applied them.
+      const kept = prune(item, d, o, [...path, '[]']) as JsonObject;
+      for (const k of lt.keys) if (isObject(item) && item[k] !== undefined) kept[k] = item[k];
+      out.push(kept);
     }
     return out;
   }

@@ -39,4 +39,10 @@ it('writes a kubeconfig for the cluster DescribeCluster names, and kubectl sees 
   expect(out.stdout).toMatch(/COMPUTE/);
   expect(out.stdout).toContain('gpu-l4-1x');
   expect(out.stdout).toContain('cpu-small');
+  const pods = await kubectl('--kubeconfig', '.llmcap/kubeconfig', 'get', 'pods', '-A', '-o', 'wide');
+  expect(pods.code).toBe(0);
+  const node = out.stdout.split('\n')[1]?.split(/\s+/)[0] as string;
+  const described = await kubectl('--kubeconfig', '.llmcap/kubeconfig', 'describe', 'node', node);
+  expect(described.stdout).toMatch(/eks\.amazonaws\.com\/nodegroup=llmcap-local-/);
+  expect(described.stdout).toMatch(/HolderIdentity:\s+ip-/);
 });
