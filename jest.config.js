@@ -3,7 +3,9 @@ const transform = { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }
 // middy and the OpenAPI validator are ESM-only; swc turns them into CommonJS like our own files.
 const common = {
   transform,
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|@seriousme|@kubernetes/client-node|openid-client|oauth4webapi|jose)/)'],
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@middy|@seriousme|@kubernetes/client-node|openid-client|oauth4webapi|jose)/)',
+  ],
   testEnvironment: 'node',
   setupFiles: ['<rootDir>/test/helpers/setup-env.ts'],
 };

@@ -5,7 +5,12 @@ import type { KObject } from '../../../local/k8s-sim/types';
 
 /** The merge rules of the simulated API server, on plain objects. */
 
-const ctx = (manager: string) => ({ manager, apiVersion: 'apps/v1', now: '2026-01-01T00:00:00Z', ignoreTop: ['status'] });
+const ctx = (manager: string) => ({
+  manager,
+  apiVersion: 'apps/v1',
+  now: '2026-01-01T00:00:00Z',
+  ignoreTop: ['status'],
+});
 
 const deployment = (containers: Record<string, unknown>[]): KObject => ({
   apiVersion: 'apps/v1',
@@ -15,14 +20,23 @@ const deployment = (containers: Record<string, unknown>[]): KObject => ({
 });
 
 const containersOf = (o: KObject) =>
-  ((o.spec as any).template.spec.containers as { name: string; image?: string; env?: unknown[] }[]).map((c) => c.name);
+  ((o.spec as any).template.spec.containers as { name: string; image?: string; env?: unknown[] }[]).map(
+    (c) => c.name,
+  );
 
 describe('server-side apply', () => {
-  it("drops a container the applier stopped applying, unless someone else owns a field in it", () => {
-    let live = apply(undefined, deployment([{ name: 'server', image: 'a:1' }, { name: 'sidecar', image: 'b:1' }]), {
-      ...ctx('llmcap'),
-      force: false,
-    });
+  it('drops a container the applier stopped applying, unless someone else owns a field in it', () => {
+    let live = apply(
+      undefined,
+      deployment([
+        { name: 'server', image: 'a:1' },
+        { name: 'sidecar', image: 'b:1' },
+      ]),
+      {
+        ...ctx('llmcap'),
+        force: false,
+      },
+    );
     live = apply(live, deployment([{ name: 'server', image: 'a:1' }]), { ...ctx('llmcap'), force: false });
     expect(containersOf(live)).toEqual(['server']);
     // Someone adds an env var to the server container; when llmcap stops applying it, the container stays
@@ -37,10 +51,15 @@ describe('server-side apply', () => {
   });
 
   it('shares a field applied with the same value by two appliers, and conflicts only on a different value', () => {
-    let live = apply(undefined, deployment([{ name: 'server', image: 'a:1' }]), { ...ctx('one'), force: false });
+    let live = apply(undefined, deployment([{ name: 'server', image: 'a:1' }]), {
+      ...ctx('one'),
+      force: false,
+    });
     live = apply(live, deployment([{ name: 'server', image: 'a:1' }]), { ...ctx('two'), force: false });
     expect(live.metadata?.managedFields?.map((m) => m.manager).sort()).toEqual(['one', 'two']);
-    expect(() => apply(live, deployment([{ name: 'server', image: 'a:2' }]), { ...ctx('two'), force: false })).toThrow(
+    expect(() =>
+      apply(live, deployment([{ name: 'server', image: 'a:2' }]), { ...ctx('two'), force: false }),
+    ).toThrow(
       'Apply failed with 1 conflict: conflict with "one": .spec.template.spec.containers[name="server"].image',
     );
   });
@@ -48,9 +67,21 @@ describe('server-side apply', () => {
 
 describe('patches', () => {
   it('merges containers by name in a strategic merge patch, and deletes one with $patch: delete', () => {
-    const live = deployment([{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:1' }]);
+    const live = deployment([
+      { name: 'a', image: 'a:1' },
+      { name: 'b', image: 'b:1' },
+    ]);
     const out = strategicMergePatch(live, {
-      spec: { template: { spec: { containers: [{ name: 'a', image: 'a:2' }, { name: 'b', $patch: 'delete' }] } } },
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              { name: 'a', image: 'a:2' },
+              { name: 'b', $patch: 'delete' },
+            ],
+          },
+        },
+      },
     }) as KObject;
     expect((out.spec as any).template.spec.containers).toEqual([{ name: 'a', image: 'a:2' }]);
   });
