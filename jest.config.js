@@ -1,6 +1,7 @@
 // Three projects so that `npm test` runs them all and each can be run alone while working.
 const transform = { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
-// middy and the OpenAPI validator are ESM-only; swc turns them into CommonJS like our own files.
+// middy, the OpenAPI validator and @kubernetes/client-node (with openid-client, oauth4webapi, jose) are
+// ESM-only; swc turns them into CommonJS like our own files.
 const common = {
   transform,
   transformIgnorePatterns: [
