@@ -350,7 +350,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       await Promise.allSettled([...executions.values()].map((r) => r.done));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
-      dispatcher.destroy();
+      await dispatcher.destroy();
     },
   };
 }
