@@ -167,6 +167,7 @@ async function start(
     port: ports.sim,
     timeScale,
     clusterName: 'llmcap-local',
+    kubernetes: { port: ports.kube },
     ...(opts.clock ? { metricsClock: opts.clock } : {}),
   });
   undo.push(() => sim.stop());

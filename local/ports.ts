@@ -22,6 +22,7 @@ export const LOCAL_PORTS = {
   sfn: { env: 'LLMCAP_SFN_PORT', default: 0, what: 'local Step Functions' },
   lambda: { env: 'LLMCAP_LAMBDA_PORT', default: 0, what: 'local Lambda' },
   dynamodb: { env: 'LLMCAP_DYNAMODB_PORT', default: 0, what: 'DynamoDB Local' },
+  kube: { env: 'LLMCAP_KUBE_PORT', default: 0, what: 'Kubernetes API' },
 } as const satisfies Record<string, PortSetting>;
 
 export type PortName = keyof typeof LOCAL_PORTS;

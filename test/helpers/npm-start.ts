@@ -96,7 +96,7 @@ export function npmStart(args: string[] = [], env: Record<string, string | undef
 
 /** The URL a banner line shows for a part, e.g. part('API') of "  API              http://127.0.0.1:3000/v1 (...)". */
 export function bannerUrl(out: string, part: string): string | undefined {
-  const m = new RegExp(`^  ${part}\\s+(http://\\S+)`, 'm').exec(out);
+  const m = new RegExp(`^  ${part}\\s+(https?://\\S+)`, 'm').exec(out);
   return m?.[1];
 }
 

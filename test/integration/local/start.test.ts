@@ -1,6 +1,6 @@
-import { createServer, type Server } from 'node:net';
-import { freePort } from '../../../local/dynamodb-local';
-import { LOCAL_PORTS, type PortName } from '../../../local/ports';
+import { connect, createServer, type Server } from 'node:net';
+import { freePort, startDynamoDbLocal } from '../../../local/dynamodb-local';
+import { explainPortError, LOCAL_PORTS, type PortName } from '../../../local/ports';
 import { bannerDone, bannerUrl, npmStart } from '../../helpers/npm-start';
 import { llmcap } from '../cli/run';
 
@@ -17,6 +17,17 @@ async function hold(): Promise<{ port: number; server: Server }> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const addr = server.address();
   return { port: typeof addr === 'object' && addr ? addr.port : 0, server };
+}
+
+/** Whether something accepts a connection on the port (the Kubernetes API's certificate is its own CA's). */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 }
 
 describe('npm start', () => {
@@ -63,12 +74,11 @@ describe('npm start', () => {
         sfn: bannerUrl(out, 'Step Functions'),
         lambda: bannerUrl(out, 'Lambda'),
         dynamodb: bannerUrl(out, 'DynamoDB Local'),
+        kube: bannerUrl(out, 'Kubernetes API'),
       };
       for (const n of NAMES) {
-        expect(shown[n]).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${ports[n]}(/v1)?$`));
-        // Something answers HTTP there.
-        const r = await fetch(shown[n]!.replace(/\/v1$/, '/v1/healthz'));
-        expect(r.status).toBeGreaterThan(0);
+        expect(shown[n]).toMatch(new RegExp(`^https?://127\\.0\\.0\\.1:${ports[n]}(/v1)?$`));
+        expect(await listening(ports[n])).toBe(true);
       }
       const api = `http://127.0.0.1:${ports.api}`;
       const line = /^ {2}CLI {2,}(.*)$/m.exec(out)?.[1];
@@ -97,5 +107,25 @@ describe('npm start', () => {
     expect(run.output()).toContain('SIGINT: stopping...');
     const pid = Number(/pid (\d+)\)/.exec(run.output())?.[1]);
     expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
+
+describe('DynamoDB Local on a taken port', () => {
+  it('fails as a taken port does, so that npm start names LLMCAP_DYNAMODB_PORT', async () => {
+    // Taken after npm start checked it: Java's bind failure, not a port check, is what is reported.
+    const held = await hold();
+    try {
+      const err = await startDynamoDbLocal({ port: held.port }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: 'EADDRINUSE', port: held.port });
+      const ports = { api: 1, sim: 2, sfn: 3, lambda: 4, dynamodb: held.port, kube: 5 };
+      expect((explainPortError(err, ports) as Error).message).toBe(
+        `port ${held.port} (DynamoDB Local) is in use, perhaps by another npm start: set LLMCAP_DYNAMODB_PORT to another port, or 0 for any free one`,
+      );
+    } finally {
+      held.server.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { cliEndpointLine, LOCAL_PORTS, resolvePorts } from '../../../local/ports
 
 describe('resolvePorts', () => {
   it('takes each port from its variable, else its default; what the caller gives wins', () => {
-    expect(resolvePorts({}, {})).toEqual({ api: 3000, sim: 4510, sfn: 0, lambda: 0, dynamodb: 0 });
+    expect(resolvePorts({}, {})).toEqual({ api: 3000, sim: 4510, sfn: 0, lambda: 0, dynamodb: 0, kube: 0 });
     expect(
       resolvePorts(
         { sim: 0 },
@@ -14,9 +14,10 @@ describe('resolvePorts', () => {
           LLMCAP_SFN_PORT: '8083',
           LLMCAP_LAMBDA_PORT: '9001',
           LLMCAP_DYNAMODB_PORT: '8000',
+          LLMCAP_KUBE_PORT: '6443',
         },
       ),
-    ).toEqual({ api: 3100, sim: 0, sfn: 8083, lambda: 9001, dynamodb: 8000 });
+    ).toEqual({ api: 3100, sim: 0, sfn: 8083, lambda: 9001, dynamodb: 8000, kube: 6443 });
   });
 
   it('names every variable that is not a port, at once', () => {
