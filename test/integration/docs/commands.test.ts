@@ -16,7 +16,7 @@ import { llmcap, stubServer } from '../cli/run';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
-export interface DocCommand {
+interface DocCommand {
   /** The line as shown, for the failure message. */
   shown: string;
   args: string[];
@@ -25,7 +25,7 @@ export interface DocCommand {
 }
 
 /** Shell words, quotes removed; a `#` that starts a word ends the line. */
-export function words(line: string): string[] {
+function words(line: string): string[] {
   const out: string[] = [];
   let cur: string | undefined;
   for (let i = 0; i < line.length; i++) {
@@ -46,7 +46,7 @@ export function words(line: string): string[] {
 }
 
 /** The llmcap commands of a document's sh blocks; any other form of an llmcap line is an error here. */
-export function docCommands(md: string): DocCommand[] {
+function docCommands(md: string): DocCommand[] {
   const out: DocCommand[] = [];
   for (const block of md.matchAll(/^```(?:sh|bash|shell)\n([\s\S]*?)^```$/gm)) {
     const lines = block[1]!.replace(/\\\n\s*/g, ' ').split('\n');

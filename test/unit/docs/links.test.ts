@@ -19,7 +19,7 @@ const unfenced = (md: string) => md.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*
 const prose = (md: string) => unfenced(md).replace(/`[^`\n]*`/g, '');
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
-export function anchors(md: string): Set<string> {
+function anchors(md: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const m of unfenced(md).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
