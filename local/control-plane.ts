@@ -21,6 +21,7 @@ import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
 import { writeLocalKubeconfig } from './k8s-sim/local';
 import { type Invocation, type LocalLambda, startLocalLambda } from './lambda';
+import { checkPortsFree, explainPortError, type PortName, resolvePorts } from './ports';
 import { reconcileFunction as reconcileFunctionConfig, shownLine } from './reconcile-function';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
@@ -56,6 +57,7 @@ const SCHEDULE_MS = 60_000;
 const MINUTE = 60_000;
 
 export interface ControlPlaneOptions {
+  /** API port (0 = free); default LLMCAP_PORT or 3000. */
   port?: number;
   persist?: boolean;
   dataDir?: string;
@@ -65,6 +67,8 @@ export interface ControlPlaneOptions {
   admins?: string[];
   /** Cloud simulator port (0 = free); default LLMCAP_SIM_PORT or 4510. */
   simPort?: number;
+  /** Any port of local/ports.ts by name (0 = free); default its variable, else its default. */
+  ports?: Partial<Record<PortName, number>>;
   /** Multiplies the simulator's EKS durations and the workflows' waits; default LLMCAP_SIM_TIME_SCALE or 0.1. */
   simTimeScale?: number;
   /** Seconds between scheduled reconciles; 0 turns the schedule off (tests drive reconcile themselves). */
@@ -120,18 +124,39 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const ports = resolvePorts({ api: opts.port, sim: opts.simPort, ...opts.ports });
+  // A start that fails half way stops what it had started (a test goes on, a start is retried), and a port
+  // taken since checkPortsFree is reported as it reports one.
+  const undo: (() => Promise<unknown>)[] = [];
+  try {
+    return await start(opts, ports, undo);
+  } catch (e) {
+    for (const u of undo.reverse()) await u().catch(() => undefined);
+    throw explainPortError(e, ports);
+  }
+}
+
+async function start(
+  opts: ControlPlaneOptions,
+  ports: Record<PortName, number>,
+  undo: (() => Promise<unknown>)[],
+): Promise<ControlPlane> {
   const log = opts.log ?? (() => undefined);
   const admins = (opts.admins ?? [LOCAL_ADMIN]).join(',');
-  // Before anything starts: a mistyped admin stops the start with its reason, as it would fail the Lambda.
+  // Before anything starts: a mistyped admin stops the start with its reason, as it would fail the Lambda,
+  // and so does a taken port, naming its variable.
   loadConfig({ LLMCAP_ADMINS: admins });
+  await checkPortsFree(opts.dynamodbEndpoint ? { ...ports, dynamodb: 0 } : ports);
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
     const persistDir = opts.persist
       ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb'))
       : undefined;
-    ddb = await startDynamoDbLocal({ persistDir });
-    endpoint = ddb.endpoint;
+    const db = await startDynamoDbLocal({ persistDir, ...(ports.dynamodb ? { port: ports.dynamodb } : {}) });
+    undo.push(() => db.stop());
+    ddb = db;
+    endpoint = db.endpoint;
     log(
       `DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`,
     );
@@ -139,11 +164,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const table = opts.table ?? 'llmcap-local';
   const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
   const sim = await startCloudSim({
-    port: opts.simPort ?? Number(process.env.LLMCAP_SIM_PORT ?? 4510),
+    port: ports.sim,
     timeScale,
     clusterName: 'llmcap-local',
+    kubernetes: { port: ports.kube },
     ...(opts.clock ? { metricsClock: opts.clock } : {}),
   });
+  undo.push(() => sim.stop());
   log(
     `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
@@ -151,7 +178,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const kubeconfigLine = opts.kubeconfigPath ? writeLocalKubeconfig(sim, opts.kubeconfigPath) : undefined;
   if (kubeconfigLine) log(kubeconfigLine);
   const sfn = await startLocalStepFunctions({
-    port: 0,
+    port: ports.sfn,
     eksEndpoint: sim.endpoint,
     autoscalingEndpoint: sim.endpoint,
     dynamodbEndpoint: endpoint,
@@ -161,6 +188,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // Waits shrink with the simulator's clock, so a poll loop takes as many polls as it would in AWS.
     timing: { waitScale: timeScale, maxWaitSeconds: 30 * timeScale },
   });
+  undo.push(() => sfn.stop());
   log(`Step Functions   ${sfn.endpoint} (provision, scale, delete node group from statemachines/)`);
   const stage = process.env.LLMCAP_STAGE ?? 'local';
   const region = process.env.AWS_REGION ?? 'us-east-1';
@@ -282,6 +310,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   // each attempt's stdout goes to the simulated CloudWatch Logs, where its EMF becomes metrics, and the
   // runtime's AWS/Lambda metrics to the simulated CloudWatch.
   const fn = await startLocalLambda({
+    port: ports.lambda,
     region,
     clock,
     functions: {
@@ -312,6 +341,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       );
     },
   });
+  undo.push(() => fn.stop());
   log(`Lambda           ${fn.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
   process.env.AWS_ENDPOINT_URL_LAMBDA = fn.endpoint;
   resetConfig();
@@ -360,7 +390,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     return inv.result as ReconcileSummary;
   };
 
-  const api = await startApiServer({ handler, port: opts.port ?? 3000 });
+  const api = await startApiServer({ handler, port: ports.api });
+  undo.push(() => api.close());
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default ${LOCAL_ADMIN})`);
 
   const every = opts.reconcileSeconds ?? Number(process.env.LLMCAP_RECONCILE_SECONDS ?? 10);
