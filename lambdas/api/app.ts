@@ -13,7 +13,10 @@ import {
   type Event,
   errorToResult,
   HttpError,
+  isJsonMediaType,
+  jsonDepth,
   MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
   problem,
   type Result,
 } from './http';
@@ -89,18 +92,30 @@ function lowerHeaders(h: Event['headers']): Record<string, string | undefined> {
   return out;
 }
 
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+
 function parseRequest(event: Event, params: Record<string, string>): ApiRequest {
   const headers = lowerHeaders(event.headers);
   const raw = decodeBody(event);
   if (raw !== undefined && Buffer.byteLength(raw, 'utf8') > MAX_BODY_BYTES) {
     throw new HttpError(413, `the body is over ${MAX_BODY_BYTES / 1024} KiB; send a smaller manifest`);
   }
+  const method = event.requestContext.http.method.toUpperCase();
   const type = headers['content-type'];
-  if (raw !== undefined && type && !/json/i.test(type)) {
-    throw new HttpError(415, `send JSON with content-type application/json, not ${type}`);
+  // A write is read as JSON only when it says it is JSON: a form or text/plain POST is refused, not guessed at.
+  if (raw !== undefined && WRITES.has(method) && !isJsonMediaType(type)) {
+    throw new HttpError(
+      415,
+      `send the body as JSON with content-type application/json, not ${type ? `'${type}'` : 'without a content-type'}`,
+    );
   }
   let body: unknown;
   if (raw !== undefined) {
+    if (jsonDepth(raw) > MAX_JSON_DEPTH) {
+      throw new HttpError(400, `the body is nested deeper than ${MAX_JSON_DEPTH} levels; no manifest needs that`, {
+        errors: [{ path: '(body)', message: `objects and arrays nested at most ${MAX_JSON_DEPTH} deep` }],
+      });
+    }
     try {
       body = JSON.parse(raw);
     } catch (e) {
@@ -119,7 +134,7 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
     );
   }
   return {
-    method: event.requestContext.http.method.toUpperCase(),
+    method,
     path: event.rawPath,
     params,
     query: event.queryStringParameters ?? {},
