@@ -112,9 +112,13 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
   let body: unknown;
   if (raw !== undefined) {
     if (jsonDepth(raw) > MAX_JSON_DEPTH) {
-      throw new HttpError(400, `the body is nested deeper than ${MAX_JSON_DEPTH} levels; no manifest needs that`, {
-        errors: [{ path: '(body)', message: `objects and arrays nested at most ${MAX_JSON_DEPTH} deep` }],
-      });
+      throw new HttpError(
+        400,
+        `the body is nested deeper than ${MAX_JSON_DEPTH} levels; no manifest needs that`,
+        {
+          errors: [{ path: '(body)', message: `objects and arrays nested at most ${MAX_JSON_DEPTH} deep` }],
+        },
+      );
     }
     try {
       body = JSON.parse(raw);

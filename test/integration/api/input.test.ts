@@ -31,7 +31,11 @@ describe('deeply nested bodies', () => {
   it.each([
     ['arrays', '/v1/scopes', nested(100_000)],
     // A compute's `status` is ignored on input, so nothing but the depth limit stands between it and recursion.
-    ['objects in a field the schema ignores', '/v1/computes', computeWithStatus(nested(20_000, '{"a":', '}'))],
+    [
+      'objects in a field the schema ignores',
+      '/v1/computes',
+      computeWithStatus(nested(20_000, '{"a":', '}')),
+    ],
   ])('answers nested %s with 400 problem+json naming the limit, and writes nothing', async (_, path, raw) => {
     const before = await dumpTable();
     const r = await api.call('POST', path, undefined, { raw });
@@ -73,7 +77,7 @@ describe('the content type of a write', () => {
   it.each([['application/json'], ['application/json; charset=utf-8'], ['APPLICATION/JSON;charset=UTF-8']])(
     'accepts %p',
     async (type) => {
-      const name = `org:ct-${type.replace(/[^a-z]/gi, "").toLowerCase()}${type.length}`;
+      const name = `org:ct-${type.replace(/[^a-z]/gi, '').toLowerCase()}${type.length}`;
       const r = await api.call('POST', '/v1/scopes', { name }, { headers: { 'content-type': type } });
       expect(r.status).toBe(201);
     },
