@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import { admissionSummaries } from '../store/admission';
 import { seedBuiltins, setComputeUsers } from '../store/computes';
-import { claimKey, completeKey, releaseKey } from '../store/idempotency';
+import { claimKey, completeKey, releaseKey, requestFingerprint } from '../store/idempotency';
 import { loadCatalog, modelsUsing } from '../store/models';
 import { loadTree, setOwnedModels } from '../store/tenancy';
 import { Caller } from './access';
@@ -171,10 +170,7 @@ export async function handle(event: Event): Promise<Result> {
       return toResult(res.status, res.body, res.headers);
     }
     if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
-    const fingerprint = createHash('sha256')
-      .update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`)
-      .digest('hex');
-    const claim = await claimKey(req.principal, idemKey, fingerprint);
+    const claim = await claimKey(req.principal, idemKey, requestFingerprint(req.method, req.path, req.body));
     if (claim.kind === 'replay') {
       const r = claim.response;
       return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
@@ -187,9 +183,10 @@ export async function handle(event: Event): Promise<Result> {
     if (claim.kind === 'in-progress') {
       throw new HttpError(
         409,
-        'a request with this Idempotency-Key is still in progress; retry in a moment',
+        `a request with this Idempotency-Key is still in progress; retry after ${claim.retryAfterSeconds} s, when it has either answered or expired`,
         {
           reason: 'IdempotencyKeyInProgress',
+          headers: { 'retry-after': String(claim.retryAfterSeconds) },
         },
       );
     }
