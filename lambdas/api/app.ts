@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import { builtinComputes } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import { admissionSummaries } from '../store/admission';
 import { seedBuiltins, setComputeUsers } from '../store/computes';
-import { claimKey, completeKey, releaseKey } from '../store/idempotency';
+import { claimKey, completeKey, releaseKey, requestFingerprint } from '../store/idempotency';
 import { loadCatalog, modelsUsing } from '../store/models';
 import { loadTree, setOwnedModels } from '../store/tenancy';
 import { Caller } from './access';
@@ -13,7 +12,10 @@ import {
   type Event,
   errorToResult,
   HttpError,
+  isJsonMediaType,
+  jsonDepth,
   MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
   problem,
   type Result,
 } from './http';
@@ -89,18 +91,34 @@ function lowerHeaders(h: Event['headers']): Record<string, string | undefined> {
   return out;
 }
 
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+
 function parseRequest(event: Event, params: Record<string, string>): ApiRequest {
   const headers = lowerHeaders(event.headers);
   const raw = decodeBody(event);
   if (raw !== undefined && Buffer.byteLength(raw, 'utf8') > MAX_BODY_BYTES) {
     throw new HttpError(413, `the body is over ${MAX_BODY_BYTES / 1024} KiB; send a smaller manifest`);
   }
+  const method = event.requestContext.http.method.toUpperCase();
   const type = headers['content-type'];
-  if (raw !== undefined && type && !/json/i.test(type)) {
-    throw new HttpError(415, `send JSON with content-type application/json, not ${type}`);
+  // A write is read as JSON only when it says it is JSON: a form or text/plain POST is refused, not guessed at.
+  if (raw !== undefined && WRITES.has(method) && !isJsonMediaType(type)) {
+    throw new HttpError(
+      415,
+      `send the body as JSON with content-type application/json, not ${type ? `'${type}'` : 'without a content-type'}`,
+    );
   }
   let body: unknown;
   if (raw !== undefined) {
+    if (jsonDepth(raw) > MAX_JSON_DEPTH) {
+      throw new HttpError(
+        400,
+        `the body is nested deeper than ${MAX_JSON_DEPTH} levels; no manifest needs that`,
+        {
+          errors: [{ path: '(body)', message: `objects and arrays nested at most ${MAX_JSON_DEPTH} deep` }],
+        },
+      );
+    }
     try {
       body = JSON.parse(raw);
     } catch (e) {
@@ -119,7 +137,7 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
     );
   }
   return {
-    method: event.requestContext.http.method.toUpperCase(),
+    method,
     path: event.rawPath,
     params,
     query: event.queryStringParameters ?? {},
@@ -152,10 +170,7 @@ export async function handle(event: Event): Promise<Result> {
       return toResult(res.status, res.body, res.headers);
     }
     if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
-    const fingerprint = createHash('sha256')
-      .update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`)
-      .digest('hex');
-    const claim = await claimKey(req.principal, idemKey, fingerprint);
+    const claim = await claimKey(req.principal, idemKey, requestFingerprint(req.method, req.path, req.body));
     if (claim.kind === 'replay') {
       const r = claim.response;
       return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
@@ -168,9 +183,10 @@ export async function handle(event: Event): Promise<Result> {
     if (claim.kind === 'in-progress') {
       throw new HttpError(
         409,
-        'a request with this Idempotency-Key is still in progress; retry in a moment',
+        `a request with this Idempotency-Key is still in progress; retry after ${claim.retryAfterSeconds} s, when it has either answered or expired`,
         {
           reason: 'IdempotencyKeyInProgress',
+          headers: { 'retry-after': String(claim.retryAfterSeconds) },
         },
       );
     }

@@ -26,6 +26,13 @@ const principals = csv.transform((list, ctx): Principal[] => {
   return out;
 });
 
+/**
+ * The API Lambda's timeout, in seconds: API Gateway gives an HTTP API integration at most 30 s. The stack's
+ * function construct sets LLMCAP_FUNCTION_TIMEOUT_SECONDS from the timeout it deploys, so code that must know
+ * how long an invocation can last (an Idempotency-Key's claim) reads the figure Lambda enforces.
+ */
+export const API_TIMEOUT_SECONDS = 29;
+
 export const RuntimeConfigSchema = z.object({
   LLMCAP_STAGE: z
     .string()
@@ -40,6 +47,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
   LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
+  /** This function's timeout as deployed (Lambda allows 1-900 s); the local API runs with the API's. */
+  LLMCAP_FUNCTION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(900).default(API_TIMEOUT_SECONDS),
 });
 
 export interface RuntimeConfig {
@@ -51,6 +60,7 @@ export interface RuntimeConfig {
   cooldownSeconds: number;
   reconcileFunction?: string;
   reconcileRateMinutes: number;
+  functionTimeoutSeconds: number;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -71,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
+    functionTimeoutSeconds: e.LLMCAP_FUNCTION_TIMEOUT_SECONDS,
   };
 }
 

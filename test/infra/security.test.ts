@@ -53,7 +53,6 @@ const isAccountRoot = (s: Stmt) =>
 
 /** AWS managed policies attached to roles, and why each is needed. */
 const MANAGED_POLICIES_ALLOWED: Record<string, string> = {
-  'service-role/AWSLambdaBasicExecutionRole': "the Lambda functions write their own log groups' streams",
   AmazonEKSWorkerNodePolicy: 'required by EKS on the node role of managed node groups',
   AmazonEC2ContainerRegistryReadOnly: 'required by EKS on the node role (nodes pull images from ECR)',
   AmazonEKS_CNI_Policy: 'required by EKS on the node role unless IRSA is set up for the VPC CNI',
