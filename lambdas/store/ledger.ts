@@ -56,6 +56,9 @@ function ledgerBump(version: number, by: string): TxItem {
   };
 }
 
+/** The most items one DynamoDB transaction holds. */
+const TX_ITEMS = 100;
+
 /** In a free turn's commit: nobody holds the lease (or it expired), so nobody is deciding under it. */
 function leaseIsFree(): TxItem {
   return {
@@ -73,6 +76,8 @@ function leaseIsFree(): TxItem {
  * indices of a cancellation stay: 0 the ledger, 1..n ours, n+1 the lease.
  */
 async function commit(version: number, items: TxItem[], by: string): Promise<void> {
+  // A transaction holds 100 items: one too full for the lease check takes the lease instead.
+  if (!turnHoldsLease() && items.length + 2 > TX_ITEMS) await leaseThisTurn({ contended: false });
   const free = !turnHoldsLease();
   await documentClient().send(
     new TransactWriteCommand({

@@ -220,12 +220,13 @@ const busyError = (waitMs: number) =>
 
 /**
  * A free turn's commit lost to another process: the rest of this turn holds the lease, taken before the turn's
- * deadline (409 busy, nothing written, after it), and so do this process's turns for a while (noteContention).
+ * deadline (409 busy, nothing written, after it), and so do this process's turns for a while (noteContention)
+ * unless the lease is taken for another reason (`contended: false`).
  */
-export async function leaseThisTurn(): Promise<void> {
+export async function leaseThisTurn(opts: { contended?: boolean } = {}): Promise<void> {
   const turn = inTurn.getStore();
   if (!turn) throw new Error('leaseThisTurn is called inside a ledger turn');
-  noteContention();
+  if (opts.contended !== false) noteContention();
   if (turn.lease) return;
   turn.lease = await takeLease(turn.by, turn.leaseMs, turn.deadline);
   if (!turn.lease) throw busyError(turn.waitMs);

@@ -274,3 +274,21 @@ it('a refusal decided against a cached ledger version is made again when another
   );
   expect(sees).toBe('seen');
 });
+
+it('a free turn commits a decision of 99 items, which leaves no room in the transaction for the lease check', async () => {
+  const a = container();
+  const items = Array.from({ length: 99 }, (_, i) => ({
+    Put: { TableName: process.env.LLMCAP_TABLE!, Item: { pk: 'TEST', sk: `full-${i}` } },
+  }));
+  await a.ledger.withLedger(async () => ({ items, result: undefined }), { by: 'a' });
+  await a.ledger.withLedger(async () => ({ items, result: undefined }), { by: 'a' });
+  const out = await documentClient().send(
+    new GetCommand({
+      TableName: process.env.LLMCAP_TABLE!,
+      Key: { pk: 'TEST', sk: 'full-98' },
+      ConsistentRead: true,
+    }),
+  );
+  expect(out.Item).toBeDefined();
+  expect(await lease()).toBeUndefined();
+});
