@@ -1,9 +1,12 @@
 // Three projects so that `npm test` runs them all and each can be run alone while working.
 const transform = { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
-// middy and the OpenAPI validator are ESM-only; swc turns them into CommonJS like our own files.
+// middy, the OpenAPI validator and @kubernetes/client-node (with openid-client, oauth4webapi, jose) are
+// ESM-only; swc turns them into CommonJS like our own files.
 const common = {
   transform,
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|@seriousme)/)'],
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@middy|@seriousme|@kubernetes/client-node|openid-client|oauth4webapi|jose)/)',
+  ],
   testEnvironment: 'node',
   setupFiles: ['<rootDir>/test/helpers/setup-env.ts'],
 };

@@ -19,6 +19,7 @@ import { startApiServer } from './api-server';
 import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
+import { writeLocalKubeconfig } from './k8s-sim/local';
 import { type Invocation, type LocalLambda, startLocalLambda } from './lambda';
 import { reconcileFunction as reconcileFunctionConfig, shownLine } from './reconcile-function';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
@@ -83,6 +84,8 @@ export interface ControlPlaneOptions {
    * one schedule period (60 s) on, so that alarm periods pass without waiting.
    */
   clock?: Clock;
+  /** Where to write a kubeconfig for the simulated cluster (docs/k8s-sim.md); none by default. */
+  kubeconfigPath?: string;
   log?: (line: string) => void;
 }
 
@@ -144,6 +147,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   log(
     `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
+  // k8s-sim (issue 20): the cluster's Kubernetes API runs inside the simulator; kubectl gets a kubeconfig.
+  const kubeconfigLine = opts.kubeconfigPath ? writeLocalKubeconfig(sim, opts.kubeconfigPath) : undefined;
+  if (kubeconfigLine) log(kubeconfigLine);
   const sfn = await startLocalStepFunctions({
     port: 0,
     eksEndpoint: sim.endpoint,

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { startControlPlane } from './control-plane';
 import { LOCAL_ADMIN } from './identity';
 
@@ -34,6 +35,7 @@ environment:
       .map((a) => a.trim())
       .filter(Boolean),
     log: (l) => console.log(`  ${l}`),
+    kubeconfigPath: join(process.cwd(), '.llmcap', 'kubeconfig'),
   });
   console.log(`
 Ready. The declared catalog (config/catalog.yaml) is loaded; watch its node groups come up here. Try:
@@ -41,6 +43,7 @@ Ready. The declared catalog (config/catalog.yaml) is loaded; watch its node grou
   npx llmcap get models
   npx llmcap capacity
   npx llmcap apply -f examples/        # scopes, quotas and models that borrow and take back
+  kubectl --kubeconfig .llmcap/kubeconfig get nodes,pods -A   # the simulated cluster
 Press Ctrl-C to stop.`);
   let stopping = false;
   const stop = async (signal: string) => {

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { numbered } from './query';
-import type { SimNodegroup, Simulator } from './state';
-import { azFor } from './state';
+import type { SimActivity, SimNodegroup, Simulator } from './state';
+import { azFor, TerminateError } from './state';
 
 /**
- * Auto Scaling over the query protocol (form-encoded POST, XML answers), version 2011-01-01. Only
- * DescribeAutoScalingGroups is served: the node groups' ASGs, with their instances and lifecycle states.
+ * Auto Scaling over the query protocol (form-encoded POST, XML answers), version 2011-01-01:
+ * DescribeAutoScalingGroups (the node groups' ASGs, with their instances and lifecycle states) and
+ * TerminateInstanceInAutoScalingGroup (remove one chosen instance).
  */
 
 const NS = 'http://autoscaling.amazonaws.com/doc/2011-01-01/';
@@ -86,14 +87,50 @@ export function handleQuery(
   form: URLSearchParams,
 ): { operation: string; handle: () => string } {
   const action = form.get('Action') ?? '';
-  if (action !== 'DescribeAutoScalingGroups')
-    return {
-      operation: action,
-      handle: () => {
-        throw new AsgError(400, 'InvalidAction', `Could not find operation ${action} for version 2011-01-01`);
-      },
-    };
-  return { operation: action, handle: () => describeAutoScalingGroups(sim, form) };
+  if (action === 'DescribeAutoScalingGroups')
+    return { operation: action, handle: () => describeAutoScalingGroups(sim, form) };
+  if (action === 'TerminateInstanceInAutoScalingGroup')
+    return { operation: action, handle: () => terminateInstance(sim, form) };
+  return {
+    operation: action,
+    handle: () => {
+      throw new AsgError(400, 'InvalidAction', `Could not find operation ${action} for version 2011-01-01`);
+    },
+  };
+}
+
+function terminateInstance(sim: Simulator, form: URLSearchParams): string {
+  const id = form.get('InstanceId');
+  const decrement = form.get('ShouldDecrementDesiredCapacity');
+  const missing: string[] = [];
+  if (!id) missing.push("Value null at 'instanceId' failed to satisfy constraint: Member must not be null");
+  if (decrement === null)
+    missing.push(
+      "Value null at 'shouldDecrementDesiredCapacity' failed to satisfy constraint: Member must not be null",
+    );
+  if (missing.length > 0)
+    throw new AsgError(
+      400,
+      'ValidationError',
+      `${missing.length} validation error${missing.length > 1 ? 's' : ''} detected: ${missing.join('; ')}`,
+    );
+  let activity: SimActivity;
+  try {
+    activity = sim.terminateInstance(id as string, decrement === 'true');
+  } catch (e) {
+    if (e instanceof TerminateError) throw new AsgError(400, 'ValidationError', e.message);
+    throw e;
+  }
+  const a =
+    el('ActivityId', activity.id) +
+    el('AutoScalingGroupName', activity.asgName) +
+    el('Description', activity.description) +
+    el('Cause', activity.cause) +
+    el('StartTime', new Date(activity.startTime).toISOString()) +
+    el('StatusCode', 'InProgress') +
+    el('Progress', 0) +
+    el('Details', activity.details);
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<TerminateInstanceInAutoScalingGroupResponse xmlns="${NS}"><TerminateInstanceInAutoScalingGroupResult><Activity>${a}</Activity></TerminateInstanceInAutoScalingGroupResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></TerminateInstanceInAutoScalingGroupResponse>`;
 }
 
 function describeAutoScalingGroups(sim: Simulator, form: URLSearchParams): string {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import type { K8sSimConfig } from '../k8s-sim';
 
 /** Realistic durations in milliseconds (reference/eks-nodegroup.md §1.4); every one is multiplied by timeScale. */
 export interface Durations {
@@ -19,6 +20,18 @@ export interface Durations {
   createFailureMs: number;
   /** A scale-out whose instances cannot launch turns the group DEGRADED after this long [unverified]. */
   scaleOutFailureMs: number;
+  /** InService → the kubelet registers its Node (NotReady). */
+  nodeRegisterMs: number;
+  /** Node registered → Ready (the VPC CNI is up). */
+  nodeReadyMs: number;
+  /** Pod bound to a node → its containers start (image pull and create). */
+  imagePullMs: number;
+  /** Container started → the server answers its probes; per image in `kubernetes.appStart`. */
+  appStartMs: number;
+  /** SIGTERM → a container has exited (never longer than the pod's grace period). */
+  podStopMs: number;
+  /** How long a container a `podCrashes` fault matches runs before it exits. */
+  crashAfterMs: number;
 }
 
 export const DEFAULT_DURATIONS: Durations = {
@@ -30,6 +43,12 @@ export const DEFAULT_DURATIONS: Durations = {
   deleteMs: 300_000,
   createFailureMs: 35 * 60_000,
   scaleOutFailureMs: 5 * 60_000,
+  nodeRegisterMs: 20_000,
+  nodeReadyMs: 30_000,
+  imagePullMs: 20_000,
+  appStartMs: 30_000,
+  podStopMs: 2_000,
+  crashAfterMs: 5_000,
 };
 
 /** Selects node groups: `nodegroup` is an exact name or a glob with `*`; `instanceType` matches any of the group's types. */
@@ -64,6 +83,26 @@ export interface VanishRule extends FaultSelector {
   afterMs: number;
 }
 
+/** Selects pods by their containers' image and their namespace (exact or glob with `*`). */
+export interface PodSelector {
+  image?: string;
+  namespace?: string;
+}
+
+/** Containers of matching pods exit after crashAfterMs and restart with back-off (CrashLoopBackOff). */
+export interface PodCrashRule extends PodSelector {
+  /** Default 1. */
+  exitCode?: number;
+  /** The last state's message (what the container printed last); default none. */
+  message?: string;
+}
+
+/** Containers of matching pods run but never pass their readiness (or startup) probe. */
+export interface PodUnreadyRule extends PodSelector {
+  /** Default `HTTP probe failed with statuscode: 503`. */
+  message?: string;
+}
+
 export interface FaultConfig {
   /** Fraction (0–1) of API requests answered 429 ThrottlingException (Auto Scaling: 400 Throttling). */
   throttleRate?: number;
@@ -78,6 +117,12 @@ export interface FaultConfig {
   launchFailures?: LaunchFailureRule[];
   deleteFailures?: DeleteFailureRule[];
   vanish?: VanishRule[];
+  /** Kubernetes: containers that crash. */
+  podCrashes?: PodCrashRule[];
+  /** Kubernetes: containers that never become ready. */
+  podsUnready?: PodUnreadyRule[];
+  /** Kubernetes: nodes of matching groups register but never become Ready. */
+  nodesNotReady?: FaultSelector[];
 }
 
 export interface Limits {
@@ -104,6 +149,8 @@ export interface SimConfigFile {
   durations?: Partial<Durations>;
   limits?: Partial<Limits>;
   faults?: FaultConfig;
+  /** The simulated cluster's Kubernetes API (docs/k8s-sim.md); `false` leaves it out. */
+  kubernetes?: K8sSimConfig | false;
 }
 
 export function loadConfigFile(path: string): SimConfigFile {
@@ -137,8 +184,20 @@ export function checkFaults(f: FaultConfig): FaultConfig {
     'launchFailures',
     'deleteFailures',
     'vanish',
+    'podCrashes',
+    'podsUnready',
+    'nodesNotReady',
   ] as const) {
     if (f[key] !== undefined && !Array.isArray(f[key])) throw new Error(`faults.${key} must be a list`);
+  }
+  for (const [key, rules] of [
+    ['podCrashes', f.podCrashes],
+    ['podsUnready', f.podsUnready],
+  ] as const) {
+    for (const r of rules ?? []) {
+      if (typeof r !== 'object' || r === null || (r.image === undefined && r.namespace === undefined))
+        throw new Error(`faults.${key}[] must name an image and/or a namespace`);
+    }
   }
   for (const [key, rules] of [
     ['launchFailures', f.launchFailures],
@@ -167,6 +226,9 @@ export function checkFaults(f: FaultConfig): FaultConfig {
     'launchFailures',
     'deleteFailures',
     'vanish',
+    'podCrashes',
+    'podsUnready',
+    'nodesNotReady',
   ]);
   for (const k of Object.keys(f)) if (!known.has(k)) throw new Error(`unknown fault setting: ${k}`);
   return f;

@@ -114,7 +114,9 @@ function renderCluster(sim: Simulator) {
     arn: `arn:aws:eks:${region}:${accountId}:cluster/${clusterName}`,
     createdAt: epoch(sim.clusterCreatedAt),
     version: clusterVersion,
-    endpoint: `https://0123456789ABCDEF0123456789ABCDEF.gr7.${region}.eks.amazonaws.com`,
+    endpoint:
+      sim.clusterAccess?.endpoint ??
+      `https://0123456789ABCDEF0123456789ABCDEF.gr7.${region}.eks.amazonaws.com`,
     roleArn: `arn:aws:iam::${accountId}:role/${clusterName}-cluster`,
     resourcesVpcConfig: {
       subnetIds: CLUSTER_SUBNETS,
@@ -136,7 +138,9 @@ function renderCluster(sim: Simulator) {
     },
     status: 'ACTIVE',
     certificateAuthority: {
-      data: Buffer.from('llmcap-local cloud simulator: no real CA').toString('base64'),
+      data:
+        sim.clusterAccess?.caData ??
+        Buffer.from('llmcap-local cloud simulator: no real CA').toString('base64'),
     },
     platformVersion: 'eks.1',
     tags: {},

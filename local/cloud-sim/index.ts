@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type K8sSim, type K8sSimConfig, startK8sSim } from '../k8s-sim';
 import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
 import { serveAwsData } from './aws-data';
 import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
@@ -39,6 +40,8 @@ export interface CloudSimOptions extends SimConfigFile {
   configFile?: string;
   /** Called with one line per API request; default silent. */
   log?: (line: string) => void;
+  /** The cluster's Kubernetes API (docs/k8s-sim.md); `false` leaves it out. */
+  kubernetes?: K8sSimConfig | false;
 }
 
 export interface SimStateView {
@@ -95,6 +98,8 @@ export interface CloudSim {
   cloudwatch: CloudWatchService;
   /** SNS: topics, subscriptions, deliveries; drain() waits for the HTTP deliveries in flight. */
   sns: SnsService;
+  /** The simulated cluster's API server (DescribeCluster's endpoint), unless started with kubernetes: false. */
+  kubernetes?: K8sSim;
   stop(): Promise<void>;
 }
 
@@ -136,6 +141,9 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       },
     },
   });
+  const k8sCfg = opts.kubernetes ?? file.kubernetes;
+  const kubernetes =
+    k8sCfg === false ? undefined : await startK8sSim(sim, { ...k8sCfg, host: opts.host ?? '127.0.0.1', log });
 
   const admin: CloudSimAdmin = {
     state: () => {
@@ -321,6 +329,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
   }
 
   function handleAdmin(method: string, path: string, raw: string, res: ServerResponse): void {
+    if (method === 'GET' && path === '/_sim/kubeconfig' && kubernetes) {
+      res.writeHead(200, { 'content-type': 'application/yaml' });
+      res.end(kubernetes.kubeconfig());
+      return;
+    }
     let answer: [number, unknown];
     try {
       answer = adminRoute(method, path, raw.trim() ? JSON.parse(raw) : {});
@@ -383,6 +396,9 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       server.off('error', reject);
       resolve();
     });
+  }).catch(async (e) => {
+    await kubernetes?.stop();
+    throw e;
   });
   const port = (server.address() as AddressInfo).port;
   endpoint = `http://${host}:${port}`;
@@ -390,6 +406,7 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
   const ticker = isDrivenClock(metricsClock) ? undefined : setInterval(() => cloudwatch.catchUp(), 1000);
   ticker?.unref();
   return {
+    kubernetes,
     endpoint,
     port,
     clusterName: sim.opts.clusterName,
@@ -402,6 +419,7 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     sns,
     stop: async () => {
       if (ticker) clearInterval(ticker);
+      await kubernetes?.stop();
       await sns.drain();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

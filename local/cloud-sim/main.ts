@@ -38,6 +38,12 @@ async function main(): Promise<void> {
       `    aws cloudwatch describe-alarms --endpoint-url ${ep}`,
       `    aws ec2 describe-instance-types --instance-types g6.2xlarge --endpoint-url ${ep}`,
       `  admin: curl ${ep}/_sim/state   (faults: PUT/PATCH ${ep}/_sim/faults, reset: POST ${ep}/_sim/reset)`,
+      ...(sim.kubernetes
+        ? [
+            `  Kubernetes API on ${sim.kubernetes.endpoint} (DescribeCluster's endpoint and CA), e.g.`,
+            `    curl -s ${ep}/_sim/kubeconfig > kubeconfig && kubectl --kubeconfig kubeconfig get nodes`,
+          ]
+        : []),
       '  Ctrl-C to stop',
     ].join('\n'),
   );

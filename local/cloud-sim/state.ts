@@ -36,6 +36,20 @@ export interface HealthIssue {
   resourceIds: string[];
 }
 
+/** What happens to an instance, for those who follow it (the simulated cluster's nodes). */
+export type InstanceChange = 'InService' | 'Terminating' | 'Terminated';
+export type InstanceObserver = (ng: SimNodegroup, inst: SimInstance, change: InstanceChange) => void;
+
+/** The Auto Scaling activity that TerminateInstanceInAutoScalingGroup answers with. */
+export interface SimActivity {
+  id: string;
+  asgName: string;
+  description: string;
+  cause: string;
+  startTime: number;
+  details: string;
+}
+
 export interface SimUpdate {
   id: string;
   nodegroupName: string;
@@ -126,6 +140,8 @@ const AZ_LETTERS = 'abcdef';
 export class Simulator {
   readonly clusterCreatedAt: number;
   faults: FaultConfig;
+  /** The cluster's API server, once the simulated Kubernetes serves it: DescribeCluster's endpoint and CA. */
+  clusterAccess?: { endpoint: string; caData: string };
   private groups = new Map<string, SimNodegroup>();
   private events: ScheduledEvent[] = [];
   private eventSeq = 0;
@@ -135,6 +151,8 @@ export class Simulator {
   private faultRng: Rng;
   /** Simulated "now": the time of the event being run, else the clock's now at the last catch-up. */
   private t: number;
+  private readonly observers: InstanceObserver[] = [];
+  private readonly resetters: (() => void)[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.faults = opts.faults;
@@ -145,6 +163,7 @@ export class Simulator {
   }
 
   reset(faults: FaultConfig): void {
+    for (const ng of this.groups.values()) this.forgetInstances(ng);
     this.groups.clear();
     this.events = [];
     this.tokens.clear();
@@ -152,6 +171,39 @@ export class Simulator {
     this.ids = new Rng(this.opts.seed);
     this.faultRng = new Rng(this.opts.seed ^ 0x5bd1e995);
     this.t = this.opts.clock.now();
+    for (const r of this.resetters) r();
+  }
+
+  /** Follows every instance's InService, Terminating and Terminated; `onReset` runs after a reset. */
+  observeInstances(o: InstanceObserver, onReset?: () => void): void {
+    this.observers.push(o);
+    if (onReset) this.resetters.push(onReset);
+  }
+
+  private notify(ng: SimNodegroup, inst: SimInstance, change: InstanceChange): void {
+    for (const o of this.observers) o(ng, inst, change);
+  }
+
+  /** A group that disappears takes its instances with it. */
+  private forgetInstances(ng: SimNodegroup): void {
+    for (const i of ng.asg.instances) this.notify(ng, i, 'Terminated');
+    ng.asg.instances = [];
+  }
+
+  private drop(ng: SimNodegroup): void {
+    if (this.groups.get(ng.name) !== ng) return;
+    this.forgetInstances(ng);
+    this.groups.delete(ng.name);
+  }
+
+  /** Runs `run` this long (already scaled) after the simulated now, in order with every other event. */
+  after(delayMs: number, label: string, run: () => void): void {
+    this.schedule(delayMs, label, run);
+  }
+
+  /** A duration multiplied by the time scale, as every simulated delay is. */
+  scaled(ms: number): number {
+    return this.d(ms);
   }
 
   now(): number {
@@ -318,9 +370,7 @@ export class Simulator {
     }
     for (const rule of this.faults.vanish ?? []) {
       if (!matches(rule, ng)) continue;
-      this.schedule(this.d(rule.afterMs), `${name}: deleted out of band`, () => {
-        if (this.alive(ng)) this.groups.delete(name);
-      });
+      this.schedule(this.d(rule.afterMs), `${name}: deleted out of band`, () => this.drop(ng));
       break;
     }
     return ng;
@@ -443,13 +493,16 @@ export class Simulator {
         ng.issues = [deleteIssue(rule, this.ids)];
         return;
       }
-      this.groups.delete(ng.name);
+      this.drop(ng);
     });
   }
 
   /** Deletes a node group and its ASG at once, as someone with console access would. */
   deleteOutOfBand(name: string): boolean {
-    return this.groups.delete(name);
+    const ng = this.groups.get(name);
+    if (!ng) return false;
+    this.drop(ng);
+    return true;
   }
 
   /**
@@ -459,7 +512,10 @@ export class Simulator {
   createOutOfBand(input: CreateNodegroupInput, state: OutOfBandState = 'ACTIVE'): SimNodegroup {
     const ng = this.create(input);
     if (state === 'CREATING') return ng;
-    for (const i of ng.asg.instances) i.state = 'InService';
+    for (const i of ng.asg.instances) {
+      i.state = 'InService';
+      this.notify(ng, i, 'InService');
+    }
     ng.phase = state === 'DELETE_FAILED' || state === 'CREATE_FAILED' ? state : 'ACTIVE';
     if (state === 'DEGRADED' || state === 'CREATE_FAILED')
       ng.issues = [launchIssue({}, ng, this.opts.region)];
@@ -546,6 +602,7 @@ export class Simulator {
       this.schedule(this.d(instanceLaunchMs) + k * this.d(instanceStaggerMs), `${inst.id}: InService`, () => {
         if (!this.alive(ng) || inst.state !== 'Pending') return;
         inst.state = 'InService';
+        this.notify(ng, inst, 'InService');
         this.maybeRecover(ng);
       });
     }
@@ -570,17 +627,70 @@ export class Simulator {
       ...live.filter((i) => i.state === 'Pending').reverse(),
       ...live.filter((i) => i.state === 'InService').reverse(),
     ];
-    const { instanceTerminateMs, instanceStaggerMs } = this.opts.durations;
     order.slice(0, count).forEach((inst, k) => {
-      inst.state = 'Terminating';
-      this.schedule(
-        this.d(instanceTerminateMs) + k * this.d(instanceStaggerMs),
-        `${inst.id}: terminated`,
-        () => {
-          ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
-        },
-      );
+      this.terminateOne(ng, inst, k);
     });
+  }
+
+  private terminateOne(ng: SimNodegroup, inst: SimInstance, k: number): void {
+    const { instanceTerminateMs, instanceStaggerMs } = this.opts.durations;
+    inst.state = 'Terminating';
+    this.notify(ng, inst, 'Terminating');
+    this.schedule(
+      this.d(instanceTerminateMs) + k * this.d(instanceStaggerMs),
+      `${inst.id}: terminated`,
+      () => {
+        if (!ng.asg.instances.includes(inst)) return;
+        ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
+        if (this.alive(ng)) this.notify(ng, inst, 'Terminated');
+      },
+    );
+  }
+
+  /**
+   * TerminateInstanceInAutoScalingGroup: that one instance goes Terminating, then away. With `decrement`
+   * the group's desired capacity drops by one (never below its minimum) and EKS reports the new desired size as
+   * the node group's; without it, Auto Scaling launches a replacement.
+   */
+  terminateInstance(instanceId: string, decrement: boolean): SimActivity {
+    const found = this.list()
+      .map((ng) => ({ ng, inst: ng.asg.instances.find((i) => i.id === instanceId) }))
+      .find((x) => x.inst);
+    if (!found?.inst)
+      throw new TerminateError(
+        `Instance Id not found - No managed instance found for instance ID: ${instanceId}`,
+      );
+    const { ng, inst } = found;
+    const before = ng.asg.desired;
+    const activity: SimActivity = {
+      id: this.ids.uuidV4(),
+      asgName: ng.asg.name,
+      description: `Terminating EC2 instance: ${inst.id}`,
+      cause: '',
+      startTime: this.t,
+      details: JSON.stringify({ 'Subnet ID': inst.subnet, 'Availability Zone': inst.az }),
+    };
+    const at = new Date(this.t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    // Already on its way out: nothing more to do, and the desired capacity is not lowered twice.
+    if (inst.state === 'Terminating') {
+      activity.cause = `At ${at} instance ${inst.id} was taken out of service in response to a user request.`;
+      return activity;
+    }
+    if (decrement) {
+      if (ng.asg.desired <= ng.asg.minSize)
+        throw new TerminateError(
+          `Currently, desiredSize equals minSize (${ng.asg.minSize}). Terminating instance without replacement will violate group's min size constraint. Either set shouldDecrementDesiredCapacity flag to false or lower group's min size.`,
+        );
+      ng.asg.desired -= 1;
+      ng.scaling = { ...ng.scaling, desiredSize: ng.asg.desired };
+      ng.modifiedAt = this.t;
+      activity.cause = `At ${at} instance ${inst.id} was taken out of service in response to a user request, shrinking the capacity from ${before} to ${ng.asg.desired}.`;
+    } else {
+      activity.cause = `At ${at} instance ${inst.id} was taken out of service in response to a user request.`;
+    }
+    this.terminateOne(ng, inst, 0);
+    if (!decrement) this.reconcileAsg(ng);
+    return activity;
   }
 
   /** Auto Scaling balances instances across the subnets' Availability Zones. */
@@ -606,6 +716,9 @@ export class Simulator {
     return rules.find((r) => matches(r, ng));
   }
 }
+
+/** An Auto Scaling ValidationError from TerminateInstanceInAutoScalingGroup, worded as AWS words it. */
+export class TerminateError extends Error {}
 
 export function azFor(region: string, index: number): string {
   return `${region}${AZ_LETTERS[index % AZ_LETTERS.length]}`;

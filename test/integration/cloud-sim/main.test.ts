@@ -1,4 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateNodegroupCommand, DescribeNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CLUSTER, createInput } from './helpers';
@@ -60,6 +62,30 @@ it('serves both APIs, prints how to use the AWS CLI, scales time and stops clean
       body: 'Action=DescribeAutoScalingGroups&Version=2011-01-01',
     });
     expect(await asg.text()).toContain('<LifecycleState>InService</LifecycleState>');
+    // The banner's kubectl line: the kubeconfig from the admin endpoint reaches the simulated cluster.
+    expect(run.output()).toContain(
+      `curl -s ${endpoint}/_sim/kubeconfig > kubeconfig && kubectl --kubeconfig kubeconfig get nodes`,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'cloud-sim-kc-'));
+    writeFileSync(join(dir, 'kubeconfig'), await (await fetch(`${endpoint}/_sim/kubeconfig`)).text());
+    await new Promise((r) => setTimeout(r, 200)); // the node registers and becomes Ready (50 s at 0.001)
+    const nodes = await new Promise<string>((resolve, reject) =>
+      execFile(
+        'kubectl',
+        [
+          '--kubeconfig',
+          join(dir, 'kubeconfig'),
+          '--cache-dir',
+          join(dir, 'cache'),
+          'get',
+          'nodes',
+          '--no-headers',
+        ],
+        (e, out, err) => (e ? reject(new Error(err)) : resolve(out)),
+      ),
+    );
+    expect(nodes).toMatch(/^ip-\S+\.ec2\.internal\s+Ready\s/);
+    rmSync(dir, { recursive: true, force: true });
     run.child.kill('SIGINT');
     expect(await exited(run.child)).toBe(0);
     expect(run.output()).toContain('stopping');
