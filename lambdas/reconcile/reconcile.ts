@@ -4,6 +4,7 @@ import type { ReplicaUnit } from '../domain/headroom';
 import type { Model } from '../domain/model';
 import { applyCooldown, planPlacement } from '../domain/placement';
 import type { Decision, ModelAdmission, ScopeSummary } from '../domain/quota';
+import { unitProfile } from '../domain/resources';
 import { builtinComputes } from '../shared/builtin-config';
 import { config } from '../shared/config';
 import { logger } from '../shared/logger';
@@ -67,13 +68,7 @@ export function unitsOf(
   const units: ReplicaUnit[] = [];
   for (const a of admissions) {
     for (const u of a.units) {
-      const own = byModel.get(a.model)?.find((p) => p.name === u.profile);
-      const base = own ?? {
-        name: u.profile,
-        gpus: u.resources.gpus,
-        cpuCores: u.resources.cores,
-        ...(u.resources.memoryGb > 0 ? { minMemoryGb: u.resources.memoryGb } : {}),
-      };
+      const base = unitProfile(byModel.get(a.model), u);
       for (const pl of u.placements) {
         units.push({
           id: `${u.id}@${pl.compute}`,

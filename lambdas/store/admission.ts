@@ -13,6 +13,7 @@ import {
   type Scope,
   ScopeTree,
 } from '../domain/quota';
+import { unitProfile } from '../domain/resources';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
@@ -56,22 +57,12 @@ export function restoreHeadroom(
   const headroom = PlacementHeadroom.create(computes);
   const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
   const kept = admissions.map((a) => {
-    const units = a.units.filter((u) => {
-      // The model's own profile when it still has it (placement matches GPU types by it); else what the unit holds.
-      const profile = byModel.get(a.model)?.find((p) => p.name === u.profile) ?? {
-        name: u.profile,
-        ...fromResources(u.resources),
-      };
-      return headroom.restore(u.id, profile, u.placements);
-    });
+    const units = a.units.filter((u) =>
+      headroom.restore(u.id, unitProfile(byModel.get(a.model), u), u.placements),
+    );
     return units.length === a.units.length ? a : { ...a, units };
   });
   return { headroom, admissions: kept };
-}
-
-/** A unit carries its per-replica resources; that is all placement needs to put it back. */
-function fromResources(r: { gpus: number; cores: number; memoryGb: number }) {
-  return { gpus: r.gpus, cpuCores: r.cores, ...(r.memoryGb > 0 ? { minMemoryGb: r.memoryGb } : {}) };
 }
 
 /** One decision over the world; `only` restricts it to some models' requests (the API's case). */

@@ -1,6 +1,6 @@
 import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
 import { effectiveClass, type ModelClass, type Profile, targetReplicas } from '../model';
-import { RESOURCES, type Resources, scale } from '../resources';
+import { perReplica, RESOURCES, type Resources, scale } from '../resources';
 import { Accounting, type ScopeFigures, scopeFigures } from './accounting';
 import { amount, type Quota, QuotaBook } from './quota';
 import { type Scope, ScopeTree } from './tenancy';
@@ -86,12 +86,6 @@ export interface Decision {
 const CLASS_RANK: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
 const NONE: Violation[] = [];
 const EPS = 1e-9;
-
-export const perReplica = (p: Profile): Resources => ({
-  gpus: p.gpus,
-  cores: p.cpuCores,
-  memoryGb: p.minMemoryGb ?? 0,
-});
 
 const sameResources = (a: Resources, b: Resources) =>
   Math.abs(a.gpus - b.gpus) < EPS &&

@@ -9,7 +9,6 @@ export {
   type DecideOptions,
   type Decision,
   decide,
-  perReplica,
   type ReleasedEvent,
   type ScopeSummary,
   type StartCheck,

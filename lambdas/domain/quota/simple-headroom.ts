@@ -1,5 +1,6 @@
 import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
 import type { Profile } from '../model';
+import { perReplica } from '../resources';
 
 /**
  * A deliberately simple Headroom for admission tests and the benchmark: each compute offers `maxNodes` nodes
@@ -25,7 +26,7 @@ interface Shape {
   memoryGb: number;
 }
 
-const shapeOf = (p: Profile): Shape => ({ gpus: p.gpus, cores: p.cpuCores, memoryGb: p.minMemoryGb ?? 0 });
+const shapeOf = (p: Profile): Shape => perReplica(p);
 
 export function describeShape(s: Shape): string {
   return s.gpus > 0 ? `${s.gpus}-gpu` : `${s.cores}-core`;
