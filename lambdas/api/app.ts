@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
+import { Caller } from '../domain/access';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import { builtinComputes } from '../shared/builtin-config';
+import { config } from '../shared/config';
 import { logger } from '../shared/logger';
 import { admissionSummaries } from '../store/admission';
 import { seedBuiltins, setComputeUsers } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
 import { loadCatalog, modelsUsing } from '../store/models';
 import { loadTree, setOwnedModels } from '../store/tenancy';
-import { Caller } from './access';
 import {
   type ApiRequest,
   type Event,
@@ -30,7 +31,7 @@ import { tenancyRoutes } from './routes/tenancy';
  */
 
 /** Roles come from the scope tree, loaded per request so a membership change holds at once. */
-const callerOf = async (req: ApiRequest) => new Caller(req.caller, await loadTree());
+const callerOf = async (req: ApiRequest) => new Caller(req.caller, await loadTree(), config().admins);
 
 export function buildRouter(): Router {
   const router = new Router();

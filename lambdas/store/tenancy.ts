@@ -1,11 +1,11 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Role } from '../domain/access';
 import { conflict, DomainError, notFound } from '../domain/errors';
 import {
   assertQuotaWrite,
   type ModelAdmission,
   planMemberWrite,
   type Quota,
-  type Role,
   type Scope,
   ScopeTree,
   validateScopeCreate,

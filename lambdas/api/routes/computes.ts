@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { Caller } from '../../domain/access';
 import {
   type Compute,
   ComputeManifestInput,
@@ -18,7 +19,6 @@ import {
   renameCompute,
   replaceCompute,
 } from '../../store/computes';
-import type { Caller } from '../access';
 import { type ApiRequest, type ApiResponse, HttpError, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 

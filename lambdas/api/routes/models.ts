@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { Caller } from '../../domain/access';
 import { sourcesIndex } from '../../domain/catalog';
 import { scopeName } from '../../domain/compute';
 import { notFound } from '../../domain/errors';
@@ -11,7 +12,6 @@ import {
   ScalingSchema,
 } from '../../domain/model';
 import { changeCatalog, getModel, loadCatalog } from '../../store/models';
-import type { Caller } from '../access';
 import { type ApiRequest, type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 import { expectedVersion } from './computes';

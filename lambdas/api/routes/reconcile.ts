@@ -1,10 +1,10 @@
 import * as z from 'zod';
+import type { Caller } from '../../domain/access';
 import { notFound } from '../../domain/errors';
 import { PASS_ID_PATTERN, PASS_RETENTION_DAYS, passView } from '../../domain/reconcile-pass';
 import { config } from '../../shared/config';
 import { invokeAsync } from '../../shared/lambda';
 import { abandonPass, getPass, listPasses, requestPass } from '../../store/reconcile-passes';
-import type { Caller } from '../access';
 import type { ApiRequest } from '../http';
 import { HttpError, json, parseQuery } from '../http';
 import type { Router } from '../router';

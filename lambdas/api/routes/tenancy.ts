@@ -1,8 +1,9 @@
 import * as z from 'zod';
+import { Caller, ROLES } from '../../domain/access';
 import { scopeName } from '../../domain/compute';
 import { notFound } from '../../domain/errors';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
-import { authorize, capacityView, QuotaSpecSchema, ROLES, ScopeTree } from '../../domain/quota';
+import { capacityView, QuotaSpecSchema, ScopeTree } from '../../domain/quota';
 import { config } from '../../shared/config';
 import { loadWorld, restoreHeadroom } from '../../store/admission';
 import {
@@ -43,8 +44,9 @@ function memberPrincipal(req: ApiRequest): string {
   return principal;
 }
 
-function ctx(tree: ScopeTree) {
-  return { admins: config().admins, scopes: tree };
+/** The caller in this tree: the tree is loaded per request, so a membership change holds at once. */
+function callerIn(req: ApiRequest, tree: ScopeTree): Caller {
+  return new Caller(req.caller, tree, config().admins);
 }
 
 function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
@@ -75,12 +77,7 @@ function quotaManifest(q: StoredQuota) {
 
 /** Readable: the caller holds a role in the scope, above it, or beneath it (or is a platform admin). */
 function visible(req: ApiRequest, tree: ScopeTree, scope: string): boolean {
-  try {
-    authorize(req.caller, 'read', scope, ctx(tree));
-    return true;
-  } catch {
-    return false;
-  }
+  return callerIn(req, tree).can('read', scope);
 }
 
 function requireVisible(req: ApiRequest, tree: ScopeTree, scope: string): void {
@@ -113,8 +110,8 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       if (body.parent) {
         if (!tree.has(body.parent)) throw notFound(`parent scope ${body.parent} does not exist`);
-        authorize(req.caller, 'create-scope', body.parent, ctx(tree));
-      } else authorize(req.caller, 'platform', undefined, ctx(tree));
+        callerIn(req, tree).authorize('create-scope', body.parent);
+      } else callerIn(req, tree).authorize('platform', undefined);
       const s = await createScope(body, req.principal);
       return json(201, scopeManifest(s, await loadTree()), { location: `/v1/scopes/${s.name}` });
     },
@@ -154,7 +151,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const name = req.params.name!;
       requireVisible(req, tree, name);
-      authorize(req.caller, tree.parent(name) ? 'delete-scope' : 'platform', name, ctx(tree));
+      callerIn(req, tree).authorize(tree.parent(name) ? 'delete-scope' : 'platform', name);
       await deleteScope(name, req.principal);
       return { status: 204 };
     },
@@ -170,7 +167,7 @@ export function tenancyRoutes(router: Router): void {
       const name = req.params.name!;
       const principal = memberPrincipal(req);
       requireVisible(req, tree, name);
-      authorize(req.caller, 'manage-members', name, ctx(tree));
+      callerIn(req, tree).authorize('manage-members', name);
       const s = await setMember(name, principal, body.role, req.principal);
       return json(200, scopeManifest(s, await loadTree()));
     },
@@ -190,7 +187,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const name = req.params.name!;
       requireVisible(req, tree, name);
-      authorize(req.caller, 'manage-members', name, ctx(tree));
+      callerIn(req, tree).authorize('manage-members', name);
       // Any string is removable, so that a member stored before members were checked can still be taken out.
       await setMember(name, req.params.principal!, undefined, req.principal);
       return { status: 204 };
@@ -237,7 +234,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const scope = req.params.scope!;
       requireVisible(req, tree, scope);
-      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
+      callerIn(req, tree).authorize(tree.parent(scope) ? 'set-quota' : 'platform', scope);
       const q = await putQuota(
         { scope, guarantee: body.guarantee, ...(body.limit ? { limit: body.limit } : {}) },
         req.principal,
@@ -260,7 +257,7 @@ export function tenancyRoutes(router: Router): void {
       const tree = await loadTree();
       const scope = req.params.scope!;
       requireVisible(req, tree, scope);
-      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
+      callerIn(req, tree).authorize(tree.parent(scope) ? 'set-quota' : 'platform', scope);
       await deleteQuota(scope, req.principal);
       return { status: 204 };
     },

@@ -36,15 +36,9 @@ export {
 } from './quota';
 export { type SimpleCompute, SimpleHeadroom } from './simple-headroom';
 export {
-  type Action,
-  type AuthContext,
-  authorize,
-  can,
   MAX_MEMBERS_PER_SCOPE,
   type MemberWrite,
   planMemberWrite,
-  ROLES,
-  type Role,
   type Scope,
   type ScopeKind,
   ScopeTree,
