@@ -34,7 +34,6 @@ export {
   type QuotaWriteResult,
   validateQuotas,
 } from './quota';
-export { type SimpleCompute, SimpleHeadroom } from './simple-headroom';
 export {
   MAX_MEMBERS_PER_SCOPE,
   type MemberWrite,

@@ -1,4 +1,5 @@
-import { checkStart, decide, SimpleHeadroom } from '../../../../lambdas/domain/quota';
+import { checkStart, decide } from '../../../../lambdas/domain/quota';
+import { SimpleHeadroom } from '../../../helpers/simple-headroom';
 import { World } from './world';
 
 // quota-semantics.md §8: the worked examples, one test each.

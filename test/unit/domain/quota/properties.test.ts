@@ -6,9 +6,8 @@ import {
   decide,
   QuotaBook,
   ScopeTree,
-  type SimpleCompute,
-  type SimpleHeadroom,
 } from '../../../../lambdas/domain/quota';
+import type { SimpleCompute, SimpleHeadroom } from '../../../helpers/simple-headroom';
 import { World } from './world';
 
 /**
