@@ -2,6 +2,7 @@ import { isRole, RANK, type Role, type Tenancy } from '../access';
 import { SCOPE_PATTERN } from '../compute';
 import { conflict, DomainError, invalid, notFound } from '../errors';
 import { type Identity, PrincipalMap, parsePrincipal, principalKey } from '../principal';
+import { listed } from '../text';
 
 /**
  * The tenancy tree (org / team / project), its members and its changes. Pure: the store loads the scopes, this
@@ -266,15 +267,11 @@ export function validateScopeDelete(tree: ScopeTree, name: string, ownedModels: 
   const children = tree.children(name);
   if (children.length > 0 || ownedModels.length > 0) {
     const parts: string[] = [];
-    if (children.length > 0) parts.push(`scopes ${list(children)}`);
-    if (ownedModels.length > 0) parts.push(`models ${list(ownedModels)}`);
+    if (children.length > 0) parts.push(`scopes ${listed(children)}`);
+    if (ownedModels.length > 0) parts.push(`models ${listed(ownedModels)}`);
     throw new DomainError(
       'conflict',
       `${name} still holds ${parts.join(' and ')}; move or delete them first`,
     );
   }
-}
-
-function list(xs: readonly string[]): string {
-  return xs.length <= 5 ? xs.join(', ') : `${xs.slice(0, 5).join(', ')} and ${xs.length - 5} more`;
 }
