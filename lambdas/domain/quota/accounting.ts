@@ -34,6 +34,11 @@ export class Accounting {
     }
   }
 
+  /** What scope `s` and the scopes beneath it hold of resource `k` (0 gpus, 1 cores, 2 memoryGb). */
+  used(s: number, k: number): number {
+    return this.u[s * 3 + k]!;
+  }
+
   usage(i: number): Resources {
     return { gpus: this.u[i * 3]!, cores: this.u[i * 3 + 1]!, memoryGb: this.u[i * 3 + 2]! };
   }
