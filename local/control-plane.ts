@@ -5,15 +5,12 @@ import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client
 import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
 import { alarmPrefix, stageAlarms } from '../lambdas/reconcile/alarm-definitions';
-import { putAlarm, setCloudWatchClient } from '../lambdas/reconcile/cloudwatch-alarms';
+import { putAlarm } from '../lambdas/reconcile/cloudwatch-alarms';
 import { passesSettled } from '../lambdas/reconcile/pass';
 import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
-import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
-import { resetAwsClients } from '../lambdas/shared/aws';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { loadConfig, resetConfig } from '../lambdas/shared/config';
 import { resetHardwareFacts } from '../lambdas/shared/hardware';
-import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
 import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
@@ -185,10 +182,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   });
   resetConfig();
   resetClients();
-  resetAwsClients();
   resetHardwareFacts();
-  resetWorkflowClients();
-  setCloudWatchClient(undefined);
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
@@ -309,7 +303,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   log(`Lambda           ${fn.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
   process.env.AWS_ENDPOINT_URL_LAMBDA = fn.endpoint;
   resetConfig();
-  resetLambdaClient();
+  resetClients();
   // On the wall clock the depth is reported each half minute; a driven clock reports it for each minute it moves.
   const depthTimer = driven ? undefined : setInterval(() => publishQueueDepth(clock.now()), MINUTE / 2);
   depthTimer?.unref();

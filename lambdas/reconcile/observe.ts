@@ -2,7 +2,7 @@ import { DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
 import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
-import { autoScalingClient, eksClient } from '../shared/aws';
+import { autoScalingClient, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 
 /**

@@ -1,5 +1,6 @@
-import { DescribeExecutionCommand, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { DescribeExecutionCommand, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { WorkflowKind } from '../domain/actions';
 import { type Compute, labels, taint } from '../domain/compute';
 import {
   clientRequestToken,
@@ -14,7 +15,7 @@ import {
   TAG_COMPUTE_ID,
   TAG_STAGE,
 } from '../domain/nodegroup';
-import { documentClient } from '../shared/clients';
+import { documentClient, sfnClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { attributeKey, keys } from '../store/keys';
 
@@ -27,7 +28,7 @@ import { attributeKey, keys } from '../store/keys';
  * code runs against AWS and against the local Step Functions (local/sfn).
  */
 
-export type WorkflowKind = 'provision' | 'scale' | 'delete';
+export type { WorkflowKind };
 
 /** CreateNodegroup / UpdateNodegroupConfig parameters, in the shape the ASL passes on (taints PascalCase). */
 export interface NodegroupParameters {
@@ -157,31 +158,16 @@ export function executionNameOf(
   return executionName(compute.name, kind, generation, incarnation(compute).id);
 }
 
-export function stateMachineArn(kind: WorkflowKind, env: NodeJS.ProcessEnv = process.env): string {
-  const name = {
-    provision: 'LLMCAP_PROVISION_SM_ARN',
-    scale: 'LLMCAP_SCALE_SM_ARN',
-    delete: 'LLMCAP_DELETE_SM_ARN',
-  }[kind];
-  const arn = env[name];
-  if (!arn) throw new Error(`${name} is not set: the ${kind} workflow cannot be started`);
+export function stateMachineArn(kind: WorkflowKind): string {
+  const arn = config().stateMachines[kind];
+  if (!arn) {
+    throw new Error(`LLMCAP_${kind.toUpperCase()}_SM_ARN is not set: the ${kind} workflow cannot be started`);
+  }
   return arn;
 }
 
 export function executionArnOf(smArn: string, name: string): string {
   return `${smArn.replace(':stateMachine:', ':execution:')}:${name}`;
-}
-
-let sfn: SFNClient | undefined;
-function sfnClient(): SFNClient {
-  sfn ??= new SFNClient({ endpoint: process.env.LLMCAP_SFN_ENDPOINT || undefined, maxAttempts: 5 });
-  return sfn;
-}
-
-/** For tests and the local control plane, which point at a fresh endpoint after start. */
-export function resetWorkflowClients(): void {
-  sfn?.destroy();
-  sfn = undefined;
 }
 
 export type StartWorkflowResult =

@@ -1,34 +1,16 @@
-import type { LambdaClient } from '@aws-sdk/client-lambda';
+import { lambdaClient } from './clients';
 
 /**
- * The Lambda client, built once per container and loaded on first use (only POST /v1/reconcile needs it, so
- * the api Lambda's cold start does not pay for it). Its endpoint is the SDK's own business: in AWS the
- * regional one; locally AWS_ENDPOINT_URL_LAMBDA, which the SDK honours, points it at the local Lambda
- * simulator. Timeouts keep an Invoke within the API's 29 s budget when the service is slow to answer.
+ * Invokes the reconcile Lambda for POST /v1/reconcile. The Lambda SDK is loaded on first use (only that route
+ * needs it, so the api Lambda's cold start does not pay for it); its endpoint is the SDK's own business: in AWS
+ * the regional one, locally AWS_ENDPOINT_URL_LAMBDA, which points it at the local Lambda.
  */
-let sdk: Promise<typeof import('@aws-sdk/client-lambda')> | undefined;
-let client: LambdaClient | undefined;
-
-async function lambda() {
-  sdk ??= import('@aws-sdk/client-lambda');
-  const m = await sdk;
-  client ??= new m.LambdaClient({
-    maxAttempts: 3,
-    requestHandler: { connectionTimeout: 2000, requestTimeout: 5000 },
-  });
-  return { m, client };
-}
-
-export function resetLambdaClient(): void {
-  client?.destroy();
-  client = undefined;
-}
 
 /** Queues `event` for the function (InvocationType Event): Lambda answers 202 once the event is queued. */
 export async function invokeAsync(functionName: string, event: unknown): Promise<void> {
-  const { m, client: c } = await lambda();
-  const out = await c.send(
-    new m.InvokeCommand({
+  const { InvokeCommand } = await import('@aws-sdk/client-lambda');
+  const out = await lambdaClient().send(
+    new InvokeCommand({
       FunctionName: functionName,
       InvocationType: 'Event',
       Payload: Buffer.from(JSON.stringify(event)),

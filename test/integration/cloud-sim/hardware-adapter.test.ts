@@ -1,5 +1,7 @@
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { PricingClient } from '@aws-sdk/client-pricing';
+import { resetClients } from '../../../lambdas/shared/clients';
+import { resetConfig } from '../../../lambdas/shared/config';
 import {
   FACTS_TTL_MS,
   HardwareFacts,
@@ -27,6 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   resetHardwareFacts();
+  resetClients();
   process.env = saved;
   await sim.stop();
 });
@@ -154,6 +157,7 @@ describe('hardware facts from EC2 and the Price List', () => {
     expect(pricingRegionFor('eu-west-1')).toBe('eu-central-1');
     expect(pricingRegionFor('ap-northeast-1')).toBe('ap-south-1');
     process.env.AWS_REGION = 'eu-west-1';
+    resetConfig();
     resetHardwareFacts();
     try {
       const hw = hardwareFacts();
@@ -164,6 +168,7 @@ describe('hardware facts from EC2 and the Price List', () => {
       expect(priceCalls()).toBe(1);
     } finally {
       process.env.AWS_REGION = saved.AWS_REGION;
+      resetConfig();
       resetHardwareFacts();
     }
   });

@@ -3,12 +3,11 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Compute, ComputeSpec } from '../../../lambdas/domain/compute';
 import { newComputeId } from '../../../lambdas/domain/nodegroup';
 import {
-  resetWorkflowClients,
   type StartWorkflowResult,
   startWorkflow,
   type WorkflowKind,
 } from '../../../lambdas/reconcile/workflows';
-import { documentClient } from '../../../lambdas/shared/clients';
+import { documentClient, resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, type Durations, startCloudSim } from '../../../local/cloud-sim';
 import {
@@ -54,7 +53,7 @@ export async function harness(
   });
   Object.assign(process.env, { LLMCAP_STAGE: 'test', ...workflowEnv(sfn) });
   resetConfig();
-  resetWorkflowClients();
+  resetClients();
   const eks = new EKSClient({ endpoint: sim.endpoint, maxAttempts: 1 });
   return {
     sim,
@@ -63,7 +62,7 @@ export async function harness(
     table,
     async close() {
       eks.destroy();
-      resetWorkflowClients();
+      resetClients();
       await sfn.stop();
       await sim.stop();
     },

@@ -6,12 +6,11 @@ import {
   type Quota,
   QuotaBook,
   QuotaSpecSchema,
-  type Scope,
   ScopeTree,
   validateScopeCreate,
   validateScopeDelete,
 } from '../../../../lambdas/domain/quota';
-import { ACME_SCOPES, asRole, roleArn } from '../../../helpers/principals';
+import { ACME_SCOPES, asRole } from '../../../helpers/principals';
 import { World } from './world';
 
 const tree = new ScopeTree(ACME_SCOPES);
