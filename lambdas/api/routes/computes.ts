@@ -1,15 +1,7 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
-import {
-  type Compute,
-  ComputeManifestInput,
-  computeName,
-  frozenFieldChanges,
-  nodegroupExists,
-  scopeName,
-  toManifest,
-} from '../../domain/compute';
-import { conflict, DomainError, notFound } from '../../domain/errors';
+import { type Compute, ComputeManifestInput, computeName, scopeName, toManifest } from '../../domain/compute';
+import { decideApply, decideClone, requireComputeWrite, visibleCompute } from '../../domain/compute-changes';
 import { config } from '../../shared/config';
 import {
   createCompute,
@@ -50,19 +42,7 @@ export function expectedVersion(req: ApiRequest, bodyVersion?: number): number |
 }
 
 async function visible(caller: Caller, name: string): Promise<Compute & { deletionRequested?: boolean }> {
-  const c = await getCompute(name);
-  // A compute the caller may not see answers exactly like a missing one, so names do not leak.
-  if (!c || !caller.canSee(c.owner)) throw notFound(`compute ${name} does not exist`);
-  return c;
-}
-
-function requireWrite(
-  caller: Caller,
-  c: { builtin: boolean; owner?: string; name: string },
-  verb: string,
-): void {
-  if (c.builtin) caller.requirePlatformAdmin(`${verb} built-in compute ${c.name}`);
-  else caller.requireEditor(c.owner, `${verb} compute ${c.name}`);
+  return visibleCompute(caller, name, await getCompute(name));
 }
 
 export function computeRoutes(router: Router, callerOf: CallerOf): void {
@@ -84,7 +64,11 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const m = parseBody(ComputeManifestInput, req.body);
-      requireWrite(caller, { builtin: false, owner: m.metadata.owner, name: m.metadata.name }, 'create');
+      requireComputeWrite(
+        caller,
+        { builtin: false, owner: m.metadata.owner, name: m.metadata.name },
+        'create',
+      );
       const c = await createCompute({
         name: m.metadata.name,
         owner: m.metadata.owner,
@@ -120,58 +104,16 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const name = req.params.name!;
       requireNameFromPath(m.metadata.name, name);
       const current = await getCompute(name);
-      const expected = expectedVersion(req, m.metadata.version);
-      if (!current || (current.owner && !caller.canSee(current.owner))) {
-        if (current) throw notFound(`compute ${name} does not exist`);
-        if (expected !== undefined)
-          throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
-        requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
-        const c = await createCompute({
-          name,
-          owner: m.metadata.owner,
-          builtin: false,
-          spec: m.spec,
-          by: req.principal,
-        });
-        return withEtag(201, c);
-      }
-      requireWrite(caller, current, 'change');
-      if (m.metadata.owner !== current.owner)
-        requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
-      if (current.deletionRequested) {
-        throw conflict(
-          `compute ${name} is being deleted; wait until it is gone, then create it again`,
-          'Deleting',
-        );
-      }
-      if (expected !== undefined && expected !== current.version) {
-        throw new DomainError(
-          'precondition',
-          `compute ${name} is at version ${current.version}, not ${expected}`,
-          {
-            reason: 'VersionMismatch',
-          },
-        );
-      }
-      const frozen = frozenFieldChanges(current.spec, m.spec);
-      if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
-        throw new DomainError(
-          'conflict',
-          `compute ${name} has a node group (${current.status.nodegroupStatus}), so ${frozen.join(', ')} cannot change; ` +
-            'only nodeGroup.maxNodes and cost can. Clone it under a new name with the new hardware instead',
-          {
-            reason: 'NodegroupExists',
-            errors: frozen.map((path) => ({ path, message: 'frozen while the node group exists' })),
-          },
-        );
+      const input = { name, owner: m.metadata.owner, spec: m.spec };
+      const d = decideApply(caller, current, input, expectedVersion(req, m.metadata.version));
+      if (d.kind === 'create') {
+        return withEtag(201, await createCompute({ ...input, builtin: false, by: req.principal }));
       }
       const c = await replaceCompute({
-        name,
-        owner: m.metadata.owner,
-        spec: m.spec,
+        ...input,
         by: req.principal,
-        expectedVersion: expected ?? current.version,
-        requireNoNodegroup: frozen.length > 0,
+        expectedVersion: d.expectedVersion,
+        requireNoNodegroup: d.requireNoNodegroup,
       });
       return withEtag(200, c);
     },
@@ -188,7 +130,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const current = await visible(caller, req.params.name!);
-      requireWrite(caller, current, 'delete');
+      requireComputeWrite(caller, current, 'delete');
       const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
       return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
@@ -206,16 +148,8 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
       const source = await visible(caller, req.params.name!);
-      const owner = body.owner ?? (source.builtin ? undefined : source.owner);
-      requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
-      // A clone copies the spec only: never the node group, its status or its history.
-      const c = await createCompute({
-        name: body.name,
-        owner,
-        builtin: false,
-        spec: source.spec,
-        by: req.principal,
-      });
+      const clone = decideClone(caller, source, body);
+      const c = await createCompute({ ...clone, builtin: false, by: req.principal });
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -232,7 +166,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const caller = await callerOf(req);
       const body = parseBody(RenameBody, req.body);
       const source = await visible(caller, req.params.name!);
-      requireWrite(caller, source, 'rename');
+      requireComputeWrite(caller, source, 'rename');
       if (body.name === source.name) return withEtag(200, source);
       const c = await renameCompute(source.name, body.name, req.principal);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
