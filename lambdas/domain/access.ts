@@ -76,10 +76,11 @@ const WHAT: Record<Action, string> = {
 /** Quotas and deletion are decided one level up: a scope admin cannot raise their own guarantee. */
 const decidedAbove = (action: Action) => action === 'set-quota' || action === 'delete-scope';
 
-export class Caller {
+/** A caller in a tree; `tenancy` is the tree it was built with (a ScopeTree, for the services). */
+export class Caller<T extends Tenancy = Tenancy> {
   constructor(
     readonly who: Identity,
-    readonly tenancy: Tenancy,
+    readonly tenancy: T,
     readonly admins: readonly Principal[],
   ) {}
 

@@ -20,7 +20,7 @@ export function scale(a: Resources, n: number): Resources {
 }
 
 /**
- * What one replica of a profile holds (quota-semantics.md §2): its GPUs, its cores and its minimum memory. The
+ * What one replica of a profile holds (docs/reference/quota-semantics.md §2): its GPUs, its cores and its minimum memory. The
  * one conversion between a model's profiles and the resources quotas count; `profileOf` is its inverse.
  */
 export function perReplica(p: Pick<Profile, 'gpus' | 'cpuCores' | 'minMemoryGb'>): Resources {

@@ -1,23 +1,17 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { type Compute, ComputeManifestInput, computeName, scopeName, toManifest } from '../../domain/compute';
-import { decideApply, decideClone, requireComputeWrite, visibleCompute } from '../../domain/compute-changes';
+import type { ScopeTree } from '../../domain/quota';
+import type { Services } from '../../service';
 import { config } from '../../shared/config';
-import {
-  createCompute,
-  deleteCompute,
-  getCompute,
-  listComputes,
-  renameCompute,
-  replaceCompute,
-} from '../../store/computes';
 import { type ApiRequest, type ApiResponse, HttpError, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
 export const RenameBody = z.strictObject({ name: computeName });
 
-type CallerOf = (req: ApiRequest) => Promise<Caller>;
+/** Who is calling, in the tenancy tree as it stands (service/access.ts). */
+export type CallerOf = (req: ApiRequest) => Promise<Caller<ScopeTree>>;
 
 function manifest(c: Compute & { deletionRequested?: boolean }) {
   const m = toManifest(config().stage, c);
@@ -41,19 +35,14 @@ export function expectedVersion(req: ApiRequest, bodyVersion?: number): number |
   return bodyVersion;
 }
 
-async function visible(caller: Caller, name: string): Promise<Compute & { deletionRequested?: boolean }> {
-  return visibleCompute(caller, name, await getCompute(name));
-}
-
-export function computeRoutes(router: Router, callerOf: CallerOf): void {
+export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  const computes = svc.computes;
   router.add(
     'GET',
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      const items = (await listComputes()).filter((c) => caller.canSee(c.owner));
-      items.sort((a, b) => a.name.localeCompare(b.name));
-      return json(200, { items: items.map(manifest) });
+      return json(200, { items: (await computes.list(caller)).map(manifest) });
     },
     { summary: 'List the computes you can see', responses: { 200: 'the computes' } },
   );
@@ -64,18 +53,11 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const m = parseBody(ComputeManifestInput, req.body);
-      requireComputeWrite(
+      const c = await computes.create(
+        { name: m.metadata.name, owner: m.metadata.owner, spec: m.spec },
         caller,
-        { builtin: false, owner: m.metadata.owner, name: m.metadata.name },
-        'create',
+        req.principal,
       );
-      const c = await createCompute({
-        name: m.metadata.name,
-        owner: m.metadata.owner,
-        builtin: false,
-        spec: m.spec,
-        by: req.principal,
-      });
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -90,7 +72,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await visible(caller, req.params.name!));
+      return withEtag(200, await computes.visible(caller, req.params.name!));
     },
     { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
   );
@@ -103,19 +85,9 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const m = parseBody(ComputeManifestInput, req.body);
       const name = req.params.name!;
       requireNameFromPath(m.metadata.name, name);
-      const current = await getCompute(name);
       const input = { name, owner: m.metadata.owner, spec: m.spec };
-      const d = decideApply(caller, current, input, expectedVersion(req, m.metadata.version));
-      if (d.kind === 'create') {
-        return withEtag(201, await createCompute({ ...input, builtin: false, by: req.principal }));
-      }
-      const c = await replaceCompute({
-        ...input,
-        by: req.principal,
-        expectedVersion: d.expectedVersion,
-        requireNoNodegroup: d.requireNoNodegroup,
-      });
-      return withEtag(200, c);
+      const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal);
+      return withEtag(r.created ? 201 : 200, r.compute);
     },
     {
       summary: 'Create or replace a compute (apply)',
@@ -129,9 +101,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const current = await visible(caller, req.params.name!);
-      requireComputeWrite(caller, current, 'delete');
-      const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
+      const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal);
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
       return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
     },
@@ -147,9 +117,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
-      const source = await visible(caller, req.params.name!);
-      const clone = decideClone(caller, source, body);
-      const c = await createCompute({ ...clone, builtin: false, by: req.principal });
+      const c = await computes.clone(req.params.name!, body, caller, req.principal);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -165,10 +133,13 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(RenameBody, req.body);
-      const source = await visible(caller, req.params.name!);
-      requireComputeWrite(caller, source, 'rename');
-      if (body.name === source.name) return withEtag(200, source);
-      const c = await renameCompute(source.name, body.name, req.principal);
+      const { compute: c, renamed } = await computes.rename(
+        req.params.name!,
+        body.name,
+        caller,
+        req.principal,
+      );
+      if (!renamed) return withEtag(200, c);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {

@@ -3,7 +3,7 @@ import type { QuotaBook } from './quota';
 import type { ScopeTree } from './tenancy';
 
 /**
- * Usage per scope, kept incrementally (quota-semantics.md §2): a unit admitted or released changes its
+ * Usage per scope, kept incrementally (docs/reference/quota-semantics.md §2): a unit admitted or released changes its
  * owner and every scope above it, O(depth). The decision code reads these sums and never recomputes them
  * (Kueue keeps its cache apart from its scheduler the same way).
  */

@@ -30,7 +30,7 @@ import type {
 } from './types';
 
 /**
- * The admission decision (quota-semantics.md §3–§5). One function, `decide`, runs a pass: it keeps what is
+ * The admission decision (docs/reference/quota-semantics.md §3–§5). One function, `decide`, runs a pass: it keeps what is
  * admitted, drops what is no longer wanted, orders the requests (within guarantee, class, oldest) and admits
  * each one that fits, making room by take-back or displacement for eligible requests, all or nothing.
  * `checkStart` answers the API with the same code on the current state and on an empty one.
@@ -76,7 +76,7 @@ export interface ReleasedEvent {
 export interface ScopeSummary extends ScopeFigures {
   /** Pending replicas of the scope's own models, by reason. */
   pending: Partial<Record<PendingReason, number>>;
-  /** A request of the scope is pending LimitExceeded or Headroom (CapacityAtLimit, DESIGN.md §7). */
+  /** A request of the scope is pending LimitExceeded or Headroom (CapacityAtLimit, docs/design.md §7). */
   refused: boolean;
 }
 

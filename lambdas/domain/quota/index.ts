@@ -1,5 +1,5 @@
 /**
- * Tenancy, quotas and admission (quota-semantics.md): the pure domain the store and the API call.
+ * Tenancy, quotas and admission (docs/reference/quota-semantics.md): the pure domain the store and the API call.
  */
 export { Accounting, type ScopeFigures, scopeFigures } from './accounting';
 export {

@@ -4,7 +4,7 @@ import { RESOURCES, type Resource, type Resources } from '../resources';
 import type { ScopeTree } from './tenancy';
 
 /**
- * Quotas (quota-semantics.md §1): a guarantee and an optional limit per resource. A missing guarantee
+ * Quotas (docs/reference/quota-semantics.md §1): a guarantee and an optional limit per resource. A missing guarantee
  * dimension is 0, a missing limit dimension is unlimited, and a scope without a quota guarantees the sum of
  * its children's and limits nothing. Validation works on the whole next set of quotas, so that every rule of
  * the tree is checked the same way whichever scope is written.

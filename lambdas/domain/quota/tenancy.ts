@@ -30,7 +30,7 @@ export function scopeKind(name: string): ScopeKind {
   return name.slice(0, name.indexOf(':')) as ScopeKind;
 }
 
-/** The kinds a scope of each kind may sit under (quota-semantics.md §1). */
+/** The kinds a scope of each kind may sit under (docs/reference/quota-semantics.md §1). */
 const PARENT_KINDS: Record<ScopeKind, ScopeKind[]> = { org: [], team: ['org'], project: ['team', 'org'] };
 
 /**

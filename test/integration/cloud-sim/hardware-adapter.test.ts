@@ -1,7 +1,5 @@
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { PricingClient } from '@aws-sdk/client-pricing';
-import { resetClients } from '../../../lambdas/shared/clients';
-import { resetConfig } from '../../../lambdas/shared/config';
 import {
   FACTS_TTL_MS,
   HardwareFacts,
@@ -10,7 +8,9 @@ import {
   pricingRegionFor,
   resetHardwareFacts,
   UNKNOWN_TTL_MS,
-} from '../../../lambdas/shared/hardware';
+} from '../../../lambdas/aws/hardware';
+import { resetClients } from '../../../lambdas/shared/clients';
+import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, startCloudSim } from '../../../local/cloud-sim';
 import { loadSnapshot } from '../../../local/cloud-sim/aws-snapshot';
 

@@ -1,7 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { builtinComputes } from '../../../lambdas/shared/builtin-config';
+import { createServices } from '../../../lambdas/service';
 import { documentClient } from '../../../lambdas/shared/clients';
-import { seedBuiltins } from '../../../lambdas/store/computes';
 import { keys } from '../../../lambdas/store/keys';
 import { freshTable } from '../../helpers/table';
 
@@ -15,18 +14,18 @@ type Store = {
   turn: typeof import('../../../lambdas/store/turn');
   ledger: typeof import('../../../lambdas/store/ledger');
   cache: typeof import('../../../lambdas/store/ledger-cache');
-  models: typeof import('../../../lambdas/store/models');
+  /** The services of that container, wired over its own copies of the store. */
+  services: ReturnType<typeof createServices>;
 };
 
 function container(): Store {
   let s: Store | undefined;
   jest.isolateModules(() => {
-    require('../../../lambdas/store/admission'); // registers admission with the catalog, as the API does
     s = {
       turn: require('../../../lambdas/store/turn'),
       ledger: require('../../../lambdas/store/ledger'),
       cache: require('../../../lambdas/store/ledger-cache'),
-      models: require('../../../lambdas/store/models'),
+      services: require('../../../lambdas/service').createServices(),
     };
   });
   return s!;
@@ -51,7 +50,7 @@ const putLease = (holder: string, expiresAt: number) =>
 
 beforeAll(async () => {
   await freshTable('turn');
-  await seedBuiltins(builtinComputes());
+  await createServices().computes.seedBuiltins();
 });
 
 it('a second container waits for the first one to finish its turn, then takes it; nothing is left behind', async () => {
@@ -154,8 +153,8 @@ it('writers racing from two containers lose no update', async () => {
 
 it("a container's cached catalog never hides a change another container committed", async () => {
   const [a, b] = [container(), container()];
-  const before = (await a.models.loadCatalog()).models.map((m) => m.name);
-  await b.models.changeCatalog(
+  const before = (await a.services.catalog.load()).models.map((m) => m.name);
+  await b.services.models.change(
     {
       verb: 'add',
       name: 'from-b',
@@ -168,7 +167,7 @@ it("a container's cached catalog never hides a change another container committe
     },
     { by: 'b' },
   );
-  const after = (await a.models.loadCatalog()).models.map((m) => m.name);
+  const after = (await a.services.catalog.load()).models.map((m) => m.name);
   expect(before).not.toContain('from-b');
   expect(after).toContain('from-b');
 });

@@ -2,11 +2,7 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Compute, ComputeSpec } from '../../../lambdas/domain/compute';
 import { newComputeId } from '../../../lambdas/domain/nodegroup';
-import {
-  type StartWorkflowResult,
-  startWorkflow,
-  type WorkflowKind,
-} from '../../../lambdas/reconcile/workflows';
+import type { StartWorkflowResult, WorkflowKind } from '../../../lambdas/service/workflows';
 import { documentClient, resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, type Durations, startCloudSim } from '../../../local/cloud-sim';
@@ -16,6 +12,7 @@ import {
   startLocalStepFunctions,
   workflowEnv,
 } from '../../../local/sfn';
+import { startWorkflow } from '../../helpers/services';
 import { freshTable } from '../../helpers/table';
 
 /**

@@ -1,9 +1,10 @@
 import { DescribeNodegroupCommand } from '@aws-sdk/client-eks';
 import { foreignMessage, newComputeId, nodegroupTags, ownerOf } from '../../../lambdas/domain/nodegroup';
-import { executionNameOf, startWorkflow } from '../../../lambdas/reconcile/workflows';
+import { executionNameOf } from '../../../lambdas/service/workflows';
 import { resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { startLocalStepFunctions, workflowEnv } from '../../../local/sfn';
+import { startWorkflow } from '../../helpers/services';
 import {
   bumpGeneration,
   cpuSpec,

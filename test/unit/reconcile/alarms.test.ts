@@ -7,12 +7,8 @@ import {
   PutMetricAlarmCommand,
 } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
-import {
-  capacityAtLimitAlarm,
-  nodegroupFailedAlarm,
-  RUNBOOK,
-} from '../../../lambdas/reconcile/alarm-definitions';
-import { describeScope, syncAlarms } from '../../../lambdas/reconcile/cloudwatch-alarms';
+import { describeScope, syncAlarms } from '../../../lambdas/aws/alarms';
+import { capacityAtLimitAlarm, nodegroupFailedAlarm, RUNBOOK } from '../../../lambdas/domain/alarms';
 import { resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { prodStageAlarms } from '../../helpers/summary';

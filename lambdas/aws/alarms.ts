@@ -5,8 +5,6 @@ import {
   type MetricAlarm,
   PutMetricAlarmCommand,
 } from '@aws-sdk/client-cloudwatch';
-import { cloudWatchClient } from '../shared/clients';
-import { config } from '../shared/config';
 import {
   type AlarmDefinition,
   alarmPrefix,
@@ -14,8 +12,10 @@ import {
   computeDescriptionBase,
   nodegroupFailedAlarm,
   scopeDescriptionBase,
-} from './alarm-definitions';
-import type { ReconcileSummary } from './reconcile';
+} from '../domain/alarms';
+import type { ReconcileSummary } from '../domain/reconcile-pass';
+import { cloudWatchClient } from '../shared/clients';
+import { config } from '../shared/config';
 
 /**
  * One CloudWatch alarm per scope (CapacityAtLimit) and per compute (NodegroupFailed), created, updated and deleted

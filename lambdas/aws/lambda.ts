@@ -1,4 +1,4 @@
-import { lambdaClient } from './clients';
+import { lambdaClient } from '../shared/clients';
 
 /**
  * Invokes the reconcile Lambda for POST /v1/reconcile. The Lambda SDK is loaded on first use (only that route

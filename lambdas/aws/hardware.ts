@@ -13,8 +13,8 @@ import {
   suggestionPatterns,
   type UsageClass,
 } from '../domain/hardware';
-import { ec2Client, pricingClient } from './clients';
-import { config } from './config';
+import { ec2Client, pricingClient } from '../shared/clients';
+import { config } from '../shared/config';
 
 /**
  * What AWS says an instance type is (EC2 DescribeInstanceTypes) and costs (the Price List API's GetProducts),
