@@ -28,10 +28,15 @@ export function admissionService(deps: Dependencies) {
     },
 
     /**
-     * The admission writes of one catalog change, to commit with it: refuses a start that can never fit (409,
-     * nothing stored) and a change that would move more admissions than one transaction holds.
+     * The admission writes of one catalog change, to commit with its `alongside` own items: refuses a start
+     * that can never fit (409, nothing stored) and a change that would write more than one transaction holds.
      */
-    async forCatalogChange(state: LoadedCatalog, change: ChangeResult, now: string): Promise<TxItem[]> {
+    async forCatalogChange(
+      state: LoadedCatalog,
+      change: ChangeResult,
+      now: string,
+      alongside: number,
+    ): Promise<TxItem[]> {
       const [scopes, quotas, stored] = await Promise.all([
         tenancy.listScopes(),
         tenancy.listQuotas(),
@@ -44,8 +49,8 @@ export function admissionService(deps: Dependencies) {
       );
       const w = decisionWrites(d);
       const items = admissions.admissionItems(w.next, w.removed);
-      // One of the ledger transaction's items is the model's own.
-      if (items.length > LEDGER_MAX_ITEMS - 1) {
+      // The change's own items (the model, the computes it pins) share the transaction with these.
+      if (items.length + alongside > LEDGER_MAX_ITEMS) {
         throw conflict(
           `this change would move ${items.length} admissions at once; split it and retry`,
           'TooLarge',

@@ -57,8 +57,9 @@ export function modelService(
           }
           if (problems.length) throw checkRefusal(r.after.name, problems);
         }
-        const admitted = await admission.forCatalogChange(state, r, now);
-        return { items: [...deps.store.models.changeItems(r, state.computes), ...admitted], result: r };
+        const own = deps.store.models.changeItems(r, state.computes);
+        const admitted = await admission.forCatalogChange(state, r, now, own.length);
+        return { items: [...own, ...admitted], result: r };
       },
       {
         by: opts.by,

@@ -206,5 +206,5 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   }
 }
 
-/** One slice of a large decision: a ledger transaction holds LEDGER_MAX_ITEMS besides the bump. */
-const SLICE_ITEMS = LEDGER_MAX_ITEMS - 1;
+/** One slice of a large decision: what a ledger transaction holds besides the bump. */
+const SLICE_ITEMS = LEDGER_MAX_ITEMS;
