@@ -9,7 +9,7 @@ import { Construct } from 'constructs';
 import { arnWildcardAcks, starResourceAcks } from './nag';
 
 /**
- * The three node group workflows of DESIGN.md §5, deployed from the ASL files in statemachines/ (the same
+ * The three node group workflows of docs/design.md §5, deployed from the ASL files in statemachines/ (the same
  * text the local runner executes), each with a role that can touch only this stage's node groups, the node
  * role and the table.
  */
@@ -220,7 +220,7 @@ export class NodegroupWorkflows extends Construct {
   }
 
   /**
-   * What lambdas/reconcile/workflows.ts calls: start executions of these three state machines and describe
+   * What lambdas/service/workflows.ts calls: start executions of these three state machines and describe
    * them. Execution ARNs end in the execution name, hence one wildcard each (cdk-nag AwsSolutions-IAM5 on the
    * grantee's policy, which its owner acknowledges).
    */

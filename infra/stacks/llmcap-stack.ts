@@ -21,11 +21,11 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/domain/alarms';
 import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
-import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
+import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
-import { METRICS_NAMESPACE } from '../../lambdas/shared/telemetry';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
 import { NodegroupWorkflows } from '../constructs/nodegroup-workflows';
@@ -316,7 +316,7 @@ export class LlmcapStack extends Stack {
     }
 
     // --- Stage alarms (per-scope and per-compute alarms are kept by the reconciler) -----------------------
-    // Defined in lambdas/reconcile/alarm-definitions.ts, which the local control plane creates too. Each L1 sits
+    // Defined in lambdas/domain/alarms.ts, which the local control plane creates too. Each L1 sits
     // where the L2 Alarm kept its resource (<id>/Resource), so logical ids, and the alarms, survive upgrades.
     const alarmIds: Record<string, string> = {
       ReconcileStale: 'ReconcileStaleAlarm',

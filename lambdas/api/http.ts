@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type * as z from 'zod';
-import { DomainError, type FieldIssue } from '../domain/errors';
+import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
 import type { Identity } from '../domain/principal';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
@@ -67,7 +67,7 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  reason?: string;
+  reason?: RefusalReason;
   errors?: FieldIssue[];
 }
 
@@ -88,7 +88,7 @@ export class HttpError extends Error {
     readonly status: number,
     readonly detail: string,
     readonly extra: {
-      reason?: string;
+      reason?: RefusalReason;
       errors?: FieldIssue[];
       title?: string;
       headers?: Record<string, string>;

@@ -1,4 +1,7 @@
 import * as z from 'zod';
+import type { Action, WorkflowKind } from './actions';
+import type { NodegroupStatus } from './compute';
+import type { ScopeSummary } from './quota';
 
 /**
  * A reconcile pass as a person follows it: requested (POST /v1/reconcile) or scheduled, QUEUED until the
@@ -122,4 +125,38 @@ export function parseReconcileEvent(event: unknown): ReconcileEvent {
   return api
     ? { kind: 'api', ...(r.data as z.output<typeof ApiReconcileEventSchema>) }
     : { kind: 'schedule', ...(r.data as z.output<typeof ScheduledReconcileEventSchema>) };
+}
+
+/** What one pass did to one compute, in its summary and its metrics. */
+export interface ComputeReport {
+  compute: string;
+  status: NodegroupStatus;
+  desiredNodes: number;
+  readyNodes: number;
+  neededNodes: number;
+  lowerBoundNodes: number;
+  costPerHour: number;
+  failed: boolean;
+  statusMessage?: string;
+  action: Action['kind'];
+  actionNote?: string;
+}
+
+/** A pass's summary: what it saw, decided and started; stored with the pass and published as metrics. */
+export interface ReconcileSummary {
+  startedAt: string;
+  durationMs: number;
+  computes: ComputeReport[];
+  scopes: (ScopeSummary & { pendingReplicas: number })[];
+  atLimit: string[];
+  admission: {
+    admitted: number;
+    released: number;
+    victims: number;
+    pendingReplicas: number;
+    commits: number;
+  };
+  workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
+  awsCalls: number;
+  errors: string[];
 }

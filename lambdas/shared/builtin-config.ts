@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
 import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
+import { config } from './config';
 
 /**
  * Configuration files under config/ are YAML for people. At deploy, CDK validates them and inlines them into
@@ -15,7 +16,7 @@ declare const process: NodeJS.Process;
 const BuiltinsSchema = z.array(z.strictObject({ name: computeName, spec: ComputeSpecSchema }));
 
 export function configDir(): string {
-  return process.env.LLMCAP_CONFIG_DIR ?? join(__dirname, '..', '..', 'config');
+  return config().configDir ?? join(__dirname, '..', '..', 'config');
 }
 
 /** Reads and parses one config file; exported for CDK, which inlines the result. */

@@ -355,7 +355,7 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
   };
 }
 
-/** The environment that points lambdas/reconcile/workflows.ts at this local Step Functions. */
+/** The environment that points lambdas/service/workflows.ts at this local Step Functions. */
 export function workflowEnv(
   s: Pick<LocalStepFunctions, 'endpoint' | 'stateMachineArns'>,
 ): Record<string, string> {

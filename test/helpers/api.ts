@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { handle, resetApp } from '../../lambdas/api/app';
+import { createHandler, handle, resetApp } from '../../lambdas/api/app';
 import type { Event } from '../../lambdas/api/http';
+import type { Dependencies } from '../../lambdas/service';
+import { createApiServices } from '../../lambdas/service/for-api';
 import { resetConfig } from '../../lambdas/shared/config';
 import { iamAuthorizerOf } from '../../local/identity';
 import { freshTable } from './table';
@@ -58,14 +60,18 @@ export function apiEvent(
   } as unknown as Event;
 }
 
-export async function testApi(opts: { admins?: string[]; stage?: string } = {}): Promise<TestApi> {
+/** `deps` replaces some of the services' dependencies (service/index.ts), as a deployment would wire its own. */
+export async function testApi(
+  opts: { admins?: string[]; stage?: string; deps?: Partial<Dependencies> } = {},
+): Promise<TestApi> {
   const table = await freshTable('api');
   process.env.LLMCAP_ADMINS = (opts.admins ?? [ADMIN]).join(',');
   process.env.LLMCAP_STAGE = opts.stage ?? 'test';
   resetConfig();
   resetApp();
+  const handler = opts.deps ? createHandler(createApiServices(opts.deps)) : handle;
   const call: TestApi['call'] = async (method, path, body, o = {}) => {
-    const res = await handle(apiEvent(method, path, body, o));
+    const res = await handler(apiEvent(method, path, body, o));
     const text = typeof res.body === 'string' ? res.body : '';
     return {
       status: res.statusCode ?? 200,

@@ -5,7 +5,7 @@ import { STAR_RESOURCE_ACTIONS, starResourceReason } from '../../infra/construct
 import { devStack } from '../helpers/cfn';
 
 /**
- * DESIGN.md §8 on the synthesized template: no route reachable without IAM authorization, and no IAM policy
+ * docs/design.md §8 on the synthesized template: no route reachable without IAM authorization, and no IAM policy
  * statement with a wildcard action or resource except the ones AWS requires, each with why (Resource "*" in
  * infra/constructs/nag.ts, checked against the Service Authorization Reference; ARN wildcards below). Every
  * cdk-nag acknowledgement must name a finding that exists, and an IAM5 acknowledgement for "*" must give the

@@ -1,7 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { builtinComputes } from '../../../lambdas/shared/builtin-config';
+import { createServices } from '../../../lambdas/service';
 import { documentClient } from '../../../lambdas/shared/clients';
-import { seedBuiltins } from '../../../lambdas/store/computes';
 import { keys } from '../../../lambdas/store/keys';
 import { freshTable } from '../../helpers/table';
 
@@ -15,18 +14,18 @@ type Store = {
   turn: typeof import('../../../lambdas/store/turn');
   ledger: typeof import('../../../lambdas/store/ledger');
   cache: typeof import('../../../lambdas/store/ledger-cache');
-  models: typeof import('../../../lambdas/store/models');
+  /** The services of that container, wired over its own copies of the store. */
+  services: ReturnType<typeof createServices>;
 };
 
 function container(): Store {
   let s: Store | undefined;
   jest.isolateModules(() => {
-    require('../../../lambdas/store/admission'); // registers admission with the catalog, as the API does
     s = {
       turn: require('../../../lambdas/store/turn'),
       ledger: require('../../../lambdas/store/ledger'),
       cache: require('../../../lambdas/store/ledger-cache'),
-      models: require('../../../lambdas/store/models'),
+      services: require('../../../lambdas/service').createServices(),
     };
   });
   return s!;
@@ -51,7 +50,7 @@ const putLease = (holder: string, expiresAt: number) =>
 
 beforeAll(async () => {
   await freshTable('turn');
-  await seedBuiltins(builtinComputes());
+  await createServices().computes.seedBuiltins();
 });
 
 it('a second container waits for the first one to finish its turn, then takes it; nothing is left behind', async () => {
@@ -139,8 +138,8 @@ it('writers racing from two containers lose no update', async () => {
 
 it("a container's cached catalog never hides a change another container committed", async () => {
   const [a, b] = [container(), container()];
-  const before = (await a.models.loadCatalog()).models.map((m) => m.name);
-  await b.models.changeCatalog(
+  const before = (await a.services.catalog.load()).models.map((m) => m.name);
+  await b.services.models.change(
     {
       verb: 'add',
       name: 'from-b',
@@ -153,7 +152,7 @@ it("a container's cached catalog never hides a change another container committe
     },
     { by: 'b' },
   );
-  const after = (await a.models.loadCatalog()).models.map((m) => m.name);
+  const after = (await a.services.catalog.load()).models.map((m) => m.name);
   expect(before).not.toContain('from-b');
   expect(after).toContain('from-b');
 });
@@ -251,10 +250,10 @@ it('a refusal decided against a cached ledger version is made again when another
       ...(fallback ? { fallback } : {}),
     }) as never;
   // a writes, so it knows the ledger version and holds the catalog at it.
-  await a.models.changeCatalog({ verb: 'add', name: 'stale-a', spec: model('stale-a') }, { by: 'a' });
+  await a.services.models.change({ verb: 'add', name: 'stale-a', spec: model('stale-a') }, { by: 'a' });
   // b adds the model a's next change names as its fallback; a's cache has not seen it.
-  await b.models.changeCatalog({ verb: 'add', name: 'stale-base', spec: model('stale-base') }, { by: 'b' });
-  const r = await a.models.changeCatalog(
+  await b.services.models.change({ verb: 'add', name: 'stale-base', spec: model('stale-base') }, { by: 'b' });
+  const r = await a.services.models.change(
     { verb: 'add', name: 'stale-child', spec: model('stale-child', 'stale-base') },
     { by: 'a' },
   );
@@ -262,8 +261,8 @@ it('a refusal decided against a cached ledger version is made again when another
   // The same for a decision that is not grouped and commits nothing, in a container that has seen no other
   // writer yet (a has, and takes the lease for a while): it answers from the ledger as it is.
   const c = container();
-  await c.models.changeCatalog({ verb: 'add', name: 'stale-c', spec: model('stale-c') }, { by: 'c' });
-  await b.models.changeCatalog({ verb: 'add', name: 'stale-late', spec: model('stale-late') }, { by: 'b' });
+  await c.services.models.change({ verb: 'add', name: 'stale-c', spec: model('stale-c') }, { by: 'c' });
+  await b.services.models.change({ verb: 'add', name: 'stale-late', spec: model('stale-late') }, { by: 'b' });
   const sees = await c.ledger.withLedger(
     async () => {
       const rows = await c.cache.queryLedgerPartition('MODEL');

@@ -1,4 +1,4 @@
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/telemetry';
+import { METRICS_NAMESPACE, SERVICE_NAME } from './telemetry';
 
 /**
  * Every llmcap alarm, as plain PutMetricAlarm input: the per-scope and per-compute alarms the reconciler keeps,

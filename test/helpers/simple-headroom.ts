@@ -1,10 +1,11 @@
-import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
-import type { Profile } from '../model';
+import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../../lambdas/domain/headroom';
+import type { Profile } from '../../lambdas/domain/model';
+import { perReplica } from '../../lambdas/domain/resources';
 
 /**
- * A deliberately simple Headroom for admission tests and the benchmark: each compute offers `maxNodes` nodes
- * of one shape, and a compute takes replicas while the sum of what they request fits `maxNodes` nodes in
- * every dimension (a replica must also fit one node). No bin packing: the real placement
+ * A test double, kept out of the Lambda bundle: a deliberately simple Headroom for admission tests and the
+ * benchmark. Each compute offers `maxNodes` nodes of one shape, and a compute takes replicas while the sum of
+ * what they request fits `maxNodes` nodes in every dimension (a replica must also fit one node). No bin packing: the real placement
  * (lambdas/domain/placement) implements the same interface and replaces this one in production.
  */
 
@@ -25,7 +26,7 @@ interface Shape {
   memoryGb: number;
 }
 
-const shapeOf = (p: Profile): Shape => ({ gpus: p.gpus, cores: p.cpuCores, memoryGb: p.minMemoryGb ?? 0 });
+const shapeOf = (p: Profile): Shape => perReplica(p);
 
 export function describeShape(s: Shape): string {
   return s.gpus > 0 ? `${s.gpus}-gpu` : `${s.cores}-core`;

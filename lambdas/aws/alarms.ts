@@ -1,11 +1,10 @@
 import {
-  CloudWatchClient,
+  type CloudWatchClient,
   DeleteAlarmsCommand,
   DescribeAlarmsCommand,
   type MetricAlarm,
   PutMetricAlarmCommand,
 } from '@aws-sdk/client-cloudwatch';
-import { config } from '../shared/config';
 import {
   type AlarmDefinition,
   alarmPrefix,
@@ -13,8 +12,10 @@ import {
   computeDescriptionBase,
   nodegroupFailedAlarm,
   scopeDescriptionBase,
-} from './alarm-definitions';
-import type { ReconcileSummary } from './reconcile';
+} from '../domain/alarms';
+import type { ReconcileSummary } from '../domain/reconcile-pass';
+import { cloudWatchClient } from '../shared/clients';
+import { config } from '../shared/config';
 
 /**
  * One CloudWatch alarm per scope (CapacityAtLimit) and per compute (NodegroupFailed), created, updated and deleted
@@ -22,17 +23,6 @@ import type { ReconcileSummary } from './reconcile';
  * The client finds CloudWatch as every SDK client does (locally AWS_ENDPOINT_URL_CLOUDWATCH points it at the
  * cloud simulator); without LLMCAP_ALARM_TOPIC_ARN there is nowhere to page, and nothing is kept.
  */
-let cw: CloudWatchClient | undefined;
-
-export function setCloudWatchClient(c: CloudWatchClient | undefined): void {
-  cw = c;
-}
-
-function client(): CloudWatchClient {
-  cw ??= new CloudWatchClient({ maxAttempts: 6, retryMode: 'adaptive' });
-  return cw;
-}
-
 type Summary = Pick<ReconcileSummary, 'scopes' | 'computes' | 'atLimit'>;
 
 /** What a scope at its limit looks like, for the alarm's description: the numbers on-call needs first. */
@@ -119,7 +109,7 @@ export function alarmDiffers(have: MetricAlarm, want: WantedAlarm, topic: string
 export async function putAlarm(
   definition: AlarmDefinition,
   topic: string,
-  c: CloudWatchClient = client(),
+  c: CloudWatchClient = cloudWatchClient(),
 ): Promise<void> {
   await c.send(new PutMetricAlarmCommand({ ...definition, AlarmActions: [topic], OKActions: [topic] }));
 }
@@ -128,7 +118,7 @@ async function existing(prefix: string): Promise<Map<string, MetricAlarm>> {
   const alarms = new Map<string, MetricAlarm>();
   let token: string | undefined;
   do {
-    const out = await client().send(
+    const out = await cloudWatchClient().send(
       new DescribeAlarmsCommand({ AlarmNamePrefix: prefix, NextToken: token, MaxRecords: 100 }),
     );
     for (const a of out.MetricAlarms ?? []) if (a.AlarmName) alarms.set(a.AlarmName, a);
@@ -138,9 +128,8 @@ async function existing(prefix: string): Promise<Map<string, MetricAlarm>> {
 }
 
 export async function syncAlarms(s: Summary): Promise<{ created: number; updated: number; deleted: number }> {
-  const topic = process.env.LLMCAP_ALARM_TOPIC_ARN;
+  const { stage, reconcileRateMinutes, alarmTopicArn: topic } = config();
   if (!topic) return { created: 0, updated: 0, deleted: 0 };
-  const { stage, reconcileRateMinutes } = config();
   const prefix = alarmPrefix(stage);
   const have = await existing(prefix);
   const want = wantedAlarms(s, stage, reconcileRateMinutes);
@@ -165,7 +154,7 @@ export async function syncAlarms(s: Summary): Promise<{ created: number; updated
       (n.startsWith(`${prefix}CapacityAtLimit-`) || n.startsWith(`${prefix}NodegroupFailed-`)),
   );
   for (let i = 0; i < stale.length; i += 100) {
-    await client().send(new DeleteAlarmsCommand({ AlarmNames: stale.slice(i, i + 100) }));
+    await cloudWatchClient().send(new DeleteAlarmsCommand({ AlarmNames: stale.slice(i, i + 100) }));
   }
   return { created, updated, deleted: stale.length };
 }

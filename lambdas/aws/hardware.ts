@@ -1,10 +1,10 @@
 import {
-  EC2Client,
+  type EC2Client,
   type Filter as Ec2Filter,
   type InstanceTypeInfo,
   paginateDescribeInstanceTypes,
 } from '@aws-sdk/client-ec2';
-import { type Filter as PriceFilter, PricingClient, paginateGetProducts } from '@aws-sdk/client-pricing';
+import { type Filter as PriceFilter, type PricingClient, paginateGetProducts } from '@aws-sdk/client-pricing';
 import {
   type Accelerator,
   type Architecture,
@@ -13,6 +13,8 @@ import {
   suggestionPatterns,
   type UsageClass,
 } from '../domain/hardware';
+import { ec2Client, pricingClient } from '../shared/clients';
+import { config } from '../shared/config';
 
 /**
  * What AWS says an instance type is (EC2 DescribeInstanceTypes) and costs (the Price List API's GetProducts),
@@ -333,12 +335,11 @@ let shared: HardwareFacts | undefined;
 /** The container's hardware facts: clients for the stage's region and the nearest Price List endpoint. */
 export function hardwareFacts(): HardwareFacts {
   if (!shared) {
-    const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
-    const retry = { maxAttempts: 6, retryMode: 'adaptive' } as const;
+    const { region } = config();
     shared = new HardwareFacts({
       region,
-      ec2: new EC2Client({ region, ...retry }),
-      pricing: new PricingClient({ region: pricingRegionFor(region), ...retry }),
+      ec2: ec2Client(region),
+      pricing: pricingClient(pricingRegionFor(region)),
     });
   }
   return shared;
@@ -346,6 +347,6 @@ export function hardwareFacts(): HardwareFacts {
 
 /** For the local control plane and tests, which point the endpoints elsewhere after start. */
 export function resetHardwareFacts(): void {
-  shared?.destroy();
+  // Its clients are the container's (clients.ts): resetClients destroys them.
   shared = undefined;
 }

@@ -1,8 +1,9 @@
 import { DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
+import { needsObservation } from '../domain/compute-changes';
 import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
-import { autoScalingClient, eksClient } from '../shared/aws';
+import { autoScalingClient, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 
 /**
@@ -43,11 +44,6 @@ function healthMessage(ng: Nodegroup): { message?: string; issues: { code: strin
   }));
   if (!issues.length) return { issues };
   return { issues, message: issues.map((i) => `${i.code}: ${i.message}`).join('; ') };
-}
-
-/** A compute is worth a DescribeNodegroup if llmcap believes a node group exists or is being made. */
-export function needsObservation(c: Pick<Compute, 'status' | 'workflow'>): boolean {
-  return c.status.nodegroupStatus !== 'ABSENT' || c.workflow?.state === 'RUNNING';
 }
 
 export type ObservedCompute = Pick<Compute, 'name' | 'status' | 'workflow' | 'createdAt' | 'uid'>;
