@@ -13,7 +13,7 @@ import {
   suggestionPatterns,
   type UsageClass,
 } from '../domain/hardware';
-import { ec2Client, pricingClient } from '../shared/clients';
+import { ec2Client, eksClient, pricingClient } from '../shared/clients';
 import { config } from '../shared/config';
 
 /**
@@ -349,4 +349,22 @@ export function hardwareFacts(): HardwareFacts {
 export function resetHardwareFacts(): void {
   // Its clients are the container's (clients.ts): resetClients destroys them.
   shared = undefined;
+  clusterSubnetCache = undefined;
+}
+
+let clusterSubnetCache: Cached<string[]> | undefined;
+
+/**
+ * The cluster's subnets (EKS DescribeCluster resourcesVpcConfig.subnetIds): where a compute's node group may go
+ * when the stage config lists none. Cached like the instance types: a cluster's subnets change only on an
+ * UpdateClusterConfig, which an operator follows with a deploy.
+ */
+export async function clusterSubnets(now = Date.now()): Promise<string[]> {
+  const hit = fresh(clusterSubnetCache, now);
+  if (hit) return hit.value;
+  const { DescribeClusterCommand } = await import('@aws-sdk/client-eks');
+  const out = await eksClient().send(new DescribeClusterCommand({ name: config().cluster }));
+  const value = out.cluster?.resourcesVpcConfig?.subnetIds ?? [];
+  clusterSubnetCache = { value, expiresAt: now + FACTS_TTL_MS };
+  return value;
 }

@@ -1,5 +1,12 @@
 import type { Caller } from './access';
-import { type Compute, type ComputeSpec, frozenFieldChanges, nodegroupExists, sameValue } from './compute';
+import {
+  type Compute,
+  type ComputeSpec,
+  type CostSourceRecord,
+  frozenFieldChanges,
+  nodegroupExists,
+  sameValue,
+} from './compute';
 import { conflict, DomainError, notFound, versionMismatch } from './errors';
 import { listed } from './text';
 
@@ -55,6 +62,8 @@ export interface ComputeInput {
   name: string;
   owner?: string;
   spec: ComputeSpec;
+  /** Where spec.cost comes from, as the write resolved it (domain/hardware.ts decideComputeSpec). */
+  costSource?: CostSourceRecord;
 }
 
 /** What PUT /v1/computes/{name} does: create a missing compute, or replace one's spec and owner. */
@@ -174,7 +183,12 @@ export function decideClone(
 ): ComputeInput {
   const owner = clone.owner ?? (source.builtin ? undefined : source.owner);
   requireComputeWrite(access, { builtin: false, owner, name: clone.name }, 'create');
-  return { name: clone.name, ...(owner ? { owner } : {}), spec: source.spec };
+  return {
+    name: clone.name,
+    ...(owner ? { owner } : {}),
+    spec: source.spec,
+    ...(source.costSource ? { costSource: source.costSource } : {}),
+  };
 }
 
 /**

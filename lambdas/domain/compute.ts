@@ -181,7 +181,38 @@ export interface Compute {
    * before ids existed: see incarnation() in nodegroup.ts.
    */
   uid?: string;
+  /**
+   * Where spec.cost comes from (domain/hardware.ts): the region's on-demand price, or set by a platform admin.
+   * Absent on items stored before it was recorded.
+   */
+  costSource?: CostSourceRecord;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
+}
+
+/** Where a compute's cost comes from; the same shape as domain/hardware.ts CostSource (this module cannot import it). */
+export type CostSourceRecord =
+  | { kind: 'on-demand'; region: string; effectiveDate?: string }
+  | { kind: 'set'; by: string; onDemandPerHour?: number };
+
+/** The status's `cost`: the price a node costs and where it comes from (on-demand | set-by-admin). */
+export function costStatus(c: Pick<Compute, 'spec' | 'costSource'>) {
+  const s = c.costSource;
+  if (!s) return { perHour: c.spec.cost.perHour, currency: c.spec.cost.currency };
+  return s.kind === 'on-demand'
+    ? {
+        perHour: c.spec.cost.perHour,
+        currency: c.spec.cost.currency,
+        source: 'on-demand' as const,
+        region: s.region,
+        ...(s.effectiveDate ? { effectiveDate: s.effectiveDate } : {}),
+      }
+    : {
+        perHour: c.spec.cost.perHour,
+        currency: c.spec.cost.currency,
+        source: 'set-by-admin' as const,
+        setBy: s.by,
+        ...(s.onDemandPerHour !== undefined ? { onDemandPerHour: s.onDemandPerHour } : {}),
+      };
 }
 
 export interface Allocatable {
@@ -306,6 +337,7 @@ export function toManifest(stage: string, c: Compute) {
       neededNodes: c.sizing?.neededNodes ?? 0,
       lowerBoundNodes: c.sizing?.lowerBoundNodes ?? 0,
       ...derived(stage, c),
+      cost: costStatus(c),
       ...(c.workflow ? { workflow: c.workflow } : {}),
     },
   };

@@ -2,13 +2,15 @@ import * as z from 'zod';
 import {
   type AMI_TYPES,
   type CAPACITY_TYPES,
+  ComputeManifestInput,
   type ComputeSpec,
   CostSchema,
+  type CostSourceRecord,
   GpuSchema,
   NodeGroupSchema,
   NodeSchema,
 } from './compute';
-import type { FieldIssue } from './errors';
+import { type FieldIssue, invalid } from './errors';
 
 /**
  * What AWS says an instance type is, and the rules that turn a compute's manifest into the spec llmcap stores.
@@ -51,9 +53,7 @@ export interface OnDemandPrice {
 }
 
 /** Where a compute's cost comes from, for its status ("on-demand price" or "set by <who>"). */
-export type CostSource =
-  | { kind: 'on-demand'; region: string; effectiveDate?: string }
-  | { kind: 'set'; by: string; onDemandPerHour?: number };
+export type CostSource = CostSourceRecord;
 
 const NVIDIA_RESOURCE = 'nvidia.com/gpu';
 const NEURON_RESOURCE = 'aws.amazon.com/neuron';
@@ -495,4 +495,79 @@ export function resolveComputeSpec(input: ResolveInput): ResolveResult {
       ? { node: { ...node.node, amiType: ami.amiType }, nodeGroup: spec.nodeGroup, cost: cost.cost }
       : undefined;
   return { spec: resolved, costSource: cost.source, priceOverride: cost.priceOverride, issues };
+}
+
+// ------------------------------------------------------------------------------------------ a compute write
+
+/** A compute's manifest as POST and PUT /v1/computes take it: the hardware may be left out (DeclaredSpec). */
+export const DeclaredComputeManifestSchema = ComputeManifestInput.extend({ spec: DeclaredComputeSpecSchema });
+export type DeclaredComputeManifest = z.output<typeof DeclaredComputeManifestSchema>;
+
+export interface ComputeWriteFacts {
+  /** What AWS says (the adapter's lookup): undefined facts when EC2 does not offer the type in the region. */
+  facts: InstanceFacts | undefined;
+  price: OnDemandPrice | undefined;
+  nearNames: readonly string[];
+  region: string;
+  /** The subnets a node group may use: the stage's, else the cluster's (EKS DescribeCluster). */
+  subnets: readonly string[];
+  /** The lists of instance families the owner scope and the scopes above it allow; each must allow the type. */
+  families?: readonly { scope: string; allowed: readonly string[] }[];
+}
+
+/**
+ * The spec llmcap stores for a compute write, and where its cost comes from: the manifest resolved against what
+ * AWS says, a price other than on-demand only from a platform admin, subnets only the stage's (or cluster's),
+ * and only the families the owner scope may use. Every issue at once, as one 400; nothing is written then.
+ */
+export function decideComputeSpec(
+  spec: DeclaredSpec,
+  f: ComputeWriteFacts,
+  who: { by: string; isPlatformAdmin: boolean },
+): { spec: ComputeSpec; costSource: CostSource } {
+  const r = resolveComputeSpec({ spec, ...f, by: who.by });
+  const issues = [...r.issues];
+  if (r.priceOverride && !who.isPlatformAdmin && spec.cost?.perHour !== undefined)
+    issues.push(priceOverrideIssue(spec.cost.perHour, f.price, spec.node.instanceType));
+  issues.push(...subnetIssues(spec.nodeGroup.subnetIds, f.subnets));
+  for (const limit of f.families ?? []) issues.push(...familyIssues(spec.node.instanceType, limit));
+  if (issues.length || !r.spec || !r.costSource)
+    throw invalid(
+      `the compute does not match what AWS says of ${spec.node.instanceType}, or breaks a rule: fix every field listed`,
+      issues,
+    );
+  return { spec: r.spec, costSource: r.costSource };
+}
+
+/** Subnets outside the stage's (or the cluster's) would put nodes where the cluster cannot reach them. */
+export function subnetIssues(
+  declared: readonly string[] | undefined,
+  allowed: readonly string[],
+): FieldIssue[] {
+  const stray = (declared ?? []).filter((s) => !allowed.includes(s));
+  if (stray.length === 0) return [];
+  const hint = allowed.length
+    ? `use some of ${allowed.join(', ')}, or leave spec.nodeGroup.subnetIds out for all of them`
+    : 'the stage lists no subnets (LLMCAP_SUBNETS) and the cluster none: leave spec.nodeGroup.subnetIds out';
+  return [
+    {
+      path: 'spec.nodeGroup.subnetIds',
+      message: `${stray.join(', ')} ${stray.length === 1 ? 'is not one' : 'are not'} of the cluster's subnets: ${hint}`,
+    },
+  ];
+}
+
+/** An instance family the owner scope may not use (spec.instanceFamilies, set by a platform admin). */
+export function familyIssues(
+  instanceType: string,
+  families: { scope: string; allowed: readonly string[] },
+): FieldIssue[] {
+  const { family } = splitInstanceType(instanceType);
+  if (families.allowed.includes(family)) return [];
+  return [
+    {
+      path: 'spec.node.instanceType',
+      message: `${families.scope} may use the instance families ${orList([...families.allowed]) || '(none)'}, not ${family}: choose one of those, or ask a platform admin`,
+    },
+  ];
 }

@@ -11,6 +11,7 @@ import {
   visibleCompute,
 } from '../domain/compute-changes';
 import { conflict, DomainError } from '../domain/errors';
+import { type DeclaredSpec, decideComputeSpec } from '../domain/hardware';
 import { newComputeId } from '../domain/nodegroup';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -28,6 +29,26 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
   const create = (c: ComputeInput, by: string) =>
     store.createCompute({ ...c, builtin: false, by, uid: newComputeId() }, now());
 
+  /**
+   * The manifest resolved against what AWS says (domain/hardware.ts decideComputeSpec): the facts are loaded
+   * here, the decision is the domain's. The cluster's subnets are asked for only when the stage lists none.
+   */
+  const resolve = async (c: DeclaredComputeInput, caller: Caller, by: string): Promise<ComputeInput> => {
+    const hw = deps.hardware();
+    const stageSubnets = deps.config().subnetIds;
+    const wantsSubnets = (c.spec.nodeGroup.subnetIds?.length ?? 0) > 0;
+    const [found, subnets] = await Promise.all([
+      hw.lookup(c.spec.node.instanceType),
+      stageSubnets.length || !wantsSubnets ? stageSubnets : hw.clusterSubnets(),
+    ]);
+    const r = decideComputeSpec(
+      c.spec,
+      { ...found, region: hw.region, subnets },
+      { by, isPlatformAdmin: caller.isPlatformAdmin },
+    );
+    return { name: c.name, ...(c.owner ? { owner: c.owner } : {}), spec: r.spec, costSource: r.costSource };
+  };
+
   /** The compute as the caller may see it; one it may not see is 404 like a missing one, so names do not leak. */
   const visible = async (caller: Caller, name: string) =>
     visibleCompute(caller, name, await store.getCompute(name));
@@ -41,18 +62,19 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     },
 
     /** POST /v1/computes: 409 AlreadyExists when the name is taken. */
-    async create(c: ComputeInput, caller: Caller, by: string): Promise<StoredCompute> {
-      requireComputeWrite(caller, { builtin: false, owner: c.owner, name: c.name }, 'create');
-      return create(c, by);
+    async create(declared: DeclaredComputeInput, caller: Caller, by: string): Promise<StoredCompute> {
+      requireComputeWrite(caller, { builtin: false, owner: declared.owner, name: declared.name }, 'create');
+      return create(await resolve(declared, caller, by), by);
     },
 
     /** PUT /v1/computes/{name}: creates a missing compute or replaces one; `created` says which. */
     async apply(
-      c: ComputeInput,
+      declared: DeclaredComputeInput,
       expected: number | undefined,
       caller: Caller,
       by: string,
     ): Promise<{ compute: StoredCompute; created: boolean }> {
+      const c = await resolve(declared, caller, by);
       const d = decideApply(caller, await store.getCompute(c.name), c, expected);
       if (d.kind === 'create') return { compute: await create(c, by), created: true };
       const compute = await store.replaceCompute(
@@ -166,3 +188,10 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
 }
 
 export type ComputeService = ReturnType<typeof computeService>;
+
+/** A compute write as the manifest gives it: the hardware may be left out, to be resolved from AWS's facts. */
+export interface DeclaredComputeInput {
+  name: string;
+  owner?: string;
+  spec: DeclaredSpec;
+}

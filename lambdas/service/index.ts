@@ -1,3 +1,4 @@
+import type { HardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import type { ComputeSpec } from '../domain/compute';
 import { builtinComputes, declaredModels } from '../shared/builtin-config';
@@ -59,6 +60,17 @@ export interface Dependencies {
    * (service/for-api.ts) alone, so that the Lambda client stays out of the reconcile Lambda's bundle and role.
    */
   invoke: (functionName: string, event: unknown) => Promise<void>;
+  /**
+   * What AWS says about hardware (lambdas/aws/hardware.ts): instance types, on-demand prices and the cluster's
+   * subnets, which every compute write is resolved against.
+   */
+  hardware: () => HardwareSource;
+}
+
+export interface HardwareSource {
+  readonly region: string;
+  lookup: HardwareFacts['lookup'];
+  clusterSubnets: () => Promise<string[]>;
 }
 
 export function defaultDependencies(): Dependencies {
@@ -84,6 +96,11 @@ export function defaultDependencies(): Dependencies {
     invoke: async (functionName) => {
       throw new Error(
         `no Lambda invoker is wired here, so ${functionName} cannot be invoked; use createApiServices`,
+      );
+    },
+    hardware: () => {
+      throw new Error(
+        'no hardware facts are wired here, so computes cannot be written; use createApiServices',
       );
     },
   };

@@ -1,6 +1,12 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ABSENT_STATUS, type Compute, type ComputeSpec, type Sizing } from '../domain/compute';
+import {
+  ABSENT_STATUS,
+  type Compute,
+  type ComputeSpec,
+  type CostSourceRecord,
+  type Sizing,
+} from '../domain/compute';
 import type { StoredCompute } from '../domain/compute-changes';
 import { conflict, versionMismatch } from '../domain/errors';
 import { documentClient } from '../shared/clients';
@@ -40,6 +46,7 @@ export interface NewCompute {
   owner?: string;
   builtin: boolean;
   spec: ComputeSpec;
+  costSource?: CostSourceRecord;
   by: string;
   /** The incarnation id (domain/nodegroup.ts newComputeId): new for every item created, renames included. */
   uid: string;
@@ -52,6 +59,7 @@ function newItem(c: NewCompute, now: string): Item {
     ...(c.owner ? { owner: c.owner } : {}),
     builtin: c.builtin,
     spec: c.spec,
+    ...(c.costSource ? { costSource: c.costSource } : {}),
     version: 1,
     createdAt: now,
     createdBy: c.by,
@@ -96,6 +104,7 @@ export interface ReplaceCompute {
   name: string;
   owner?: string;
   spec: ComputeSpec;
+  costSource?: CostSourceRecord;
   by: string;
   expectedVersion: number;
   /** Set when node.* or subnetIds change: then the write also requires that no node group exists. */
@@ -115,6 +124,7 @@ export async function replaceCompute(r: ReplaceCompute, now: string): Promise<St
     ':now': now,
     ':by': r.by,
   };
+  if (r.costSource) values[':cost'] = r.costSource;
   if (r.requireNoNodegroup) {
     cond.push(NO_GROUP_CONDITION);
     Object.assign(values, NO_GROUP_VALUES);
@@ -128,7 +138,7 @@ export async function replaceCompute(r: ReplaceCompute, now: string): Promise<St
         Key: keys.compute(r.name),
         UpdateExpression: `SET spec = :spec, #version = #version + :one, updatedAt = :now, updatedBy = :by${
           owner ? `, ${owner}` : ''
-        }${r.owner ? '' : ' REMOVE #owner'}`,
+        }${r.costSource ? ', costSource = :cost' : ''}${r.owner ? '' : ' REMOVE #owner'}`,
         ConditionExpression: cond.join(' AND '),
         ExpressionAttributeNames: {
           '#version': 'version',
@@ -187,7 +197,15 @@ export function renameItems(
   now: string,
 ): { items: TxItem[]; renamed: StoredCompute } {
   const next = newItem(
-    { name: to.name, owner: c.owner, builtin: false, spec: c.spec, by: to.by, uid: to.uid },
+    {
+      name: to.name,
+      owner: c.owner,
+      builtin: false,
+      spec: c.spec,
+      ...(c.costSource ? { costSource: c.costSource } : {}),
+      by: to.by,
+      uid: to.uid,
+    },
     now,
   );
   next.createdAt = c.createdAt;

@@ -1,8 +1,15 @@
+import { startCloudSim } from '../../local/cloud-sim';
 import { startDynamoDbLocal } from '../../local/dynamodb-local';
 
 // One DynamoDB Local for the whole integration run; each test file makes its own table (test/helpers/table.ts).
+// One cloud simulator answers EC2 DescribeInstanceTypes and the Price List for every compute write the API
+// resolves (lambdas/aws/hardware.ts), through the SDK's own endpoint variables as in Lambda; a test that starts
+// its own simulator points them at it instead.
 export default async function globalSetup(): Promise<void> {
   const ddb = await startDynamoDbLocal();
   process.env.LLMCAP_DYNAMODB_ENDPOINT = ddb.endpoint;
-  (globalThis as { __ddbLocal?: typeof ddb }).__ddbLocal = ddb;
+  const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
+  process.env.AWS_ENDPOINT_URL_EC2 = sim.endpoint;
+  process.env.AWS_ENDPOINT_URL_PRICING = sim.endpoint;
+  Object.assign(globalThis as object, { __ddbLocal: ddb, __cloudSim: sim });
 }

@@ -1,4 +1,5 @@
 export default async function globalTeardown(): Promise<void> {
-  const ddb = (globalThis as { __ddbLocal?: { stop(): Promise<void> } }).__ddbLocal;
-  await ddb?.stop();
+  const g = globalThis as { __ddbLocal?: { stop(): Promise<void> }; __cloudSim?: { stop(): Promise<void> } };
+  await g.__cloudSim?.stop();
+  await g.__ddbLocal?.stop();
 }

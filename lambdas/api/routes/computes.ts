@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
-import { type Compute, ComputeManifestInput, computeName, scopeName, toManifest } from '../../domain/compute';
+import { type Compute, computeName, scopeName, toManifest } from '../../domain/compute';
+import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
 import type { ScopeTree } from '../../domain/quota';
 import type { Services } from '../../service';
 import { config } from '../../shared/config';
