@@ -127,8 +127,17 @@ export class LlmcapStack extends Stack {
       },
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
       inline: inlinedConfig(),
+      // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts).
+      anyResourceActions: ['ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
     });
     this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
+    // A compute's subnets must be the cluster's when the stage config lists none (DescribeCluster, reads only).
+    this.apiFunction.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['eks:DescribeCluster'],
+        resources: [`arn:${this.partition}:eks:${this.region}:${this.account}:cluster/${cfg.clusterName}`],
+      }),
+    );
 
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: logRetention });
     this.api = new HttpApi(this, 'HttpApi', {

@@ -112,6 +112,12 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-lambda:InvokeCommand': [
         ['lambda:InvokeFunction', arn('lambda', `function:${env.LLMCAP_RECONCILE_FUNCTION}`)],
       ],
+      // Compute writes: what EC2 says an instance type is, the Price List its price, and the cluster's subnets.
+      'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
+      'client-pricing:GetProductsCommand': [['pricing:GetProducts', '*']],
+      'client-eks:DescribeClusterCommand': [
+        ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],
+      ],
     },
     reconcile: {
       ...documentClient,
@@ -475,7 +481,7 @@ describe('the Lambda roles allow exactly what the code calls', () => {
     expect(extra).toEqual([]);
   });
 
-  it('the API never touches EKS, the workflows or the topic, and invokes only the reconciler', async () => {
+  it('the API reads no node group (only its cluster), never the workflows or the topic, and invokes only the reconciler', async () => {
     const role = functionRole(stack.apiFunction);
     for (const [action, resource] of [
       ['eks:DeleteNodegroup', ourGroup],
