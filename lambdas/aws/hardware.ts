@@ -10,6 +10,7 @@ import {
   type Architecture,
   type InstanceFacts,
   type OnDemandPrice,
+  splitInstanceType,
   suggestionPatterns,
   type UsageClass,
 } from '../domain/hardware';
@@ -235,6 +236,21 @@ export class HardwareFacts {
     const facts = (await this.instanceFacts([instanceType])).get(instanceType);
     if (!facts) return { facts, price: undefined, nearNames: await this.nearNames(instanceType) };
     return { facts, price: await this.onDemandPrice(facts), nearNames: [] };
+  }
+
+  /** Which of these instance families EC2 offers in the region (one DescribeInstanceTypes, cached per list). */
+  async offeredFamilies(families: readonly string[]): Promise<Set<string>> {
+    if (families.length === 0) return new Set();
+    const key = `families ${[...families].sort().join(' ')}`;
+    const hit = fresh(this.near.get(key), this.now());
+    if (hit) return new Set(hit.value);
+    const found = await this.describe([{ Name: 'instance-type', Values: families.map((f) => `${f}.*`) }]);
+    const offered = [...new Set([...found.keys()].map((n) => splitInstanceType(n).family))];
+    this.near.set(key, {
+      value: offered,
+      expiresAt: this.now() + (this.opts.unknownTtlMs ?? UNKNOWN_TTL_MS),
+    });
+    return new Set(offered);
   }
 
   destroy(): void {

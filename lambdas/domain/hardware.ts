@@ -571,3 +571,43 @@ export function familyIssues(
     },
   ];
 }
+
+/** A scope's instance families as a platform admin sets them: EC2's family names, e.g. g6, p5, p6-b200. */
+export const InstanceFamiliesSchema = z
+  .array(z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'an EC2 instance family such as g6, p5 or m7i'))
+  .max(64)
+  .transform((xs) => [...new Set(xs)].sort());
+
+/** The family lists that bind a compute owned by `owner`: its scope's and every scope's above it. */
+export function familyLimits(
+  owner: string | undefined,
+  scopes: readonly { name: string; parent?: string; instanceFamilies?: readonly string[] }[],
+): { scope: string; allowed: readonly string[] }[] {
+  const byName = new Map(scopes.map((s) => [s.name, s]));
+  const out: { scope: string; allowed: readonly string[] }[] = [];
+  const seen = new Set<string>();
+  for (
+    let s = owner ? byName.get(owner) : undefined;
+    s && !seen.has(s.name);
+    s = s.parent ? byName.get(s.parent) : undefined
+  ) {
+    seen.add(s.name);
+    if (s.instanceFamilies) out.push({ scope: s.name, allowed: s.instanceFamilies });
+  }
+  return out;
+}
+
+/** The families of a list that EC2 does not offer in the region: each an issue, so that a typo limits nobody by surprise. */
+export function unknownFamilyIssues(
+  families: readonly string[],
+  offered: ReadonlySet<string>,
+  region: string,
+): FieldIssue[] {
+  return families
+    .map((f, i) => ({ f, i }))
+    .filter(({ f }) => !offered.has(f))
+    .map(({ f, i }) => ({
+      path: `instanceFamilies[${i}]`,
+      message: `EC2 offers no ${f} instance types in ${region}: name families such as g6, g6e, p5 or m7i`,
+    }));
+}

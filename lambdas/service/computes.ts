@@ -11,7 +11,7 @@ import {
   visibleCompute,
 } from '../domain/compute-changes';
 import { conflict, DomainError } from '../domain/errors';
-import { type DeclaredSpec, decideComputeSpec } from '../domain/hardware';
+import { type DeclaredSpec, decideComputeSpec, familyLimits } from '../domain/hardware';
 import { newComputeId } from '../domain/nodegroup';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -37,13 +37,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     const hw = deps.hardware();
     const stageSubnets = deps.config().subnetIds;
     const wantsSubnets = (c.spec.nodeGroup.subnetIds?.length ?? 0) > 0;
-    const [found, subnets] = await Promise.all([
+    const [found, subnets, scopes] = await Promise.all([
       hw.lookup(c.spec.node.instanceType),
       stageSubnets.length || !wantsSubnets ? stageSubnets : hw.clusterSubnets(),
+      c.owner ? deps.store.tenancy.listScopes() : [],
     ]);
     const r = decideComputeSpec(
       c.spec,
-      { ...found, region: hw.region, subnets },
+      { ...found, region: hw.region, subnets, families: familyLimits(c.owner, scopes) },
       { by, isPlatformAdmin: caller.isPlatformAdmin },
     );
     return { name: c.name, ...(c.owner ? { owner: c.owner } : {}), spec: r.spec, costSource: r.costSource };
@@ -120,7 +121,8 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     /** Clones the spec of a compute the caller can see under a new name (never its node group or status). */
     async clone(name: string, to: { name: string; owner?: string }, caller: Caller, by: string) {
       const source = await visible(caller, name);
-      return create(decideClone(caller, source, to), by);
+      // Resolved like any write: the clone's owner may be bound to other families, and its price to on-demand.
+      return create(await resolve(decideClone(caller, source, to), caller, by), by);
     },
 
     /** Renames in one transaction (delete the old item, create the new one); the same name is no change. */

@@ -14,5 +14,10 @@ export function createApiServices(over: Partial<Dependencies> = {}): Services {
 
 function apiHardware() {
   const hw = hardwareFacts();
-  return { region: hw.region, lookup: (t: string) => hw.lookup(t), clusterSubnets: () => clusterSubnets() };
+  return {
+    region: hw.region,
+    lookup: (t: string) => hw.lookup(t),
+    offeredFamilies: (f: readonly string[]) => hw.offeredFamilies(f),
+    clusterSubnets: () => clusterSubnets(),
+  };
 }

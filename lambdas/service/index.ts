@@ -70,6 +70,7 @@ export interface Dependencies {
 export interface HardwareSource {
   readonly region: string;
   lookup: HardwareFacts['lookup'];
+  offeredFamilies: HardwareFacts['offeredFamilies'];
   clusterSubnets: () => Promise<string[]>;
 }
 

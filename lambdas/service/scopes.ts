@@ -1,5 +1,6 @@
 import type { Caller, Role } from '../domain/access';
-import { conflict, notFound } from '../domain/errors';
+import { conflict, invalid, notFound } from '../domain/errors';
+import { unknownFamilyIssues } from '../domain/hardware';
 import { planMemberWrite, ScopeTree, validateScopeCreate, validateScopeDelete } from '../domain/quota';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
@@ -115,6 +116,28 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       requireVisibleScope(caller, scope);
       caller.authorize('manage-members', scope);
       return setMember(scope, principal, role, by);
+    },
+
+    /**
+     * Limits the instance families the scope's computes (and those of the scopes beneath) may use, or lifts the
+     * limit (null); a platform admin's alone. Each family must be one EC2 offers in the region.
+     */
+    async setInstanceFamilies(
+      name: string,
+      families: string[] | null,
+      caller: Caller<ScopeTree>,
+      by: string,
+    ): Promise<StoredScope> {
+      requireVisibleScope(caller, name);
+      caller.authorize('platform', undefined);
+      if (families) {
+        const hw = deps.hardware();
+        const issues = unknownFamilyIssues(families, await hw.offeredFamilies(families), hw.region);
+        if (issues.length) throw invalid('fix the instance families listed', issues);
+      }
+      const s = await tenancy.writeInstanceFamilies(name, families ?? undefined, by, now());
+      if (!s) throw notFound(`scope ${name} does not exist`);
+      return s;
     },
 
     loadTree,

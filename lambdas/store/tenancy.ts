@@ -125,6 +125,40 @@ export async function writeMembers(
   }
 }
 
+/**
+ * Sets (or, with undefined, lifts) the instance families a scope's computes may use. Returns the scope as
+ * written, or undefined when it does not exist.
+ */
+export async function writeInstanceFamilies(
+  name: string,
+  families: readonly string[] | undefined,
+  by: string,
+  now: string,
+): Promise<StoredScope | undefined> {
+  try {
+    const out = await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.scope(name),
+        UpdateExpression: `SET #v = #v + :one, updatedAt = :now, updatedBy = :by${families ? ', #f = :f' : ' REMOVE #f'}`,
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#v': 'version', '#f': 'instanceFamilies' },
+        ExpressionAttributeValues: {
+          ':one': 1,
+          ':now': now,
+          ':by': by,
+          ...(families ? { ':f': families } : {}),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return strip<StoredScope>(out.Attributes ?? {});
+  } catch (e) {
+    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
+    return undefined;
+  }
+}
+
 /** A quota written over the one read (`current`, conditional on its version) on a scope that still exists. */
 export function quotaPutItems(q: StoredQuota, current: StoredQuota | undefined): TxItem[] {
   return [

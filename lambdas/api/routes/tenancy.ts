@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ROLES } from '../../domain/access';
 import { scopeName } from '../../domain/compute';
+import { InstanceFamiliesSchema } from '../../domain/hardware';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
 import type { Services, StoredQuota, StoredScope } from '../../service';
@@ -16,6 +17,8 @@ export const ScopeBody = z.strictObject({
   parent: scopeName.optional(),
 });
 export const MemberBody = z.strictObject({ role: z.enum(ROLES) });
+/** null lifts the limit; a list (possibly empty: no computes of their own) sets it. */
+export const InstanceFamiliesBody = z.strictObject({ instanceFamilies: InstanceFamiliesSchema.nullable() });
 export const QuotaBody = QuotaSpecSchema;
 
 /** A member is a principal in one of the forms of docs/security.md; anything else would name nobody. */
@@ -42,7 +45,11 @@ function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
       updatedAt: s.updatedAt,
       updatedBy: s.updatedBy,
     },
-    spec: { ...(s.parent ? { parent: s.parent } : {}), members: s.members ?? {} },
+    spec: {
+      ...(s.parent ? { parent: s.parent } : {}),
+      members: s.members ?? {},
+      ...(s.instanceFamilies ? { instanceFamilies: s.instanceFamilies } : {}),
+    },
     status: { children: tree.has(s.name) ? tree.children(s.name) : [], hasQuota: quota !== undefined },
   };
 }
@@ -107,6 +114,27 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
       return { status: 204 };
     },
     { summary: 'Delete a scope that has no children and owns no models', responses: { 204: 'deleted' } },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/scopes/{name}/instance-families',
+    async (req) => {
+      const body = parseBody(InstanceFamiliesBody, req.body);
+      const caller = await callerOf(req);
+      const s = await scopes.setInstanceFamilies(
+        req.params.name!,
+        body.instanceFamilies,
+        caller,
+        req.principal,
+      );
+      return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
+    },
+    {
+      summary: "Limit the instance families the scope's computes may use (platform admins; null lifts it)",
+      body: InstanceFamiliesBody,
+      responses: { 200: 'the scope' },
+    },
   );
 
   router.add(

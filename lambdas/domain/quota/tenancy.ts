@@ -17,6 +17,11 @@ export interface Scope {
   parent?: string;
   /** principal ARN → role held in this scope (and, by inheritance, in every scope beneath). */
   members?: Readonly<Record<string, Role>>;
+  /**
+   * The instance families (g6, p5, ...) the computes this scope and the scopes beneath own may use, set by a
+   * platform admin; absent: any (domain/hardware.ts familyLimits).
+   */
+  instanceFamilies?: readonly string[];
 }
 
 /**

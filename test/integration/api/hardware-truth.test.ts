@@ -173,4 +173,45 @@ describe('the instance type is the truth', () => {
     );
     expect(ok.status).toBe(201);
   });
+
+  it("lets platform admins limit the instance families of a scope's computes, and enforces it beneath", async () => {
+    const set = (principal: string | undefined, scope: string, instanceFamilies: unknown) =>
+      api.call(
+        'PUT',
+        `/v1/scopes/${scope}/instance-families`,
+        { instanceFamilies },
+        principal ? { principal } : {},
+      );
+    expect((await set(TEAM_ADMIN, 'team:ml', ['g6'])).status).toBe(403);
+    const typo = await set(undefined, 'org:acme', ['g6', 'g9x']);
+    expect(typo.status).toBe(400);
+    expect(errorsOf(typo)['instanceFamilies[1]']).toContain('no g9x instance types');
+    const ok = await set(undefined, 'org:acme', ['m7i', 'g6']);
+    expect(ok.status).toBe(200);
+    expect(ok.body.spec.instanceFamilies).toEqual(['g6', 'm7i']);
+
+    const team = (name: string, instanceType: string) =>
+      api
+        .as(TEAM_ADMIN)
+        .call('POST', '/v1/computes', manifest(name, { node: { instanceType } }, { owner: 'team:ml' }));
+    const p5 = await team('team-p5', 'p5.48xlarge');
+    expect(p5.status).toBe(400);
+    expect(errorsOf(p5)['spec.node.instanceType']).toBe(
+      'org:acme may use the instance families g6 or m7i, not p5: choose one of those, or ask a platform admin',
+    );
+    expect((await team('team-g6', 'g6.xlarge')).status).toBe(201);
+    // The platform's own computes are not the scope's: no limit binds them.
+    expect(
+      (
+        await api.call(
+          'POST',
+          '/v1/computes',
+          manifest('platform-p5', { node: { instanceType: 'p5.4xlarge' } }),
+        )
+      ).status,
+    ).toBe(201);
+
+    expect((await set(undefined, 'org:acme', null)).body.spec.instanceFamilies).toBeUndefined();
+    expect((await team('team-p5', 'p5.48xlarge')).status).toBe(201);
+  });
 });
