@@ -29,7 +29,7 @@ describe('decideComputeSpec', () => {
       nodeGroup: { maxNodes: 1, subnetIds: ['subnet-0123456789abcdef0'] },
       cost: { perHour: 0.01 },
     });
-    expect(issuesOf(() => decideComputeSpec(spec, facts('p5.48xlarge'), tenant)).sort()).toEqual([
+    expect(issuesOf(() => decideComputeSpec(spec, facts('p5.48xlarge'), tenant))?.sort()).toEqual([
       'spec.cost.perHour',
       'spec.node.cpu',
       'spec.node.memoryGb',
