@@ -170,6 +170,10 @@ const MATRIX: Record<string, Case> = {
     req: (p) => ({ path: `/v1/scopes/project:${n('del', p)}` }),
     expect: fromAbove(204),
   },
+  'PUT /v1/scopes/{name}/instance-families': {
+    req: () => ({ path: '/v1/scopes/project:a/instance-families', body: { instanceFamilies: null } }),
+    expect: { platform: 200, teamAdmin: 403, editor: 403, viewer: 403, stranger: 404 },
+  },
   'PUT /v1/scopes/{name}/members/{principal}': {
     req: (p) => ({
       path: `/v1/scopes/project:a/members/${enc(`arn:aws:iam::111111111111:role/new-${p}`)}`,
