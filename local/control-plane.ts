@@ -73,6 +73,11 @@ export interface ControlPlaneOptions {
   /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
   cooldownSeconds?: number;
   /**
+   * The first wait before a failed node group create is retried (LLMCAP_CREATE_RETRY_SECONDS); default 300 s
+   * times the simulator's time scale, so the back-off keeps its proportion to the simulated EKS durations.
+   */
+  createRetrySeconds?: number;
+  /**
    * An HTTP(S) URL subscribed to the on-call topic (LLMCAP_ALERT_WEBHOOK): it receives SNS's
    * SubscriptionConfirmation first, then every alarm notification, as an HTTPS subscription does in AWS.
    */
@@ -203,6 +208,9 @@ async function start(
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
+    LLMCAP_CREATE_RETRY_SECONDS: String(
+      opts.createRetrySeconds ?? process.env.LLMCAP_CREATE_RETRY_SECONDS ?? 300 * timeScale,
+    ),
     AWS_REGION: region,
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',

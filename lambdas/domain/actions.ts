@@ -1,4 +1,5 @@
-import type { Compute, NodegroupStatus } from './compute';
+import type { Compute, CreateRetry, NodegroupStatus } from './compute';
+import { mayCreate, retryMessage } from './create-retry';
 
 /**
  * What reconcile should do to one compute's node group, decided from what AWS reports and what placement
@@ -20,11 +21,15 @@ export interface ActionInput {
   needed: number;
   /** The node group's maxSize as AWS reports it, when known. */
   observedMax?: number;
+  /** Failed creates in a row (create-retry.ts): no create starts before its next attempt time. */
+  retry?: CreateRetry;
+  /** The pass's time, against which the retry's next attempt is due. */
+  now?: Date;
 }
 
 const SETTLING: NodegroupStatus[] = ['CREATING', 'UPDATING', 'DELETING'];
 
-export function decideAction({ compute, needed, observedMax }: ActionInput): Action {
+export function decideAction({ compute, needed, observedMax, retry, now }: ActionInput): Action {
   const s = compute.status.nodegroupStatus;
   const max = compute.spec.nodeGroup.maxNodes;
   const desired = Math.min(needed, max);
@@ -52,6 +57,8 @@ export function decideAction({ compute, needed, observedMax }: ActionInput): Act
         "the node group of this name is not llmcap's: rename the compute or delete that node group",
     };
   if (s === 'ABSENT') {
+    if (desired > 0 && retry && now && !mayCreate(retry, now))
+      return { kind: 'none', why: retryMessage(retry) };
     return desired > 0 ? { kind: 'provision', desired, max } : { kind: 'none', why: 'nothing placed here' };
   }
   // ACTIVE or DEGRADED: EKS accepts updates in both; DEGRADED only clears with a successful scale-out, and EKS

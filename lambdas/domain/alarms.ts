@@ -9,10 +9,11 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from './telemetry';
  * The settings, and why:
  * - CapacityAtLimit (per scope): 3 of the last 5 passes. A scope briefly touching its limit while replicas move is
  *   not worth a page; one that stays there is. Clears after 3 passes within its limits.
- * - NodegroupFailed (per compute): any failed pass in the last 45 minutes. A CREATE_FAILED group is deleted and
- *   created again, and EKS takes about 35 minutes (plus ~5 to delete) to fail the next create, so the failure is
- *   seen once every ~40 minutes while the cause persists: a shorter window would page again on every retry.
- *   It clears 45 minutes after the last failed pass.
+ * - NodegroupFailed (per compute): any failed pass in the last 45 minutes. A compute whose creates keep failing
+ *   counts as failed in every pass from its first CREATE_FAILED until a create succeeds or nothing needs it
+ *   (domain/create-retry.ts), also while the failed group is deleted, the back-off waits and the next create
+ *   runs, so a persisting fault is one ALARM, not one per retry. The 45 minutes keep a DEGRADED or DELETE_FAILED
+ *   group seen once from clearing at once; it clears 45 minutes after the last failed pass.
  * - Both treat missing data as `ignore`: every pass publishes them, so missing data means no pass ran, which
  *   ReconcileStale reports; the last known state is kept instead of turning OK (what notBreaching would do).
  * - ReconcileStale: ReconcilePasses (1 per pass) below 1, 1 of 1, missing data breaching. CloudWatch fills in
@@ -118,7 +119,7 @@ export function capacityAtLimitAlarm(
 }
 
 export function computeDescriptionBase(compute: string): string {
-  return `The node group of compute ${compute} was CREATE_FAILED, DELETE_FAILED or DEGRADED in a reconcile pass of the last ${FAILURE_WINDOW_MINUTES} minutes; it clears ${FAILURE_WINDOW_MINUTES} minutes after the last failed pass, since a failed create is retried about every 40 minutes. Check: llmcap describe compute ${compute}. ${runbook('nodegroupfailed')}.`;
+  return `The node group of compute ${compute} was CREATE_FAILED, DELETE_FAILED or DEGRADED, or its creates kept failing, in a reconcile pass of the last ${FAILURE_WINDOW_MINUTES} minutes; it clears ${FAILURE_WINDOW_MINUTES} minutes after the last failed pass (a failing create counts until one succeeds or the compute's models are scaled to 0). Check: llmcap describe compute ${compute}. ${runbook('nodegroupfailed')}.`;
 }
 
 export function nodegroupFailedAlarm(

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { retryMessage } from './create-retry';
 import { COMPUTE_ID_PATTERN, incarnation, nodegroupNameOf } from './nodegroup';
 
 export { nodegroupName } from './nodegroup';
@@ -158,6 +159,21 @@ export interface Sizing {
   /** Scale-down cool-down: since when fewer nodes have been needed, and the most needed meanwhile. */
   lowerSince?: string;
   peak?: number;
+  /** Node group creates that failed in a row, and when the next may start (domain/create-retry.ts). */
+  createRetry?: CreateRetry;
+}
+
+export interface CreateRetry {
+  /** Failed creates in a row. */
+  failures: number;
+  /** When the first of them was seen (ISO 8601). */
+  since: string;
+  /** The last failure as EKS reported it: status and health issue. */
+  lastFailure: string;
+  /** No create starts before this (ISO 8601). */
+  nextAttemptAt: string;
+  /** True from the pass that counted a CREATE_FAILED group until that group is gone, so it counts once. */
+  counted: boolean;
 }
 
 export interface Compute {
@@ -336,6 +352,16 @@ export function toManifest(stage: string, c: Compute) {
       ...c.status,
       neededNodes: c.sizing?.neededNodes ?? 0,
       lowerBoundNodes: c.sizing?.lowerBoundNodes ?? 0,
+      // While creates keep failing, the failure and the next attempt stay in the status between cycles.
+      ...(c.sizing?.createRetry && c.status.nodegroupStatus !== 'CREATE_FAILED'
+        ? { statusMessage: retryMessage(c.sizing.createRetry) }
+        : {}),
+      ...(c.sizing?.createRetry
+        ? {
+            createFailures: c.sizing.createRetry.failures,
+            nextCreateAttemptAt: c.sizing.createRetry.nextAttemptAt,
+          }
+        : {}),
       ...derived(stage, c),
       cost: costStatus(c),
       ...(c.workflow ? { workflow: c.workflow } : {}),

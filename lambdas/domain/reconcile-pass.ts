@@ -138,6 +138,8 @@ export interface ComputeReport {
   costPerHour: number;
   failed: boolean;
   statusMessage?: string;
+  /** While creates keep failing: when the next one may start (domain/create-retry.ts). */
+  nextCreateAttemptAt?: string;
   action: Action['kind'];
   actionNote?: string;
 }

@@ -4,7 +4,8 @@ import * as stepFunctions from '../aws/workflows';
 import { decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
 import { FAILED_NODEGROUP_STATUSES } from '../domain/compute';
-import { nextSizing, planPlacement } from '../domain/placement';
+import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
+import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import type { Decision } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import { logger } from '../shared/logger';
@@ -97,6 +98,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const errors: string[] = [];
     let awsCalls = 0;
     const cooldownMs = deps.config().cooldownSeconds * 1000;
+    const retries = retryPolicy(deps.config().createRetrySeconds);
 
     await services.computes.seedBuiltins();
 
@@ -136,12 +138,27 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const reports: ComputeReport[] = [];
     const launched: ReconcileSummary['workflows'] = [];
     for (const c of all) {
-      const { sizing, changed } = nextSizing(c.sizing, sized.get(c.name), started, cooldownMs);
+      const deleting = c.deletionRequested === true;
+      const planned = sized.get(c.name);
+      const retry = nextCreateRetry(
+        c.sizing?.createRetry,
+        { status: c.status, deleting },
+        planned?.neededNodes ?? 0,
+        started,
+        retries,
+      );
+      const { sizing, changed } = nextSizing(c.sizing, planned, started, cooldownMs, {
+        deleting,
+        nodesInForce: nodesInForce(c.status),
+        ...(retry ? { createRetry: retry } : {}),
+      });
       if (changed) await store.computes.recordSizing(c.name, sizing);
       const action = decideAction({
         compute: c,
         needed: sizing.neededNodes,
         observedMax: observed.get(c.name)?.maxSize,
+        retry,
+        now: started,
       });
       let note = action.kind === 'none' || action.kind === 'delete' ? action.why : undefined;
       try {
@@ -172,8 +189,15 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         lowerBoundNodes: sizing.lowerBoundNodes,
         costPerHour: sizing.costPerHour,
         // FOREIGN too: the compute gets no nodes until someone renames it or deletes the other group.
-        failed: FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus),
-        ...(c.status.statusMessage ? { statusMessage: c.status.statusMessage } : {}),
+        // A held create failure counts until a create succeeds, so the alarm does not clear while the failed
+        // group is deleted and created again.
+        failed: FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus) || retry !== undefined,
+        ...(retry && c.status.nodegroupStatus !== 'CREATE_FAILED'
+          ? { statusMessage: retryMessage(retry) }
+          : c.status.statusMessage
+            ? { statusMessage: c.status.statusMessage }
+            : {}),
+        ...(retry ? { nextCreateAttemptAt: retry.nextAttemptAt } : {}),
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
       });

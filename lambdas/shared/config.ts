@@ -71,6 +71,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
   LLMCAP_SUBNETS: csv,
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** The first wait before a failed node group create is tried again; it doubles per failure (domain/create-retry.ts). */
+  LLMCAP_CREATE_RETRY_SECONDS: z.coerce.number().min(0).max(3600).default(300),
   /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
@@ -101,6 +103,7 @@ export interface RuntimeConfig {
   cluster: string;
   subnetIds: string[];
   cooldownSeconds: number;
+  createRetrySeconds: number;
   reconcileFunction?: string;
   reconcileRateMinutes: number;
   functionTimeoutSeconds: number;
@@ -132,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cluster: e.LLMCAP_CLUSTER,
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
+    createRetrySeconds: e.LLMCAP_CREATE_RETRY_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
     functionTimeoutSeconds: e.LLMCAP_FUNCTION_TIMEOUT_SECONDS,

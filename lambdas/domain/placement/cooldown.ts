@@ -1,4 +1,10 @@
-import type { Sizing } from '../compute';
+import {
+  type CreateRetry,
+  NO_NODEGROUP,
+  type NodegroupStatus,
+  type ObservedStatus,
+  type Sizing,
+} from '../compute';
 
 /**
  * Scale-down hysteresis (docs/design.md, Placement and sizing): more nodes are granted at once, fewer only after the need has been
@@ -41,6 +47,26 @@ export function applyCooldown(
   return { neededNodes: peak, since: new Date(t).toISOString(), peak: computedNeeded };
 }
 
+/** What nextSizing needs to know of the compute besides placement's plan. */
+export interface SizingContext {
+  /** The compute is being deleted: nothing is needed, whatever was held (the delete workflow goes to 0). */
+  deleting?: boolean;
+  /**
+   * The nodes its node group has now (0 when there is none, or it failed or is being deleted). The cool-down
+   * may keep these; it never asks for more than exist, so a lost group is not created again for a hold.
+   */
+  nodesInForce: number;
+  /** The create-retry state this pass decided (create-retry.ts), kept with the sizing; absent clears it. */
+  createRetry?: CreateRetry;
+}
+
+const NO_NODES: readonly NodegroupStatus[] = [...NO_NODEGROUP, 'CREATE_FAILED', 'DELETING', 'DELETE_FAILED'];
+
+/** The nodes a compute's node group has now: what a scale-down hold may keep. A failed or departing group has none. */
+export function nodesInForce(status: Pick<ObservedStatus, 'nodegroupStatus' | 'desiredNodes'>): number {
+  return NO_NODES.includes(status.nodegroupStatus) ? 0 : status.desiredNodes;
+}
+
 /**
  * A compute's sizing in this pass: the nodes placement needs, held for the cool-down, beside the lower bound and
  * the cost. `changed` is false when nothing moved since the recorded one: at 200 computes a steady pass would
@@ -51,27 +77,44 @@ export function nextSizing(
   plan: { neededNodes: number; lowerBoundNodes: number; costPerHour: number } | undefined,
   started: Date,
   cooldownMs: number,
+  ctx: SizingContext = { nodesInForce: Number.POSITIVE_INFINITY, createRetry: prev?.createRetry },
 ): { sizing: Sizing; changed: boolean } {
-  const cd = applyCooldown(
+  const computed = ctx.deleting ? 0 : (plan?.neededNodes ?? 0);
+  const held = applyCooldown(
     { neededNodes: prev?.neededNodes ?? 0, since: prev?.lowerSince, peak: prev?.peak },
-    plan?.neededNodes ?? 0,
+    computed,
     started,
     cooldownMs,
   );
+  const cd = ctx.deleting ? { neededNodes: 0 } : capHold(held, computed, ctx.nodesInForce);
   const sizing: Sizing = {
     neededNodes: cd.neededNodes,
-    lowerBoundNodes: plan?.lowerBoundNodes ?? 0,
-    costPerHour: plan?.costPerHour ?? 0,
+    lowerBoundNodes: ctx.deleting ? 0 : (plan?.lowerBoundNodes ?? 0),
+    costPerHour: ctx.deleting ? 0 : (plan?.costPerHour ?? 0),
     computedAt: started.toISOString(),
     ...(cd.since ? { lowerSince: cd.since } : {}),
     ...(cd.peak !== undefined ? { peak: cd.peak } : {}),
+    ...(ctx.createRetry ? { createRetry: ctx.createRetry } : {}),
   };
-  const same =
-    prev !== undefined &&
-    prev.neededNodes === sizing.neededNodes &&
-    prev.lowerBoundNodes === sizing.lowerBoundNodes &&
-    prev.costPerHour === sizing.costPerHour &&
-    prev.lowerSince === sizing.lowerSince &&
-    prev.peak === sizing.peak;
-  return { sizing, changed: !same };
+  return { sizing, changed: !sameSizing(prev, sizing) };
+}
+
+/** A hold keeps at most the nodes that exist; with none left above the need, the cool-down is over. */
+function capHold(cd: CooldownState, computed: number, nodesInForce: number): CooldownState {
+  if (cd.neededNodes <= computed) return cd;
+  const kept = Math.max(computed, Math.min(cd.neededNodes, nodesInForce));
+  if (kept <= computed) return { neededNodes: computed };
+  return { ...cd, neededNodes: kept, ...(cd.peak !== undefined ? { peak: Math.min(cd.peak, kept) } : {}) };
+}
+
+export function sameSizing(a: Sizing | undefined, b: Sizing): boolean {
+  return (
+    a !== undefined &&
+    a.neededNodes === b.neededNodes &&
+    a.lowerBoundNodes === b.lowerBoundNodes &&
+    a.costPerHour === b.costPerHour &&
+    a.lowerSince === b.lowerSince &&
+    a.peak === b.peak &&
+    JSON.stringify(a.createRetry ?? null) === JSON.stringify(b.createRetry ?? null)
+  );
 }

@@ -7,6 +7,8 @@ export {
   type CooldownState,
   DEFAULT_COOLDOWN_MS,
   nextSizing,
+  nodesInForce,
+  type SizingContext,
 } from './cooldown';
 export { PlacementHeadroom, type UnitRecord } from './headroom';
 export {

@@ -1,4 +1,10 @@
-import { applyCooldown, type CooldownState, DEFAULT_COOLDOWN_MS } from '../../../../lambdas/domain/placement';
+import {
+  applyCooldown,
+  type CooldownState,
+  DEFAULT_COOLDOWN_MS,
+  nextSizing,
+  nodesInForce,
+} from '../../../../lambdas/domain/placement';
 
 const MIN = 60_000;
 const t0 = Date.parse('2025-01-01T00:00:00Z');
@@ -47,5 +53,44 @@ describe('applyCooldown', () => {
     expect(kept[10]).toBe(6);
     expect(kept[11]).toBe(4);
     expect(kept[21]).toBe(2);
+  });
+});
+
+describe('nextSizing', () => {
+  const plan = (n: number) => ({ neededNodes: n, lowerBoundNodes: n, costPerHour: n * 0.98 });
+  const held = nextSizing(undefined, plan(2), new Date(t0), DEFAULT_COOLDOWN_MS, { nodesInForce: 2 }).sizing;
+  const later = new Date(t0 + MIN);
+
+  it('keeps the nodes that exist for the cool-down once the need drops', () => {
+    const s = nextSizing(held, plan(0), later, DEFAULT_COOLDOWN_MS, { nodesInForce: 2 }).sizing;
+    expect(s).toMatchObject({ neededNodes: 2, peak: 0, lowerSince: later.toISOString() });
+  });
+
+  it('never holds more nodes than the group has: a lost group is not created again for a hold', () => {
+    const s = nextSizing(held, plan(0), later, DEFAULT_COOLDOWN_MS, { nodesInForce: 0 }).sizing;
+    expect(s).toEqual({
+      neededNodes: 0,
+      lowerBoundNodes: 0,
+      costPerHour: 0,
+      computedAt: later.toISOString(),
+    });
+    // A group that shrank out of band to 1 keeps 1 of the 2 held, not 2.
+    const one = nextSizing(held, plan(0), later, DEFAULT_COOLDOWN_MS, { nodesInForce: 1 }).sizing;
+    expect(one.neededNodes).toBe(1);
+  });
+
+  it('needs nothing while the compute is deleted, whatever was held or planned', () => {
+    const s = nextSizing(held, plan(2), later, DEFAULT_COOLDOWN_MS, { deleting: true, nodesInForce: 2 });
+    expect(s.sizing).toMatchObject({ neededNodes: 0, lowerBoundNodes: 0, costPerHour: 0 });
+    expect(s.sizing.lowerSince).toBeUndefined();
+    expect(s.changed).toBe(true);
+  });
+
+  it('counts a group that failed, is being deleted or is not there as holding no nodes', () => {
+    const st = (nodegroupStatus: any, desiredNodes = 3) => nodesInForce({ nodegroupStatus, desiredNodes });
+    expect(['ACTIVE', 'UPDATING', 'DEGRADED', 'CREATING'].map((s) => st(s))).toEqual([3, 3, 3, 3]);
+    expect(['ABSENT', 'FOREIGN', 'CREATE_FAILED', 'DELETING', 'DELETE_FAILED'].map((s) => st(s))).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
   });
 });
