@@ -14,6 +14,7 @@ import {
   replayable,
   type TxItem,
 } from './ledger-cache';
+import { LEDGER_MAX_ITEMS, TRANSACTION_MAX_ITEMS } from './limits';
 import {
   inWriterTurn,
   isInTurn,
@@ -56,9 +57,6 @@ function ledgerBump(version: number, by: string): TxItem {
   };
 }
 
-/** The most items one DynamoDB transaction holds. */
-const TX_ITEMS = 100;
-
 /** In a free turn's commit: nobody holds the lease (or it expired), so nobody is deciding under it. */
 function leaseIsFree(): TxItem {
   return {
@@ -77,7 +75,8 @@ function leaseIsFree(): TxItem {
  */
 async function commit(version: number, items: TxItem[], by: string): Promise<void> {
   // A transaction holds 100 items: one too full for the lease check takes the lease instead.
-  if (!turnHoldsLease() && items.length + 2 > TX_ITEMS) await leaseThisTurn({ contended: false });
+  if (!turnHoldsLease() && items.length + 2 > TRANSACTION_MAX_ITEMS)
+    await leaseThisTurn({ contended: false });
   const free = !turnHoldsLease();
   await documentClient().send(
     new TransactWriteCommand({
@@ -204,8 +203,6 @@ async function outcome(fn: () => Promise<unknown>) {
   }
 }
 
-/** The most writes one group commits: a transaction holds 100 items, one of them the ledger bump. */
-const GROUP_ITEMS = 99;
 /** The most decisions one group makes: each reads the whole catalog in memory, and a turn should stay short. */
 const GROUP_JOBS = 24;
 
@@ -288,7 +285,7 @@ function join(slots: Map<string, Slot>, job: Job, mine: readonly TxItem[]): bool
     } else if (it.Update || had.op.Update) return false;
     else next.set(k, { ...had, op: merge(had.op, it) });
   }
-  if (next.size > GROUP_ITEMS) return false;
+  if (next.size > LEDGER_MAX_ITEMS) return false;
   slots.clear();
   for (const [k, v] of next) slots.set(k, v);
   return true;
@@ -305,7 +302,7 @@ async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
     const joined: { job: Job; outcome: Awaited<ReturnType<typeof outcome>> }[] = [];
     const slots = new Map<string, Slot>();
     for (const job of candidates) {
-      if (slots.size >= GROUP_ITEMS || joined.length >= GROUP_JOBS) break;
+      if (slots.size >= LEDGER_MAX_ITEMS || joined.length >= GROUP_JOBS) break;
       if (job.done) continue;
       job.claimed = true;
       claimed.add(job);
@@ -396,8 +393,8 @@ async function decideAndCommit<T>(
       }
       return result;
     }
-    if (items.length > 99)
-      throw new Error(`a ledger transaction holds at most 99 items, got ${items.length}`);
+    if (items.length > LEDGER_MAX_ITEMS)
+      throw new Error(`a ledger transaction holds at most ${LEDGER_MAX_ITEMS} items, got ${items.length}`);
     try {
       await commit(version, items, opts.by);
       return result;

@@ -3,7 +3,7 @@ import { llmcap } from './run';
 
 /**
  * The verbs whose routes the local control plane does not serve yet (scopes, quotas, capacity),
- * run as a process against a stub that answers as DESIGN.md §4 says. Switch to the control plane when the
+ * run as a process against a stub that answers as docs/design.md §4 says. Switch to the control plane when the
  * routes land.
  */
 

@@ -1,7 +1,7 @@
 import { type Handler, problem, stubServer } from './run';
 
 /**
- * A stand-in for the routes DESIGN.md §4 defines but the local control plane does not serve yet (scopes,
+ * A stand-in for the routes docs/design.md §4 defines but the local control plane does not serve yet (scopes,
  * quotas, capacity), answering as the contract says, so the CLI verbs can be tested now. Once
  * the real routes land, these tests should move to the control plane (control-plane.test.ts).
  */
