@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
 import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
+import { enginesConfig } from './engine-config';
 
 /**
  * Configuration files under config/ are YAML for people. At deploy, CDK validates them and inlines them into
@@ -79,5 +80,6 @@ export function inlinedConfig(): Record<string, string> {
   return {
     LLMCAP_CONFIG_COMPUTES: JSON.stringify(builtinComputes()),
     LLMCAP_CONFIG_CATALOG: JSON.stringify(declaredModels()),
+    LLMCAP_CONFIG_ENGINES: JSON.stringify(enginesConfig()),
   };
 }
