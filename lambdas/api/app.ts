@@ -7,6 +7,7 @@ import { seedBuiltins, setComputeUsers } from '../store/computes';
 import { claimKey, completeKey, releaseKey } from '../store/idempotency';
 import { loadCatalog, modelsUsing } from '../store/models';
 import { loadTree, setOwnedModels } from '../store/tenancy';
+import { withWorkloads } from '../store/workloads';
 import { Caller } from './access';
 import {
   type ApiRequest,
@@ -57,7 +58,7 @@ export function buildRouter(): Router {
   setOwnedModels(async (scope) =>
     (await loadCatalog()).models.filter((m) => m.owner === scope).map((m) => m.name),
   );
-  setAdmissionLookup(admissionSummaries);
+  setAdmissionLookup(withWorkloads(admissionSummaries));
   return router;
 }
 

@@ -329,3 +329,131 @@ export function appliedAsWanted(want: unknown, live: unknown): boolean {
   }
   return want === live;
 }
+
+/** The fields of a pod (V1Pod) that say whether it serves, and if not why. */
+export interface PodLike {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: unknown;
+  };
+  spec?: { nodeName?: string };
+  status?: {
+    phase?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: {
+      ready?: boolean;
+      restartCount?: number;
+      state?: { waiting?: { reason?: string; message?: string } };
+      lastState?: { terminated?: { reason?: string; message?: string; exitCode?: number } };
+    }[];
+  };
+}
+
+export const POD_REASONS = ['Unschedulable', 'CrashLoopBackOff', 'Unready', 'Starting'] as const;
+export type PodReason = (typeof POD_REASONS)[number];
+
+export interface PodView {
+  name: string;
+  model: string;
+  namespace: string;
+  compute: string;
+  profile: string;
+  node?: string;
+  phase: string;
+  ready: boolean;
+  restarts: number;
+  reason?: PodReason;
+  message?: string;
+}
+
+/** What a model's status says about its pods: Ready replicas apart from admitted ones, and why others are not. */
+export interface WorkloadStatus {
+  running: number;
+  pods: PodView[];
+  podReasons: { reason: PodReason; message: string; replicas: number }[];
+}
+
+/** At most this many pods are listed in a model's status (the counts always cover all). */
+export const MAX_PODS_SHOWN = 50;
+
+/**
+ * Why a pod does not serve, in the pod's own words: the scheduler's message, the crashed container's last
+ * message, or (for a running pod that is not ready) the latest failed probe's event when there is one.
+ */
+export function podView(pod: PodLike, probeMessage?: string): PodView {
+  const labelsOf = pod.metadata?.labels ?? {};
+  const conds = pod.status?.conditions ?? [];
+  const cond = (t: string) => conds.find((c) => c.type === t);
+  const containers = pod.status?.containerStatuses ?? [];
+  const ready = cond('Ready')?.status === 'True' && !pod.metadata?.deletionTimestamp;
+  const base: PodView = {
+    name: pod.metadata?.name ?? '',
+    model: labelsOf[LABEL_MODEL] ?? '',
+    namespace: pod.metadata?.namespace ?? '',
+    compute: labelsOf[LABEL_COMPUTE] ?? '',
+    profile: labelsOf[LABEL_PROFILE] ?? '',
+    ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
+    phase: pod.status?.phase ?? 'Pending',
+    ready,
+    restarts: containers.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+  };
+  if (ready) return base;
+  const scheduled = cond('PodScheduled');
+  if (scheduled?.status === 'False')
+    return {
+      ...base,
+      reason: 'Unschedulable',
+      message: scheduled.message ?? scheduled.reason ?? 'not scheduled',
+    };
+  const crashed = containers.find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
+  if (crashed) {
+    const t = crashed.lastState?.terminated;
+    const message =
+      t?.message ?? (t ? `exited with code ${t.exitCode} (${t.reason})` : crashed.state?.waiting?.message);
+    return { ...base, reason: 'CrashLoopBackOff', message: message ?? 'the container keeps exiting' };
+  }
+  if (base.phase === 'Running' && probeMessage) return { ...base, reason: 'Unready', message: probeMessage };
+  const waiting = containers.find((c) => c.state?.waiting)?.state?.waiting;
+  const message = waiting?.reason ?? cond('Ready')?.message ?? 'starting';
+  return { ...base, reason: base.phase === 'Running' ? 'Unready' : 'Starting', message };
+}
+
+/** Per model: Ready pods and the reasons of the others, grouped by reason and message. */
+export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
+  const reasons = new Map<string, { reason: PodReason; message: string; replicas: number }>();
+  for (const p of pods) {
+    if (p.ready || !p.reason) continue;
+    const key = `${p.reason}\u0000${p.message}`;
+    const r = reasons.get(key);
+    if (r) r.replicas++;
+    else reasons.set(key, { reason: p.reason, message: p.message ?? '', replicas: 1 });
+  }
+  const sorted = [...pods].sort((a, b) => Number(a.ready) - Number(b.ready) || a.name.localeCompare(b.name));
+  return {
+    running: pods.filter((p) => p.ready).length,
+    pods: sorted.slice(0, MAX_PODS_SHOWN),
+    podReasons: [...reasons.values()],
+  };
+}
+
+/** The Kubernetes group of the reconciler's access entry; config/kubernetes/reconciler-rbac.yaml binds it. */
+export const RECONCILER_GROUP = 'llmcap:reconciler';
+export const EDIT_POLICY_ARN = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy';
+
+/**
+ * The reconciler's EKS access entry, as the stack creates it and the local control plane registers it with the
+ * simulated cluster: its group (for the cluster-scoped RBAC) and Edit in llmcap's own namespaces only.
+ */
+export function reconcilerAccess(stage: string) {
+  return {
+    kubernetesGroups: [RECONCILER_GROUP],
+    accessPolicies: [
+      {
+        policyArn: EDIT_POLICY_ARN,
+        accessScope: { type: 'namespace' as const, namespaces: [`${namespacePrefix(stage)}*`] },
+      },
+    ],
+  };
+}

@@ -19,6 +19,7 @@ import { commitChain, ledgerVersion, type TxItem } from '../store/ledger';
 import { inLedgerTurn } from '../store/turn';
 import { observeAll } from './observe';
 import { settleWorkflow, startWorkflow, type WorkflowKind } from './workflows';
+import { reconcileWorkloads, type WorkloadsReport } from './workloads';
 
 /**
  * One reconcile pass (DESIGN.md §3.5): observe what AWS runs, decide admission and placement, start the
@@ -55,6 +56,8 @@ export interface ReconcileSummary {
   };
   workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
   awsCalls: number;
+  /** The model servers (issue 20): absent when LLMCAP_WORKLOADS is off or the cluster could not be reached. */
+  workloads?: WorkloadsReport;
   errors: string[];
 }
 
@@ -250,6 +253,21 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
     });
   }
 
+  // 5. Workloads (issue 20): the model servers of what is admitted; their pods become status.running.
+  let workloads: WorkloadsReport | undefined;
+  if (config().deployWorkloads) {
+    try {
+      workloads = await reconcileWorkloads({
+        models: world.models,
+        admissions: decision.admissions,
+        computes: all,
+        now,
+      });
+    } catch (e) {
+      errors.push(`workloads: ${(e as Error).message}`);
+    }
+  }
+
   const pendingReplicas = decision.admissions.reduce(
     (n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0),
     0,
@@ -272,6 +290,7 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
     },
     workflows,
     awsCalls,
+    ...(workloads ? { workloads } : {}),
     errors,
   };
 }

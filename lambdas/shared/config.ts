@@ -40,6 +40,11 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
   LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
+  /**
+   * `deploy`: the reconciler runs the model servers of what is admitted (docs/workloads.md); `off` (the default
+   * when unset): it keeps the node groups only and leaves the pods to the platform's own tooling.
+   */
+  LLMCAP_WORKLOADS: z.enum(['deploy', 'off']).default('off'),
 });
 
 export interface RuntimeConfig {
@@ -51,6 +56,7 @@ export interface RuntimeConfig {
   cooldownSeconds: number;
   reconcileFunction?: string;
   reconcileRateMinutes: number;
+  deployWorkloads: boolean;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -71,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
+    deployWorkloads: e.LLMCAP_WORKLOADS === 'deploy',
   };
 }
 
