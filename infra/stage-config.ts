@@ -46,6 +46,11 @@ export const StageConfigSchema = z.strictObject({
     })
     .default({ throttleRatePerSecond: 50, throttleBurst: 100 }),
   logRetentionDays: z.number().int().min(1).max(3653).default(90),
+  /**
+   * true: the reconciler runs the model servers of what is admitted (docs/workloads.md), through an EKS access
+   * entry the stack creates; false: it keeps the node groups only and the platform deploys the pods itself.
+   */
+  deployWorkloads: z.boolean().default(true),
 });
 
 export type StageConfig = z.output<typeof StageConfigSchema>;
