@@ -125,6 +125,10 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-auto-scaling:DescribeAutoScalingGroupsCommand': [
         ['autoscaling:DescribeAutoScalingGroups', '*'],
       ],
+      // The cluster's endpoint and CA, for its Kubernetes API (lambdas/aws/kubernetes.ts).
+      'client-eks:DescribeClusterCommand': [
+        ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],
+      ],
       'client-sfn:StartExecutionCommand': (['provision', 'scale', 'delete'] as const).map((k) => [
         'states:StartExecution',
         sm(k),
