@@ -88,6 +88,38 @@ export interface ListedObject extends KubernetesObject {
   [field: string]: unknown;
 }
 
+/** A refused Kubernetes call, in the API server's words (client-node's error carries headers and the raw body). */
+export class KubernetesError extends Error {
+  constructor(
+    what: string,
+    readonly code: number,
+    message: string,
+  ) {
+    super(`${what}: ${message} (HTTP ${code})`);
+    this.name = 'KubernetesError';
+  }
+}
+
+async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    const err = e as { code?: unknown; body?: unknown };
+    if (typeof err.code !== 'number') throw e;
+    let message = String(err.body ?? (e as Error).message);
+    try {
+      const status = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message?: string };
+      if (status?.message) message = status.message;
+    } catch {
+      // Not a Status object: keep the body as it came.
+    }
+    throw new KubernetesError(what, err.code, message);
+  }
+}
+
+const described = (kind: string, namespace: string | undefined, name?: string) =>
+  `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`.trim();
+
 /** The calls the reconciler makes, counted so that a pass can report (and the bench measure) them. */
 export class ClusterClient {
   calls = 0;
@@ -96,13 +128,15 @@ export class ClusterClient {
   /** Server-side apply as llmcap, forced: our fields are restored, other managers' fields are left alone. */
   async apply(obj: K8sObject): Promise<void> {
     this.calls++;
-    await this.api.patch(
-      obj as KubernetesObject,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      true,
-      PatchStrategy.ServerSideApply,
+    await call(`applying ${described(obj.kind, obj.metadata.namespace, obj.metadata.name)}`, () =>
+      this.api.patch(
+        obj as KubernetesObject,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      ),
     );
   }
 
@@ -116,17 +150,20 @@ export class ClusterClient {
     let next: string | undefined;
     do {
       this.calls++;
-      const page = await this.api.list(
-        apiVersion,
-        kind,
-        namespace,
-        undefined,
-        undefined,
-        undefined,
-        opts.fieldSelector,
-        opts.labelSelector,
-        500,
-        next,
+      const token = next;
+      const page = await call(`listing ${described(kind, namespace)}`, () =>
+        this.api.list(
+          apiVersion,
+          kind,
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          opts.fieldSelector,
+          opts.labelSelector,
+          500,
+          token,
+        ),
       );
       items.push(...(page.items as ListedObject[]));
       next = page.metadata?._continue || undefined;
@@ -138,20 +175,22 @@ export class ClusterClient {
   async remove(obj: Pick<ListedObject, 'apiVersion' | 'kind' | 'metadata'>): Promise<void> {
     this.calls++;
     try {
-      await this.api.delete(
-        {
-          apiVersion: obj.apiVersion,
-          kind: obj.kind,
-          metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
-        },
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        'Background',
+      await call(`deleting ${described(String(obj.kind), obj.metadata.namespace, obj.metadata.name)}`, () =>
+        this.api.delete(
+          {
+            apiVersion: obj.apiVersion,
+            kind: obj.kind,
+            metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
+          },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'Background',
+        ),
       );
     } catch (e) {
-      if ((e as { code?: number }).code !== 404) throw e;
+      if ((e as KubernetesError).code !== 404) throw e;
     }
   }
 }

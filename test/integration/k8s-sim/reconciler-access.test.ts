@@ -1,5 +1,5 @@
-import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { eksToken } from '../../../lambdas/aws/kubernetes';
+import { AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { ClusterClient, eksToken } from '../../../lambdas/aws/kubernetes';
 import { reconcilerAccess } from '../../../lambdas/domain/workloads';
 import { cpuGroup, type K8sHarness, k8sHarness, statusOf } from './helpers';
 
@@ -15,6 +15,7 @@ const CREDS = { accessKeyId: 'ASIARECONCILERDEV000', secretAccessKey: 'reconcile
 let h: K8sHarness;
 let core: CoreV1Api;
 let apps: AppsV1Api;
+let client: ClusterClient;
 beforeAll(async () => {
   h = await k8sHarness({
     kubernetes: {
@@ -36,11 +37,16 @@ beforeAll(async () => {
   );
   core = kc.makeApiClient(CoreV1Api);
   apps = kc.makeApiClient(AppsV1Api);
+  client = new ClusterClient(KubernetesObjectApi.makeApiClient(kc));
 });
 afterAll(() => h.close());
 
 it('refuses the reconciler nodes until a cluster admin applies the RBAC file, as docs/workloads.md says', async () => {
   expect((await statusOf(core.listNode())).code).toBe(403);
+  // What a pass records in its errors: the API server's words, not client-node's dump of headers.
+  await expect(client.list('v1', 'Node', undefined)).rejects.toThrow(
+    /^listing Node: nodes is forbidden: User "arn:aws:sts::000000000000:assumed-role\/llmcap-dev-reconciler\/fn" cannot list resource "nodes" .* \(HTTP 403\)$/,
+  );
   const out = await h.kubectl('apply', '-f', 'config/kubernetes/reconciler-rbac.yaml');
   expect(out.stderr).toBe('');
   expect(out.stdout).toMatch(
