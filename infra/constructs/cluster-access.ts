@@ -1,8 +1,9 @@
-import { Stack } from 'aws-cdk-lib';
+import { Stack, Validations } from 'aws-cdk-lib';
 import { CfnAccessEntry } from 'aws-cdk-lib/aws-eks';
 import { type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { reconcilerAccess } from '../../lambdas/domain/workloads';
+import { arnWildcardAcks } from './nag';
 
 /**
  * The reconciler's access to the cluster's Kubernetes API (docs/workloads.md#access-to-the-cluster): an EKS access
@@ -27,6 +28,25 @@ export class ReconcilerClusterAccess extends Construct {
         accessScope: { type: p.accessScope.type, namespaces: p.accessScope.namespaces },
       })),
     });
+    // A drained node's instance is removed by llmcap itself (reconcile/drain.ts): only in this cluster's groups
+    // of this stage (EKS names their ASGs eks-<node group>-<uuid> and tags them with the cluster).
+    props.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['autoscaling:TerminateInstanceInAutoScalingGroup'],
+        resources: [
+          `arn:${stack.partition}:autoscaling:${stack.region}:${stack.account}:autoScalingGroup:*:autoScalingGroupName/eks-llmcap-${props.stage}-*`,
+        ],
+        conditions: { StringEquals: { 'aws:ResourceTag/eks:cluster-name': props.clusterName } },
+      }),
+    );
+    const policy = props.role.node.tryFindChild('DefaultPolicy');
+    if (policy)
+      Validations.of(policy).acknowledge(
+        ...arnWildcardAcks(
+          `autoscaling:${stack.region}:${stack.account}:autoScalingGroup:*:autoScalingGroupName/eks-llmcap-${props.stage}-*`,
+          "EKS names a node group's ASG eks-<node group>-<uuid>; the prefix is this stage's groups, and the cluster tag narrows it to this cluster.",
+        ),
+      );
     props.role.addToPrincipalPolicy(
       new PolicyStatement({
         actions: ['eks:DescribeCluster'],

@@ -2,6 +2,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import {
+  CoreV1Api,
   KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -123,7 +124,12 @@ const described = (kind: string, namespace: string | undefined, name?: string) =
 /** The calls the reconciler makes, counted so that a pass can report (and the bench measure) them. */
 export class ClusterClient {
   calls = 0;
-  constructor(private readonly api: KubernetesObjectApi) {}
+  private readonly api: KubernetesObjectApi;
+  private readonly core: CoreV1Api;
+  constructor(kc: KubeConfig) {
+    this.api = KubernetesObjectApi.makeApiClient(kc);
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
 
   /** Server-side apply as llmcap, forced: our fields are restored, other managers' fields are left alone. */
   async apply(obj: K8sObject): Promise<void> {
@@ -171,6 +177,44 @@ export class ClusterClient {
     return items;
   }
 
+  /** `kubectl cordon`: no new pod is scheduled on the node. */
+  async cordon(node: string): Promise<void> {
+    this.calls++;
+    await call(`cordoning node ${node}`, () =>
+      this.api.patch(
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: node }, spec: { unschedulable: true } },
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        undefined,
+        PatchStrategy.MergePatch,
+      ),
+    );
+  }
+
+  /**
+   * The Eviction API, which honours PodDisruptionBudgets: false when the budget refuses it for now (429), so the
+   * drain waits for the next pass.
+   */
+  async evict(namespace: string, name: string): Promise<boolean> {
+    this.calls++;
+    try {
+      await call(`evicting pod ${namespace}/${name}`, () =>
+        this.core.createNamespacedPodEviction({
+          name,
+          namespace,
+          body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } },
+        }),
+      );
+      return true;
+    } catch (e) {
+      const code = (e as KubernetesError).code;
+      if (code === 429) return false;
+      if (code === 404) return true;
+      throw e;
+    }
+  }
+
   /** Deletes an object llmcap no longer wants; one already gone counts as deleted. */
   async remove(obj: Pick<ListedObject, 'apiVersion' | 'kind' | 'metadata'>): Promise<void> {
     this.calls++;
@@ -216,7 +260,7 @@ export function clusterClient(now = Date.now()): Promise<ClusterClient> {
         { name: cluster, server: endpoint, caData, skipTLSVerify: false },
         { name: 'llmcap', token },
       );
-      return new ClusterClient(KubernetesObjectApi.makeApiClient(kc));
+      return new ClusterClient(kc);
     })();
     client.catch(() => {
       if (clientCache?.client === client) clientCache = undefined;

@@ -17,6 +17,7 @@ import {
 } from '../store/computes';
 import { commitChain, ledgerVersion, type TxItem } from '../store/ledger';
 import { inLedgerTurn } from '../store/turn';
+import { type DrainReport, drainForScaleDown } from './drain';
 import { observeAll } from './observe';
 import { settleWorkflow, startWorkflow, type WorkflowKind } from './workflows';
 import { reconcileWorkloads, type WorkloadsReport } from './workloads';
@@ -58,6 +59,8 @@ export interface ReconcileSummary {
   awsCalls: number;
   /** The model servers (issue 20): absent when LLMCAP_WORKLOADS is off or the cluster could not be reached. */
   workloads?: WorkloadsReport;
+  /** Scale-downs in progress: the nodes llmcap chose, cordoned, drained and removed (issue 20 §3). */
+  drains?: DrainReport[];
   errors: string[];
 }
 
@@ -134,6 +137,16 @@ async function admitInTurn(now: string): Promise<{ world: World; decision: Decis
   }
 }
 
+/** A scale-down of a live group, while llmcap runs the pods: it drains the nodes itself (drain.ts). */
+function drainsFirst(action: Action, c: Compute): boolean {
+  return (
+    config().deployWorkloads &&
+    action.kind === 'scale' &&
+    c.status.nodegroupStatus === 'ACTIVE' &&
+    action.desired < c.status.desiredNodes
+  );
+}
+
 function modelOf(item: TxItem): string {
   const i = item as { Put?: { Item: Record<string, unknown> }; Delete?: { Key: Record<string, unknown> } };
   return String(i.Put?.Item.sk ?? i.Delete?.Key.sk ?? '');
@@ -184,6 +197,7 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
 
   // 4. Act: one workflow per compute whose node group differs from what is needed.
   const reports: ComputeReport[] = [];
+  const drainsWanted: { compute: Compute; keep: number }[] = [];
   const workflows: ReconcileSummary['workflows'] = [];
   for (const c of all) {
     const p = sized.get(c.name);
@@ -221,6 +235,10 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
     try {
       if (action.kind === 'remove-item') {
         await removeDeletedCompute(c.name);
+      } else if (drainsFirst(action, c)) {
+        // Issue 20 §3: llmcap removes the instances itself, after draining them (step 5 below).
+        drainsWanted.push({ compute: c, keep: action.kind === 'scale' ? action.desired : 0 });
+        note = `scaling down to ${action.kind === 'scale' ? action.desired : 0} by draining the nodes llmcap chooses`;
       } else if (action.kind !== 'none') {
         const kind: WorkflowKind = action.kind;
         const desired = action.kind === 'delete' ? 0 : action.desired;
@@ -255,14 +273,26 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
 
   // 5. Workloads (issue 20): the model servers of what is admitted; their pods become status.running.
   let workloads: WorkloadsReport | undefined;
+  const drains: DrainReport[] = [];
   if (config().deployWorkloads) {
     try {
-      workloads = await reconcileWorkloads({
+      const w = await reconcileWorkloads({
         models: world.models,
         admissions: decision.admissions,
         computes: all,
         now,
       });
+      workloads = w.report;
+      // A pass that changed Deployments drains nothing: their pods are still going, and a node that empties
+      // by itself is cheaper to remove than one whose pods must move.
+      if (w.report.applied.length === 0)
+        for (const d of drainsWanted) {
+          try {
+            drains.push(await drainForScaleDown({ ...d, pods: w.pods, client: w.client }));
+          } catch (e) {
+            errors.push(`draining ${d.compute.name}: ${(e as Error).message}`);
+          }
+        }
     } catch (e) {
       errors.push(`workloads: ${(e as Error).message}`);
     }
@@ -291,6 +321,7 @@ export async function runReconcile(opts: { now?: Date } = {}): Promise<Reconcile
     workflows,
     awsCalls,
     ...(workloads ? { workloads } : {}),
+    ...(drains.length ? { drains } : {}),
     errors,
   };
 }

@@ -62,7 +62,7 @@ export async function reconcileWorkloads(input: {
   computes: readonly Pick<Compute, 'name' | 'spec'>[];
   now: string;
   client?: ClusterClient;
-}): Promise<WorkloadsReport> {
+}): Promise<{ report: WorkloadsReport; pods: PodView[]; client: ClusterClient }> {
   const stage = config().stage;
   const want = desiredWorkloads(
     stage,
@@ -137,12 +137,16 @@ export async function reconcileWorkloads(input: {
     s.podReasons.slice(0, 1).map((r) => ({ model, ...r })),
   );
   return {
-    applied,
-    removed,
-    calls: k.calls - before,
-    running: [...statuses.values()].reduce((n, s) => n + s.running, 0),
-    notRunning,
-    storeWrites,
+    report: {
+      applied,
+      removed,
+      calls: k.calls - before,
+      running: [...statuses.values()].reduce((n, s) => n + s.running, 0),
+      notRunning,
+      storeWrites,
+    },
+    pods,
+    client: k,
   };
 }
 

@@ -41,6 +41,18 @@ it('lets the reconciler describe exactly this cluster, for its endpoint and CA',
   );
 });
 
+it("lets it remove a drained node's instance only from this stage's groups of this cluster", () => {
+  const s = statements().filter((x) =>
+    JSON.stringify(x.Action).includes('TerminateInstanceInAutoScalingGroup'),
+  );
+  expect(s).toHaveLength(1);
+  expect(s[0].Action).toBe('autoscaling:TerminateInstanceInAutoScalingGroup');
+  expect(JSON.stringify(s[0].Resource)).toContain(`autoScalingGroupName/eks-llmcap-${config.stage}-*`);
+  expect(s[0].Condition).toEqual({
+    StringEquals: { 'aws:ResourceTag/eks:cluster-name': config.clusterName },
+  });
+});
+
 it('turns the model servers on in the reconciler, and leaves the cluster alone when the stage says so', () => {
   const fn = Object.values(template.Resources).find(
     (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Environment?.Variables?.LLMCAP_WORKLOADS,
@@ -52,6 +64,6 @@ it('turns the model servers on in the reconciler, and leaves the cluster alone w
     Object.values(off.template.Resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .flatMap((p) => p.Properties!.PolicyDocument.Statement as any[])
-      .filter((x) => JSON.stringify(x.Action).includes('eks:DescribeCluster')),
+      .filter((x) => /eks:DescribeCluster|TerminateInstance/.test(JSON.stringify(x.Action))),
   ).toEqual([]);
 });

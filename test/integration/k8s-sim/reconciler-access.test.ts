@@ -1,4 +1,4 @@
-import { AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { ClusterClient, eksToken } from '../../../lambdas/aws/kubernetes';
 import { reconcilerAccess } from '../../../lambdas/domain/workloads';
 import { cpuGroup, type K8sHarness, k8sHarness, statusOf } from './helpers';
@@ -37,7 +37,7 @@ beforeAll(async () => {
   );
   core = kc.makeApiClient(CoreV1Api);
   apps = kc.makeApiClient(AppsV1Api);
-  client = new ClusterClient(KubernetesObjectApi.makeApiClient(kc));
+  client = new ClusterClient(kc);
 });
 afterAll(() => h.close());
 
