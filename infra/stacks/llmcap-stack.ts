@@ -279,6 +279,8 @@ export class LlmcapStack extends Stack {
     // POST /v1/reconcile queues a pass and invokes the reconciler asynchronously (InvocationType Event, still
     // lambda:InvokeFunction), which holds the EKS and Step Functions permissions; only the unqualified function.
     this.apiFunction.addEnvironment('LLMCAP_RECONCILE_FUNCTION', this.reconcileFunction.functionName);
+    // A model's status shows its pods (status.running) only where llmcap runs them.
+    this.apiFunction.addEnvironment('LLMCAP_WORKLOADS', cfg.deployWorkloads ? 'deploy' : 'off');
     this.apiFunction.addToRolePolicy(
       new PolicyStatement({
         actions: ['lambda:InvokeFunction'],

@@ -63,11 +63,14 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
 type Lookup<T> = (models: readonly Model[]) => Promise<(T | undefined)[]>;
 
 /**
- * Adds each model's pods to what `lookup` says of it: `running` (0 until a pod is Ready), the pods and their
- * reasons. One read for a single model, one partition query for a list.
+ * Adds each model's pods to what `lookup` says of it when llmcap runs them (LLMCAP_WORKLOADS=deploy): `running`
+ * (0 until a pod is Ready), the pods and their reasons. One read for a single model, one partition query for a
+ * list.
  */
 export function withWorkloads<T extends object>(lookup: Lookup<T>): Lookup<T & Partial<WorkloadStatus>> {
   return async (models) => {
+    // With the pods left to the platform's own tooling, llmcap knows nothing of them and says nothing.
+    if (!config().deployWorkloads) return lookup(models);
     const [summaries, workloads] = await Promise.all([
       lookup(models),
       models.length === 1 ? getWorkload(models[0]!.name).then((w) => (w ? [w] : [])) : listWorkloads(),
