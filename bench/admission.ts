@@ -9,10 +9,9 @@ import {
   type Quota,
   type Scope,
   ScopeTree,
-  type SimpleCompute,
-  SimpleHeadroom,
 } from '../lambdas/domain/quota';
 import { mulberry32 } from '../local/cloud-sim/rng';
+import { type SimpleCompute, SimpleHeadroom } from '../test/helpers/simple-headroom';
 
 /**
  * One admission pass at scale: 1,000 scopes (10 orgs, 90 teams, 900 projects; with the cluster above the

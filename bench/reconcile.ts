@@ -1,9 +1,9 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ComputeSpecSchema } from '../lambdas/domain/compute';
-import { runReconcile } from '../lambdas/reconcile/reconcile';
 import { documentClient } from '../lambdas/shared/clients';
 import { keys } from '../lambdas/store/keys';
 import { startControlPlane } from '../local/control-plane';
+import { runReconcile } from '../test/helpers/services';
 
 /**
  * One reconcile at scale (issue 8): 200 computes, 10,000 models over 111 scopes, loaded straight into the

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 
 /**
  * `npm run bench`: runs every benchmark, writes bench/results.json and the tables of BENCHMARKS.md. A section
- * whose module is missing is reported as such rather than silently dropped.
+ * whose module is missing is reported as such rather than silently dropped. `npm run bench -- write` runs the
+ * sections whose title contains a word given and keeps the others as the last full run wrote them.
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
@@ -51,11 +52,38 @@ const sections: Section[] = [
     intro: 'One decision pass over many models, replicas and scopes.',
     run: () => load('admission', 'benchAdmission'),
   },
+  {
+    title: 'Write path',
+    intro:
+      'PUT /v1/models/{name}/scaling against its ceiling: raw conditional writes on the same DynamoDB Local, then the real handler in process and over the local HTTP server (issue 19 §7).',
+    run: () => load('write-path', 'benchWritePath'),
+  },
 ];
+
+const BENCHMARKS = join(__dirname, '..', 'BENCHMARKS.md');
+const RESULTS = join(__dirname, 'results.json');
+
+/** The sections of the BENCHMARKS.md a previous run wrote, by title, for a filtered run to keep. */
+function previousSections(): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!existsSync(BENCHMARKS)) return out;
+  for (const part of readFileSync(BENCHMARKS, 'utf8')
+    .split(/^(?=## )/m)
+    .slice(1)) {
+    const title = /^## (.*)$/m.exec(part)?.[1];
+    if (title) out.set(title, part.trimEnd() + '\n');
+  }
+  return out;
+}
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
+  const before = only.length ? previousSections() : new Map<string, string>();
+  const kept = (
+    only.length && existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {}
+  ) as Record<string, unknown>;
   const results: Record<string, unknown> = {
+    ...kept,
     measuredAt: new Date().toISOString(),
     machine: {
       node: process.version,
@@ -66,7 +94,11 @@ async function main(): Promise<void> {
   };
   const md: string[] = [];
   for (const s of sections) {
-    if (only.length && !only.some((o) => s.title.toLowerCase().includes(o.toLowerCase()))) continue;
+    if (only.length && !only.some((o) => s.title.toLowerCase().includes(o.toLowerCase()))) {
+      const last = before.get(s.title);
+      if (last) md.push(last);
+      continue;
+    }
     console.log(`== ${s.title}`);
     try {
       const r = await s.run();
@@ -82,12 +114,12 @@ async function main(): Promise<void> {
   for (const extra of [join(__dirname, 'workflows.md'), join(__dirname, '..', 'soak', 'RESULTS.md')]) {
     if (existsSync(extra)) md.push(readFileSync(extra, 'utf8'));
   }
-  writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
   const m = results.machine as Record<string, unknown>;
   writeFileSync(
-    join(__dirname, '..', 'BENCHMARKS.md'),
+    BENCHMARKS,
     `# Benchmarks\n\nWritten by \`npm run bench\` (bench/run.ts); raw figures in bench/results.json.\n` +
-      `Last run ${results.measuredAt} on Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GiB.\n\n${md.join('\n')}`,
+      `Last run ${results.measuredAt}${only.length ? ` (${only.join(', ')} only; the other sections as an earlier run wrote them)` : ''} on Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GiB.\n\n${md.join('\n')}`,
   );
 }
 

@@ -298,14 +298,41 @@ export async function endpointFromStack(stack: string, region?: string): Promise
     return url;
   } catch (e) {
     if (e instanceof ConfigError) throw e;
-    const err = e as Error & { $metadata?: unknown };
+    const err = e as Error & { $metadata?: { httpStatusCode?: number } };
+    // The SDK's own words for a missing region or credentials say nothing of what to set for llmcap; both
+    // are told at once, since the SDK stops at the region before it looks for credentials.
+    const noRegion = /region is missing/i.test(err.message);
+    const noCredentials =
+      err.name === 'CredentialsProviderError' ||
+      err.name === 'TokenProviderError' ||
+      (noRegion && !(await credentialsFound()));
+    if (noRegion || noCredentials) {
+      const missing = [
+        noRegion &&
+          'the AWS region the stack is in: pass --region or set AWS_REGION (or a region in the profile AWS_PROFILE names)',
+        noCredentials &&
+          `AWS credentials to read it${noRegion ? '' : ` (${err.message})`}: set AWS_PROFILE (run aws sso login first if it uses SSO), or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`,
+      ].filter(Boolean);
+      throw new ConfigError(`--stack ${stack} needs ${missing.join('; and ')}`);
+    }
     if (err.name === 'ValidationError' || /does not exist/.test(err.message)) {
       throw new ConfigError(`stack ${stack} does not exist in this account and region`);
     }
-    if (err.$metadata) throw new ConfigError(`cannot read stack ${stack}: ${err.message}`);
+    // AWS answered (access denied, expired token): the caller's configuration. No answer: the network.
+    if (err.$metadata?.httpStatusCode) throw new ConfigError(`cannot read stack ${stack}: ${err.message}`);
     throw new NetworkError(`cannot read stack ${stack}: ${err.message}`);
   } finally {
     cfn.destroy();
+  }
+}
+
+async function credentialsFound(): Promise<boolean> {
+  const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
+  try {
+    await defaultProvider()();
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -145,7 +145,8 @@ export async function main(argv: string[], io = defaultIo()): Promise<number> {
     const topic = word === 'help' && second !== undefined ? argv[second] : undefined;
     if (!topic) {
       io.out(mainHelp());
-      return word === undefined && !wantsHelp && argv.length === 0 ? EXIT.usage : EXIT.ok;
+      // No command (`llmcap`, `llmcap --region`) is a usage error; asking for help is not.
+      return word === undefined && !wantsHelp ? EXIT.usage : EXIT.ok;
     }
     return main([topic, ...argv.slice((second ?? 0) + 1), '--help'], io);
   }

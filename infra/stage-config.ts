@@ -3,6 +3,18 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { FORMS_SENTENCE, parsePrincipal } from '../lambdas/domain/principal';
 
+/** The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+];
+
+/** A route's throttle; API Gateway's account-level default is 10,000 requests per second, burst 5,000. */
+const throttle = (rate: number, burst: number) =>
+  z.strictObject({
+    ratePerSecond: z.number().int().min(1).max(10000).default(rate),
+    burst: z.number().int().min(1).max(5000).default(burst),
+  });
+
 /**
  * The stage config: everything that differs between deployments, checked with zod before any construct is
  * built, so that a typo fails `cdk synth` with the field named instead of producing a broken stack.
@@ -39,13 +51,24 @@ export const StageConfigSchema = z.strictObject({
   reconcileRate: z.number().int().min(1).max(60).default(1),
   /** Minutes a compute must need fewer nodes before it scales down. */
   scaleDownCooldown: z.number().int().min(0).max(1440).default(10),
+  /**
+   * API Gateway throttling per route, in requests per second and the burst above it: writes (POST, PUT, PATCH,
+   * DELETE) take DynamoDB transactions and may start workflows, so they default tighter than reads.
+   */
   api: z
     .strictObject({
-      throttleRatePerSecond: z.number().int().min(1).max(10000).default(50),
-      throttleBurst: z.number().int().min(1).max(5000).default(100),
+      reads: throttle(50, 100).default({ ratePerSecond: 50, burst: 100 }),
+      writes: throttle(10, 20).default({ ratePerSecond: 10, burst: 20 }),
     })
-    .default({ throttleRatePerSecond: 50, throttleBurst: 100 }),
-  logRetentionDays: z.number().int().min(1).max(3653).default(90),
+    .default({ reads: { ratePerSecond: 50, burst: 100 }, writes: { ratePerSecond: 10, burst: 20 } }),
+  /** Days CloudWatch Logs keeps every log group of the stage (functions, API access logs, state machines). */
+  logRetentionDays: z
+    .number()
+    .int()
+    .refine((d) => LOG_RETENTION_DAYS.includes(d), {
+      message: `CloudWatch Logs keeps logs for one of ${LOG_RETENTION_DAYS.join(', ')} days`,
+    })
+    .default(90),
   /**
    * true: the reconciler runs the model servers of what is admitted (docs/workloads.md), through an EKS access
    * entry the stack creates; false: it keeps the node groups only and the platform deploys the pods itself.

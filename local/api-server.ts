@@ -70,6 +70,26 @@ export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: st
   } as unknown as Event;
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Why a browser request must not write, or undefined. The local API answers as local-admin, so a page the
+ * developer has open could otherwise create and delete anything with a form POST or a no-cors fetch. Browsers
+ * name where a request comes from (Origin, Sec-Fetch-Site); the CLI, curl and SDKs send neither and pass.
+ * Origins are compared with this server's own (by its port, not the Host header, which DNS rebinding controls).
+ * In AWS, SigV4 is the guard: no browser holds the caller's keys, so this is the local server's alone.
+ */
+export function crossSiteRefusal(req: IncomingMessage): string | undefined {
+  if (SAFE_METHODS.has((req.method ?? 'GET').toUpperCase())) return undefined;
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return `Sec-Fetch-Site is ${site}`;
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  const port = req.socket.localPort;
+  const own = ['127.0.0.1', 'localhost', '[::1]'].map((h) => `http://${h}:${port}`);
+  return own.includes(origin) ? undefined : `Origin is ${origin}`;
+}
+
 function fakeContext(requestId: string): Context {
   return {
     callbackWaitsForEmptyEventLoop: false,
@@ -95,6 +115,20 @@ export async function startApiServer(opts: {
 }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const server = createServer(async (req, res) => {
     try {
+      const refused = crossSiteRefusal(req);
+      if (refused) {
+        req.resume();
+        res.writeHead(403, { 'content-type': 'application/problem+json' });
+        res.end(
+          JSON.stringify({
+            type: 'https://llmcap.dev/problems/cross-site-write',
+            title: 'Forbidden',
+            status: 403,
+            detail: `a cross-site browser request may not write to the local control plane (${refused}); use the llmcap CLI, curl or an SDK`,
+          }),
+        );
+        return;
+      }
       const event = toEvent(req, await readBody(req), opts.defaultPrincipal ?? LOCAL_ADMIN);
       const out = await opts.handler(event, fakeContext(event.requestContext.requestId));
       res.writeHead(out.statusCode ?? 200, out.headers as Record<string, string>);

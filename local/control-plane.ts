@@ -4,17 +4,14 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
+import { putAlarm } from '../lambdas/aws/alarms';
+import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { resetClusterClient } from '../lambdas/aws/kubernetes';
-import { alarmPrefix, stageAlarms } from '../lambdas/reconcile/alarm-definitions';
-import { putAlarm, setCloudWatchClient } from '../lambdas/reconcile/cloudwatch-alarms';
-import { passesSettled } from '../lambdas/reconcile/pass';
-import type { ReconcileSummary } from '../lambdas/reconcile/reconcile';
-import { resetWorkflowClients } from '../lambdas/reconcile/workflows';
-import { resetAwsClients } from '../lambdas/shared/aws';
+import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
+import { passesSettled } from '../lambdas/service/passes';
+import type { ReconcileSummary } from '../lambdas/service/reconcile';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { loadConfig, resetConfig } from '../lambdas/shared/config';
-import { resetHardwareFacts } from '../lambdas/shared/hardware';
-import { resetLambdaClient } from '../lambdas/shared/lambda';
 import { ensureTable } from '../lambdas/store/table';
 import { startApiServer } from './api-server';
 import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
@@ -22,6 +19,7 @@ import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
 import { grantReconcilerAccess, writeLocalKubeconfig } from './k8s-sim/local';
 import { type Invocation, type LocalLambda, startLocalLambda } from './lambda';
+import { checkPortsFree, explainPortError, type PortName, resolvePorts } from './ports';
 import { reconcileFunction as reconcileFunctionConfig, shownLine } from './reconcile-function';
 import { type LocalStepFunctions, startLocalStepFunctions, workflowEnv } from './sfn';
 
@@ -57,6 +55,7 @@ const SCHEDULE_MS = 60_000;
 const MINUTE = 60_000;
 
 export interface ControlPlaneOptions {
+  /** API port (0 = free); default LLMCAP_PORT or 3000. */
   port?: number;
   persist?: boolean;
   dataDir?: string;
@@ -66,6 +65,8 @@ export interface ControlPlaneOptions {
   admins?: string[];
   /** Cloud simulator port (0 = free); default LLMCAP_SIM_PORT or 4510. */
   simPort?: number;
+  /** Any port of local/ports.ts by name (0 = free); default its variable, else its default. */
+  ports?: Partial<Record<PortName, number>>;
   /** Multiplies the simulator's EKS durations and the workflows' waits; default LLMCAP_SIM_TIME_SCALE or 0.1. */
   simTimeScale?: number;
   /** Seconds between scheduled reconciles; 0 turns the schedule off (tests drive reconcile themselves). */
@@ -123,18 +124,39 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const ports = resolvePorts({ api: opts.port, sim: opts.simPort, ...opts.ports });
+  // A start that fails half way stops what it had started (a test goes on, a start is retried), and a port
+  // taken since checkPortsFree is reported as it reports one.
+  const undo: (() => Promise<unknown>)[] = [];
+  try {
+    return await start(opts, ports, undo);
+  } catch (e) {
+    for (const u of undo.reverse()) await u().catch(() => undefined);
+    throw explainPortError(e, ports);
+  }
+}
+
+async function start(
+  opts: ControlPlaneOptions,
+  ports: Record<PortName, number>,
+  undo: (() => Promise<unknown>)[],
+): Promise<ControlPlane> {
   const log = opts.log ?? (() => undefined);
   const admins = (opts.admins ?? [LOCAL_ADMIN]).join(',');
-  // Before anything starts: a mistyped admin stops the start with its reason, as it would fail the Lambda.
+  // Before anything starts: a mistyped admin stops the start with its reason, as it would fail the Lambda,
+  // and so does a taken port, naming its variable.
   loadConfig({ LLMCAP_ADMINS: admins });
+  await checkPortsFree(opts.dynamodbEndpoint ? { ...ports, dynamodb: 0 } : ports);
   let ddb: DynamoDbLocal | undefined;
   let endpoint = opts.dynamodbEndpoint;
   if (!endpoint) {
     const persistDir = opts.persist
       ? (opts.dataDir ?? join(process.cwd(), '.llmcap', 'dynamodb'))
       : undefined;
-    ddb = await startDynamoDbLocal({ persistDir });
-    endpoint = ddb.endpoint;
+    const db = await startDynamoDbLocal({ persistDir, ...(ports.dynamodb ? { port: ports.dynamodb } : {}) });
+    undo.push(() => db.stop());
+    ddb = db;
+    endpoint = db.endpoint;
     log(
       `DynamoDB Local   ${endpoint} (${persistDir ? `data in ${persistDir}` : 'in memory'}, pid ${ddb.pid})`,
     );
@@ -142,11 +164,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const table = opts.table ?? 'llmcap-local';
   const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
   const sim = await startCloudSim({
-    port: opts.simPort ?? Number(process.env.LLMCAP_SIM_PORT ?? 4510),
+    port: ports.sim,
     timeScale,
     clusterName: 'llmcap-local',
+    kubernetes: { port: ports.kube },
     ...(opts.clock ? { metricsClock: opts.clock } : {}),
   });
+  undo.push(() => sim.stop());
   log(
     `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
@@ -154,7 +178,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const kubeconfigLine = opts.kubeconfigPath ? writeLocalKubeconfig(sim, opts.kubeconfigPath) : undefined;
   if (kubeconfigLine) log(kubeconfigLine);
   const sfn = await startLocalStepFunctions({
-    port: 0,
+    port: ports.sfn,
     eksEndpoint: sim.endpoint,
     autoscalingEndpoint: sim.endpoint,
     dynamodbEndpoint: endpoint,
@@ -164,6 +188,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // Waits shrink with the simulator's clock, so a poll loop takes as many polls as it would in AWS.
     timing: { waitScale: timeScale, maxWaitSeconds: 30 * timeScale },
   });
+  undo.push(() => sfn.stop());
   log(`Step Functions   ${sfn.endpoint} (provision, scale, delete node group from statemachines/)`);
   const stage = process.env.LLMCAP_STAGE ?? 'local';
   const region = process.env.AWS_REGION ?? 'us-east-1';
@@ -203,11 +228,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   } else process.env.LLMCAP_WORKLOADS = 'off';
   resetConfig();
   resetClients();
-  resetAwsClients();
   resetClusterClient();
   resetHardwareFacts();
-  resetWorkflowClients();
-  setCloudWatchClient(undefined);
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
@@ -295,6 +317,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   // each attempt's stdout goes to the simulated CloudWatch Logs, where its EMF becomes metrics, and the
   // runtime's AWS/Lambda metrics to the simulated CloudWatch.
   const fn = await startLocalLambda({
+    port: ports.lambda,
     region,
     clock,
     functions: {
@@ -325,10 +348,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       );
     },
   });
+  undo.push(() => fn.stop());
   log(`Lambda           ${fn.endpoint} (${reconcileFunction}: reserved concurrency 1, on-failure queue)`);
   process.env.AWS_ENDPOINT_URL_LAMBDA = fn.endpoint;
   resetConfig();
-  resetLambdaClient();
+  resetClients();
   // On the wall clock the depth is reported each half minute; a driven clock reports it for each minute it moves.
   const depthTimer = driven ? undefined : setInterval(() => publishQueueDepth(clock.now()), MINUTE / 2);
   depthTimer?.unref();
@@ -373,7 +397,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     return inv.result as ReconcileSummary;
   };
 
-  const api = await startApiServer({ handler, port: opts.port ?? 3000 });
+  const api = await startApiServer({ handler, port: ports.api });
+  undo.push(() => api.close());
   log(`API              ${api.url}/v1 (caller: x-llmcap-principal header, default ${LOCAL_ADMIN})`);
 
   const every = opts.reconcileSeconds ?? Number(process.env.LLMCAP_RECONCILE_SECONDS ?? 10);

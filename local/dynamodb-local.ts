@@ -105,6 +105,12 @@ export async function startDynamoDbLocal(
     await waitForPort(port, child, 30000);
   } catch (e) {
     kill();
+    // Java's bind failure, told as Node's own listen tells it, so the caller can name the port's variable.
+    if (/BindException|Address already in use/i.test(stderr))
+      throw Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), {
+        code: 'EADDRINUSE',
+        port,
+      });
     throw new Error(`${(e as Error).message}\n${stderr}`);
   }
   return {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { startControlPlane } from './control-plane';
 import { LOCAL_ADMIN } from './identity';
+import { cliEndpointLine, portsHelp } from './ports';
 
 // The Lambdas run on Node 24; on a Node 20 laptop the SDK's end-of-support warning is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -14,20 +15,17 @@ async function main(): Promise<void> {
   --persist   keep the data under .llmcap/ between runs (default: in memory)
 
 environment:
-  LLMCAP_PORT               API port (default 3000)
+${portsHelp(26)}
   LLMCAP_ADMINS             comma-separated platform admins, IAM principal ARNs (default ${LOCAL_ADMIN})
   LLMCAP_RECONCILE_SECONDS  seconds between reconciles (default 10; 0 = only POST /v1/reconcile)
   LLMCAP_COOLDOWN_SECONDS   scale-down cool-down (default 600)
   LLMCAP_ALERT_WEBHOOK      HTTP(S) URL subscribed to the on-call SNS topic: it gets SNS's SubscriptionConfirmation
                             (GET its SubscribeURL to confirm), then each alarm notification (docs/local.md)
-  LLMCAP_SIM_PORT           cloud simulator port (default 4510)
   LLMCAP_SIM_TIME_SCALE     simulator speed: 1 = EKS's real durations (default 0.1: a create takes 12 s)`);
     return;
   }
-  const port = Number(process.env.LLMCAP_PORT ?? 3000);
   console.log('llmcap local control plane starting...');
   const cp = await startControlPlane({
-    port,
     ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),
     persist: args.includes('--persist'),
     admins: (process.env.LLMCAP_ADMINS ?? LOCAL_ADMIN)
@@ -37,6 +35,7 @@ environment:
     log: (l) => console.log(`  ${l}`),
     kubeconfigPath: join(process.cwd(), '.llmcap', 'kubeconfig'),
   });
+  console.log(`  CLI              ${cliEndpointLine(cp.apiUrl, cp.sim.endpoint)}`);
   console.log(`
 Ready. The declared catalog (config/catalog.yaml) is loaded; watch its node groups come up here. Try:
   curl -s ${cp.apiUrl}/v1/computes | jq '.items[] | {name: .metadata.name, status: .status.nodegroupStatus}'

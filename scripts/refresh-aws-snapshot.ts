@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EC2Client, type InstanceTypeInfo, paginateDescribeInstanceTypes } from '@aws-sdk/client-ec2';
 import { PricingClient, paginateGetProducts } from '@aws-sdk/client-pricing';
-import { priceFilters, toInstanceFacts } from '../lambdas/shared/hardware';
+import { priceFilters, toInstanceFacts } from '../lambdas/aws/hardware';
 
 /**
  * `npm run refresh-aws-snapshot`: regenerates config/aws/instance-types.json and config/aws/prices-<region>.json,

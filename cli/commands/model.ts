@@ -108,6 +108,9 @@ Example:
   },
 };
 
+/** The classes of lambdas/domain/model.ts, and none to clear it. */
+const CLASS_WORDS = ['critical', 'standard', 'opportunistic', 'none'];
+
 export const modelClass: Command = {
   name: 'model class',
   summary: 'Set the class of a model: critical, standard, opportunistic, or none (implied by scaling)',
@@ -125,7 +128,9 @@ Example:
   options: { ...IF_VERSION, ...OUTPUT_OPTION },
   async run(ctx) {
     const [name, cls] = positionals(ctx.args, 2, 2, 'model NAME and CLASS');
-    const value = cls === 'none' || cls === '' ? '' : cls!;
+    if (!CLASS_WORDS.includes(cls!))
+      throw new UsageError(`CLASS must be one of ${CLASS_WORDS.join(', ')}, not ${cls}`);
+    const value = cls === 'none' ? '' : cls!;
     return change(ctx, name!, 'class', { class: value }, value ? `class set to ${value}` : 'class cleared');
   },
 };

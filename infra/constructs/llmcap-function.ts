@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { Duration, Validations } from 'aws-cdk-lib';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
 import { starResourceAcks } from './nag';
 
 /**
@@ -36,6 +37,14 @@ export const ROOT = join(__dirname, '..', '..');
 export class LlmcapFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: LlmcapFunctionProps) {
     const logGroup = new LogGroup(scope, `${id}Logs`, { retention: props.logRetention });
+    // A role of its own rather than CDK's default with AWSLambdaBasicExecutionRole, which lets a function
+    // create and write every log group of the account: this one writes its own log group's streams only.
+    const role = new Role(scope, `${id}ServiceRole`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.description}: the function's execution role`,
+    });
+    logGroup.grant(role, 'logs:CreateLogStream', 'logs:PutLogEvents');
+    const timeout = props.timeout ?? Duration.seconds(API_TIMEOUT_SECONDS);
     const define: Record<string, string> = {};
     for (const [k, v] of Object.entries(props.inline ?? {})) define[`process.env.${k}`] = JSON.stringify(v);
     super(scope, id, {
@@ -45,10 +54,11 @@ export class LlmcapFunction extends NodejsFunction {
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
-      timeout: props.timeout ?? Duration.seconds(29),
+      timeout,
       tracing: Tracing.ACTIVE,
       loggingFormat: LoggingFormat.JSON,
       logGroup,
+      role,
       projectRoot: ROOT,
       depsLockFilePath: join(ROOT, 'package-lock.json'),
       environment: {
@@ -56,6 +66,8 @@ export class LlmcapFunction extends NodejsFunction {
         POWERTOOLS_SERVICE_NAME: 'llmcap',
         POWERTOOLS_METRICS_NAMESPACE: 'llmcap',
         ...props.environment,
+        // The timeout Lambda enforces, for code that must know how long an invocation can last (config.ts).
+        LLMCAP_FUNCTION_TIMEOUT_SECONDS: String(timeout.toSeconds()),
       },
       bundling: {
         minify: true,
@@ -69,13 +81,9 @@ export class LlmcapFunction extends NodejsFunction {
       },
       ...props.extra,
     });
-    Validations.of(this.role!).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason: 'The AWS managed basic execution role only lets the function write its own logs.',
-    });
     const any = props.anyResourceActions ?? [];
     if (any.length) this.addToRolePolicy(new PolicyStatement({ actions: any, resources: ['*'] }));
-    Validations.of(this.role!.node.findChild('DefaultPolicy')).acknowledge(
+    Validations.of(role.node.findChild('DefaultPolicy')).acknowledge(
       ...starResourceAcks([...XRAY_ACTIONS, ...any]),
     );
   }

@@ -33,8 +33,10 @@ export const STAR_RESOURCE_ACTIONS: Record<string, string | null> = {
   'logs:DescribeResourcePolicies': null,
   'logs:DescribeLogGroups': null,
   'autoscaling:DescribeAutoScalingGroups': null,
+  // The Service Authorization Reference lists the alarm resource type, but IAM authorizes a DescribeAlarms that
+  // names no alarm on arn:...:alarm:*, which a prefix-scoped grant does not match (AccessDenied).
   'cloudwatch:DescribeAlarms':
-    'the reconciler lists its alarms by name prefix, a request that names no alarm ARN to authorize on (AWS documents DescribeAlarms scoped to "*")',
+    'the reconciler lists its llmcap-<stage>- alarms by name prefix; IAM authorizes a DescribeAlarms that names no alarm on every alarm (alarm:*), so a grant scoped to the prefix is denied; it reads alarm state only',
 };
 
 /** The reason of an IAM5[Resource::*] acknowledgement for exactly these actions, built from the table above. */

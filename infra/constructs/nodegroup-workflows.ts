@@ -9,7 +9,7 @@ import { Construct } from 'constructs';
 import { arnWildcardAcks, starResourceAcks } from './nag';
 
 /**
- * The three node group workflows of DESIGN.md §5, deployed from the ASL files in statemachines/ (the same
+ * The three node group workflows of docs/design.md §5, deployed from the ASL files in statemachines/ (the same
  * text the local runner executes), each with a role that can touch only this stage's node groups, the node
  * role and the table.
  */
@@ -20,6 +20,8 @@ export interface NodegroupWorkflowsProps {
   stage: string;
   /** The role EKS gives the nodes; created here (with the EKS worker policies) when not given. */
   nodeRoleArn?: string;
+  /** How long the execution logs are kept (the stage config's logRetentionDays); default three months. */
+  logRetention?: logs.RetentionDays;
   /** Where the ASL files live; default the repository's statemachines/. */
   statemachinesDir?: string;
 }
@@ -93,23 +95,27 @@ export class NodegroupWorkflows extends Construct {
           iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonEKS_CNI_Policy'),
         ],
       });
-      for (const policy of [
-        'AmazonEKSWorkerNodePolicy',
-        'AmazonEC2ContainerRegistryReadOnly',
-        'AmazonEKS_CNI_Policy',
-      ]) {
-        Validations.of(this.nodeRole).acknowledge({
+      // Why each managed policy: what the EKS User Guide's node IAM role page says the nodes need it for.
+      const why: Record<string, string> = {
+        AmazonEKSWorkerNodePolicy: 'lets the kubelet describe the instance and its cluster to join it',
+        AmazonEC2ContainerRegistryReadOnly: 'lets the nodes pull images from ECR, the EKS add-ons among them',
+        AmazonEKS_CNI_Policy:
+          'lets the VPC CNI on the nodes assign pod IP addresses (a node role without it needs the CNI set up with IRSA or Pod Identity, which this stack does not do)',
+      };
+      // One call: a later acknowledge() on the same construct replaces the earlier ones.
+      Validations.of(this.nodeRole).acknowledge(
+        ...Object.entries(why).map(([policy, reason]) => ({
           id: `AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/${policy}]`,
-          reason: `EKS requires ${policy} on the node role of a managed node group; AWS maintains it as the service changes.`,
-        });
-      }
+          reason: `${policy} ${reason}; AWS maintains it as EKS changes.`,
+        })),
+      );
       this.nodeRoleArn = this.nodeRole.roleArn;
     }
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       // The vendedlogs prefix keeps Step Functions from growing the account's log resource policy.
       logGroupName: `/aws/vendedlogs/states/${prefix}-nodegroup-workflows`,
-      retention: logs.RetentionDays.THREE_MONTHS,
+      retention: props.logRetention ?? logs.RetentionDays.THREE_MONTHS,
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
@@ -214,7 +220,7 @@ export class NodegroupWorkflows extends Construct {
   }
 
   /**
-   * What lambdas/reconcile/workflows.ts calls: start executions of these three state machines and describe
+   * What lambdas/service/workflows.ts calls: start executions of these three state machines and describe
    * them. Execution ARNs end in the execution name, hence one wildcard each (cdk-nag AwsSolutions-IAM5 on the
    * grantee's policy, which its owner acknowledges).
    */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { type CfnStage, HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { CfnAlarm, Dashboard, GraphWidget, MathExpression } from 'aws-cdk-lib/aws-cloudwatch';
@@ -9,7 +9,7 @@ import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   ContextAttribute,
   Schedule,
@@ -21,10 +21,11 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/domain/alarms';
 import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
-import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
+import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
-import { METRICS_NAMESPACE } from '../../lambdas/shared/telemetry';
+import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
 import { ReconcilerClusterAccess } from '../constructs/cluster-access';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
@@ -49,10 +50,33 @@ const TABLE_ITEM_ACTIONS = [
   'dynamodb:Query',
 ];
 
-function retention(days: number): RetentionDays {
-  const known = Object.values(RetentionDays).filter((v): v is RetentionDays => typeof v === 'number');
-  return known.find((d) => d >= days) ?? RetentionDays.TEN_YEARS;
-}
+/** The write methods of the API, throttled per route tighter than reads (stage config `api.writes`). */
+const WRITE_METHODS = [HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH, HttpMethod.DELETE];
+
+/**
+ * The access log line, one JSON object per request, in HTTP API's $context variables: who called (source IP
+ * and the signer's ARN), what (route and path), the outcome and, when API Gateway or the Lambda failed, why.
+ */
+export const ACCESS_LOG_FORMAT = {
+  requestId: '$context.requestId',
+  time: '$context.requestTime',
+  sourceIp: '$context.identity.sourceIp',
+  userAgent: '$context.identity.userAgent',
+  principal: '$context.identity.userArn',
+  accountId: '$context.identity.accountId',
+  routeKey: '$context.routeKey',
+  method: '$context.httpMethod',
+  path: '$context.path',
+  status: '$context.status',
+  responseLength: '$context.responseLength',
+  latencyMs: '$context.responseLatency',
+  // The quoted form, written unquoted below: a message with a quote in it still makes valid JSON.
+  error: '$context.error.messageString',
+  errorType: '$context.error.responseType',
+  authorizerError: '$context.authorizer.error',
+  integrationStatus: '$context.integrationStatus',
+  integrationError: '$context.integrationErrorMessage',
+};
 
 /**
  * One stack per stage: the table, the HTTP API with IAM auth and its Lambda. Everything a stage differs in
@@ -74,7 +98,8 @@ export class LlmcapStack extends Stack {
   constructor(scope: Construct, id: string, props: LlmcapStackProps) {
     super(scope, id, props);
     const cfg = props.config;
-    const logRetention = retention(cfg.logRetentionDays);
+    // The stage config accepts only the periods CloudWatch Logs does (LOG_RETENTION_DAYS), the enum's values.
+    const logRetention = cfg.logRetentionDays as RetentionDays;
     this.alarmArns = `arn:${this.partition}:cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`;
 
     this.table = new TableV2(this, 'Table', {
@@ -112,35 +137,44 @@ export class LlmcapStack extends Stack {
       createDefaultStage: false,
       defaultAuthorizer: new HttpIamAuthorizer(),
     });
-    this.api.addStage('DefaultStage', {
+    const stage = this.api.addStage('DefaultStage', {
       stageName: '$default',
       autoDeploy: true,
-      throttle: { rateLimit: cfg.api.throttleRatePerSecond, burstLimit: cfg.api.throttleBurst },
+      // Reads: the default route settings, which every route without its own settings takes.
+      throttle: { rateLimit: cfg.api.reads.ratePerSecond, burstLimit: cfg.api.reads.burst },
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: '$context.requestId',
-            principal: '$context.identity.userArn',
-            method: '$context.httpMethod',
-            path: '$context.path',
-            status: '$context.status',
-            latencyMs: '$context.responseLatency',
-            integrationError: '$context.integrationErrorMessage',
-          }),
+          JSON.stringify(ACCESS_LOG_FORMAT).replace(
+            '"$context.error.messageString"',
+            '$context.error.messageString',
+          ),
         ),
       },
     });
     const integration = new HttpLambdaIntegration('ApiIntegration', this.apiFunction, {
-      timeout: Duration.seconds(29),
+      timeout: Duration.seconds(API_TIMEOUT_SECONDS),
     });
+    // The Lambda's router answers every path (404 and 405 as problem+json); API Gateway's routes tell reads
+    // from writes only, so that each can have its throttle.
     this.api.addRoutes({ path: '/{proxy+}', methods: [HttpMethod.ANY], integration });
+    const writes = this.api.addRoutes({ path: '/{proxy+}', methods: WRITE_METHODS, integration });
+    const cfnStage = stage.node.defaultChild as CfnStage;
+    cfnStage.routeSettings = Object.fromEntries(
+      WRITE_METHODS.map((m) => [
+        `${m} /{proxy+}`,
+        { ThrottlingRateLimit: cfg.api.writes.ratePerSecond, ThrottlingBurstLimit: cfg.api.writes.burst },
+      ]),
+    );
+    // Route settings name routes by key: CloudFormation refuses the stage if they do not exist yet.
+    for (const route of writes) cfnStage.node.addDependency(route);
 
     // --- Node group workflows and the reconciler -------------------------------------------------------
     this.workflows = new NodegroupWorkflows(this, 'Workflows', {
       table: this.table,
       clusterName: cfg.clusterName,
       stage: cfg.stage,
+      logRetention,
       ...(cfg.nodeRoleArn ? { nodeRoleArn: cfg.nodeRoleArn } : {}),
     });
 
@@ -233,7 +267,7 @@ export class LlmcapStack extends Stack {
     const invokeVersions = {
       id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${this.getLogicalId(this.reconcileFunction.node.defaultChild as never)}.Arn>:*]`,
       reason:
-        'Invoking the reconcile function, including its versions (arn:*), is the only permission granted.',
+        'Scheduler invokes the reconcile function; the grant covers its versions and aliases (<arn>:*) and no other function.',
     };
 
     // Failed and expired reconcile invocations land in one queue, whichever part gave up on them: Lambda's
@@ -293,7 +327,7 @@ export class LlmcapStack extends Stack {
     }
 
     // --- Stage alarms (per-scope and per-compute alarms are kept by the reconciler) -----------------------
-    // Defined in lambdas/reconcile/alarm-definitions.ts, which the local control plane creates too. Each L1 sits
+    // Defined in lambdas/domain/alarms.ts, which the local control plane creates too. Each L1 sits
     // where the L2 Alarm kept its resource (<id>/Resource), so logical ids, and the alarms, survive upgrades.
     const alarmIds: Record<string, string> = {
       ReconcileStale: 'ReconcileStaleAlarm',

@@ -1,40 +1,35 @@
-import { createHash } from 'node:crypto';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
-import { builtinComputes } from '../shared/builtin-config';
+import type { Services } from '../service';
+import { createApiServices } from '../service/for-api';
 import { logger } from '../shared/logger';
-import { admissionSummaries } from '../store/admission';
-import { seedBuiltins, setComputeUsers } from '../store/computes';
-import { claimKey, completeKey, releaseKey } from '../store/idempotency';
-import { loadCatalog, modelsUsing } from '../store/models';
-import { loadTree, setOwnedModels } from '../store/tenancy';
-import { withWorkloads } from '../store/workloads';
-import { Caller } from './access';
 import {
   type ApiRequest,
   type Event,
   errorToResult,
   HttpError,
+  isJsonMediaType,
+  jsonDepth,
   MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
   problem,
   type Result,
 } from './http';
 import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
-import { modelRoutes, setAdmissionLookup } from './routes/models';
+import { modelRoutes } from './routes/models';
 import { reconcileRoutes } from './routes/reconcile';
 import { tenancyRoutes } from './routes/tenancy';
 
 /**
  * The API application: builds the router once per container and turns API Gateway v2 events into route calls.
- * Everything here is transport; the rules live in the domain and the store.
+ * Everything here is transport: the routes call the services (lambdas/service), which hold the use cases.
  */
 
-/** Roles come from the scope tree, loaded per request so a membership change holds at once. */
-const callerOf = async (req: ApiRequest) => new Caller(req.caller, await loadTree());
-
-export function buildRouter(): Router {
+export function buildRouter(svc: Services = createApiServices()): Router {
   const router = new Router();
+  // Roles come from the scope tree, read per request so a membership change holds at once.
+  const callerOf = (req: ApiRequest) => svc.access.callerOf(req.caller);
   router.add('GET', '/v1/healthz', async () => ({ status: 200, body: { status: 'ok' } }), {
     summary: 'Liveness',
   });
@@ -48,35 +43,28 @@ export function buildRouter(): Router {
     },
     { summary: 'This OpenAPI document' },
   );
-  computeRoutes(router, callerOf);
-  modelRoutes(router, callerOf);
-  tenancyRoutes(router);
-  reconcileRoutes(router, callerOf);
-  // A compute is not deleted or renamed while a model pins it or has no other compute to run on.
-  setComputeUsers(modelsUsing);
-  // A scope is not deleted while it owns models.
-  setOwnedModels(async (scope) =>
-    (await loadCatalog()).models.filter((m) => m.owner === scope).map((m) => m.name),
-  );
-  setAdmissionLookup(withWorkloads(admissionSummaries));
+  computeRoutes(router, svc, callerOf);
+  modelRoutes(router, svc, callerOf);
+  tenancyRoutes(router, svc, callerOf);
+  reconcileRoutes(router, svc, callerOf);
   return router;
 }
 
-let router: Router | undefined;
-let seeded: Promise<unknown> | undefined;
-
-/** Built-ins are loaded once per container, before its first request, so they are there on a fresh install. */
-function ensureSeeded(): Promise<unknown> {
-  seeded ??= seedBuiltins(builtinComputes()).catch((e) => {
-    seeded = undefined;
-    throw e;
-  });
-  return seeded;
+/** Built-ins are loaded once per handler, before its first request, so they are there on a fresh install. */
+function seeder(svc: Services): () => Promise<unknown> {
+  let seeded: Promise<unknown> | undefined;
+  return () =>
+    (seeded ??= svc.computes.seedBuiltins().catch((e) => {
+      seeded = undefined;
+      throw e;
+    }));
 }
 
+let container: ((event: Event) => Promise<Result>) | undefined;
+
+/** Forgets this container's services and router, so the next request builds them from the configuration again. */
 export function resetApp(): void {
-  router = undefined;
-  seeded = undefined;
+  container = undefined;
 }
 
 function decodeBody(event: Event): string | undefined {
@@ -90,18 +78,34 @@ function lowerHeaders(h: Event['headers']): Record<string, string | undefined> {
   return out;
 }
 
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+
 function parseRequest(event: Event, params: Record<string, string>): ApiRequest {
   const headers = lowerHeaders(event.headers);
   const raw = decodeBody(event);
   if (raw !== undefined && Buffer.byteLength(raw, 'utf8') > MAX_BODY_BYTES) {
     throw new HttpError(413, `the body is over ${MAX_BODY_BYTES / 1024} KiB; send a smaller manifest`);
   }
+  const method = event.requestContext.http.method.toUpperCase();
   const type = headers['content-type'];
-  if (raw !== undefined && type && !/json/i.test(type)) {
-    throw new HttpError(415, `send JSON with content-type application/json, not ${type}`);
+  // A write is read as JSON only when it says it is JSON: a form or text/plain POST is refused, not guessed at.
+  if (raw !== undefined && WRITES.has(method) && !isJsonMediaType(type)) {
+    throw new HttpError(
+      415,
+      `send the body as JSON with content-type application/json, not ${type ? `'${type}'` : 'without a content-type'}`,
+    );
   }
   let body: unknown;
   if (raw !== undefined) {
+    if (jsonDepth(raw) > MAX_JSON_DEPTH) {
+      throw new HttpError(
+        400,
+        `the body is nested deeper than ${MAX_JSON_DEPTH} levels; no manifest needs that`,
+        {
+          errors: [{ path: '(body)', message: `objects and arrays nested at most ${MAX_JSON_DEPTH} deep` }],
+        },
+      );
+    }
     try {
       body = JSON.parse(raw);
     } catch (e) {
@@ -120,7 +124,7 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
     );
   }
   return {
-    method: event.requestContext.http.method.toUpperCase(),
+    method,
     path: event.rawPath,
     params,
     query: event.queryStringParameters ?? {},
@@ -141,53 +145,71 @@ function toResult(status: number, body: unknown, headers: Record<string, string>
   };
 }
 
-export async function handle(event: Event): Promise<Result> {
-  router ??= buildRouter();
-  try {
-    const { route, params } = router.match(event.requestContext.http.method.toUpperCase(), event.rawPath);
-    const req = parseRequest(event, params);
-    await ensureSeeded();
-    const idemKey = route.write ? req.headers['idempotency-key'] : undefined;
-    if (!idemKey) {
-      const res = await route.handler(req);
-      return toResult(res.status, res.body, res.headers);
-    }
-    if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
-    const fingerprint = createHash('sha256')
-      .update(`${req.method} ${req.path}\n${JSON.stringify(req.body ?? null)}`)
-      .digest('hex');
-    const claim = await claimKey(req.principal, idemKey, fingerprint);
-    if (claim.kind === 'replay') {
-      const r = claim.response;
-      return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
-    }
-    if (claim.kind === 'mismatch') {
-      throw new HttpError(409, 'this Idempotency-Key was used for a different request; use a new key', {
-        reason: 'IdempotencyKeyReused',
-      });
-    }
-    if (claim.kind === 'in-progress') {
-      throw new HttpError(
-        409,
-        'a request with this Idempotency-Key is still in progress; retry in a moment',
-        {
-          reason: 'IdempotencyKeyInProgress',
-        },
-      );
-    }
+/** The API over the services given: a test hands in its own dependencies (service/index.ts createServices). */
+export function createHandler(svc: Services): (event: Event) => Promise<Result> {
+  const router = buildRouter(svc);
+  const ensureSeeded = seeder(svc);
+  const { claimKey, completeKey, releaseKey, requestFingerprint } = svc.idempotency;
+  return async (event) => {
     try {
-      const res = await route.handler(req);
-      await completeKey(req.principal, idemKey, { status: res.status, body: res.body, headers: res.headers });
-      return toResult(res.status, res.body, res.headers);
-    } catch (e) {
-      await releaseKey(req.principal, idemKey);
-      throw e;
+      const { route, params } = router.match(event.requestContext.http.method.toUpperCase(), event.rawPath);
+      const req = parseRequest(event, params);
+      await ensureSeeded();
+      const idemKey = route.write ? req.headers['idempotency-key'] : undefined;
+      if (!idemKey) {
+        const res = await route.handler(req);
+        return toResult(res.status, res.body, res.headers);
+      }
+      if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
+      const claim = await claimKey(
+        req.principal,
+        idemKey,
+        requestFingerprint(req.method, req.path, req.body),
+      );
+      if (claim.kind === 'replay') {
+        const r = claim.response;
+        return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
+      }
+      if (claim.kind === 'mismatch') {
+        throw new HttpError(409, 'this Idempotency-Key was used for a different request; use a new key', {
+          reason: 'IdempotencyKeyReused',
+        });
+      }
+      if (claim.kind === 'in-progress') {
+        throw new HttpError(
+          409,
+          `a request with this Idempotency-Key is still in progress; retry after ${claim.retryAfterSeconds} s, when it has either answered or expired`,
+          {
+            reason: 'IdempotencyKeyInProgress',
+            headers: { 'retry-after': String(claim.retryAfterSeconds) },
+          },
+        );
+      }
+      try {
+        const res = await route.handler(req);
+        await completeKey(req.principal, idemKey, {
+          status: res.status,
+          body: res.body,
+          headers: res.headers,
+        });
+        return toResult(res.status, res.body, res.headers);
+      } catch (e) {
+        await releaseKey(req.principal, idemKey);
+        throw e;
+      }
+    } catch (err) {
+      const res = errorToResult(err);
+      if (res.statusCode === 500)
+        logger.error('request failed', { error: err as Error, path: event.rawPath });
+      return res;
     }
-  } catch (err) {
-    const res = errorToResult(err);
-    if (res.statusCode === 500) logger.error('request failed', { error: err as Error, path: event.rawPath });
-    return res;
-  }
+  };
+}
+
+/** The API of this container, wired with the default dependencies on its first request. */
+export function handle(event: Event): Promise<Result> {
+  container ??= createHandler(createApiServices());
+  return container(event);
 }
 
 export { problem };

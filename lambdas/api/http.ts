@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type * as z from 'zod';
-import { DomainError, type FieldIssue } from '../domain/errors';
+import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
 import type { Identity } from '../domain/principal';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
@@ -28,6 +28,38 @@ export type Event = APIGatewayProxyEventV2WithIAMAuthorizer;
 export type Result = Exclude<APIGatewayProxyResultV2, string>;
 
 export const MAX_BODY_BYTES = 256 * 1024;
+/**
+ * Deepest nesting of objects and arrays a body may have. Manifests nest six levels at most; validation and
+ * storage walk a body recursively, so a deeper one would exhaust the stack (a RangeError, a 500).
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * How deep a JSON text nests, read without recursion so that the measuring cannot overflow the stack itself;
+ * brackets inside strings do not count. Malformed text is measured as far as it goes (JSON.parse refuses it).
+ */
+export function jsonDepth(raw: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return max;
+}
+
+/** `application/json` or a `+json` type such as `application/merge-patch+json`, with any parameters. */
+export function isJsonMediaType(type: string | undefined): boolean {
+  const essence = (type ?? '').split(';')[0]!.trim().toLowerCase();
+  return /^application\/([\w.-]+\+)?json$/.test(essence);
+}
 
 /** RFC 9457 problem details; `errors` lists every field issue so a client can show them all at once. */
 export interface Problem {
@@ -35,7 +67,7 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  reason?: string;
+  reason?: RefusalReason;
   errors?: FieldIssue[];
 }
 
@@ -56,7 +88,7 @@ export class HttpError extends Error {
     readonly status: number,
     readonly detail: string,
     readonly extra: {
-      reason?: string;
+      reason?: RefusalReason;
       errors?: FieldIssue[];
       title?: string;
       headers?: Record<string, string>;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { REFUSAL_REASONS } from '../domain/errors';
 import type { Router } from './router';
 
 /**
@@ -14,7 +15,7 @@ const Problem = {
     title: { type: 'string' },
     status: { type: 'integer' },
     detail: { type: 'string' },
-    reason: { type: 'string' },
+    reason: { type: 'string', enum: [...REFUSAL_REASONS] },
     errors: {
       type: 'array',
       items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } },

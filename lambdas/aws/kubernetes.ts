@@ -10,7 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { FIELD_MANAGER, type K8sObject } from '../domain/workloads';
-import { eksClient } from '../shared/aws';
+import { eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 
 /**
@@ -252,7 +252,7 @@ export function clusterClient(now = Date.now()): Promise<ClusterClient> {
   if (!clientCache || clientCache.cluster !== cluster || now - clientCache.at > CLIENT_MAX_AGE_MS) {
     const client = (async () => {
       const { endpoint, caData } = await clusterEndpoint(cluster);
-      const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+      const region = config().region;
       credentials ??= defaultProvider();
       const token = await eksToken({ cluster, region, credentials });
       const kc = new KubeConfig();

@@ -4,6 +4,9 @@ import type { Compute, NodegroupStatus } from './compute';
  * What reconcile should do to one compute's node group, decided from what AWS reports and what placement
  * needs. Pure, so every branch is a unit test; the reconciler only carries it out.
  */
+/** The three node group workflows (statemachines/<kind>-nodegroup.asl.json). */
+export type WorkflowKind = 'provision' | 'scale' | 'delete';
+
 export type Action =
   | { kind: 'none'; why: string }
   | { kind: 'provision'; desired: number; max: number }

@@ -229,6 +229,14 @@ export function labels(name: string): Record<string, string> {
 /** Statuses in which this compute owns no node group: ABSENT, or FOREIGN (the name is held by another's). */
 export const NO_NODEGROUP: readonly NodegroupStatus[] = ['ABSENT', 'FOREIGN'];
 
+/** What the NodegroupFailed alarm counts: states that need a person (FOREIGN too: no nodes until it is resolved). */
+export const FAILED_NODEGROUP_STATUSES: readonly NodegroupStatus[] = [
+  'CREATE_FAILED',
+  'DELETE_FAILED',
+  'DEGRADED',
+  'FOREIGN',
+];
+
 /** True while EKS holds a node group of this compute's (anything but ABSENT and FOREIGN). */
 export function nodegroupExists(status: ObservedStatus): boolean {
   return !NO_NODEGROUP.includes(status.nodegroupStatus);

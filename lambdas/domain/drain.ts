@@ -28,3 +28,16 @@ export function chooseNodesToRemove(nodes: readonly DrainNode[], count: number):
 export function instanceIdOf(providerId: string | undefined): string | undefined {
   return /^aws:\/\/\/[^/]*\/(i-[0-9a-f]+)$/.exec(providerId ?? '')?.[1];
 }
+
+/** One scale-down with drain, as a pass reports it. */
+export interface DrainReport {
+  compute: string;
+  /** Nodes chosen for removal, with what happened to each this pass. */
+  nodes: {
+    node: string;
+    instanceId?: string;
+    pods: number;
+    step: 'cordoned' | 'evicting' | 'waiting' | 'terminated';
+  }[];
+  refusedEvictions: number;
+}

@@ -14,7 +14,7 @@ import type { FieldIssue } from './errors';
  * What AWS says an instance type is, and the rules that turn a compute's manifest into the spec llmcap stores.
  * The manifest may leave the hardware out; what it gives must agree with EC2 (DescribeInstanceTypes), the AMI
  * must drive the hardware, and the cost defaults to the region's on-demand price (the Price List API). Pure:
- * the facts come from lambdas/shared/hardware.ts in AWS and from the cloud simulator's snapshot locally.
+ * the facts come from lambdas/aws/hardware.ts in AWS and from the cloud simulator's snapshot locally.
  */
 
 export type Architecture = 'x86_64' | 'arm64';

@@ -1,4 +1,9 @@
 import * as z from 'zod';
+import type { Action, WorkflowKind } from './actions';
+import type { NodegroupStatus } from './compute';
+import type { DrainReport } from './drain';
+import type { ScopeSummary } from './quota';
+import type { WorkloadsReport } from './workloads';
 
 /**
  * A reconcile pass as a person follows it: requested (POST /v1/reconcile) or scheduled, QUEUED until the
@@ -122,4 +127,42 @@ export function parseReconcileEvent(event: unknown): ReconcileEvent {
   return api
     ? { kind: 'api', ...(r.data as z.output<typeof ApiReconcileEventSchema>) }
     : { kind: 'schedule', ...(r.data as z.output<typeof ScheduledReconcileEventSchema>) };
+}
+
+/** What one pass did to one compute, in its summary and its metrics. */
+export interface ComputeReport {
+  compute: string;
+  status: NodegroupStatus;
+  desiredNodes: number;
+  readyNodes: number;
+  neededNodes: number;
+  lowerBoundNodes: number;
+  costPerHour: number;
+  failed: boolean;
+  statusMessage?: string;
+  action: Action['kind'];
+  actionNote?: string;
+}
+
+/** A pass's summary: what it saw, decided and started; stored with the pass and published as metrics. */
+export interface ReconcileSummary {
+  startedAt: string;
+  durationMs: number;
+  computes: ComputeReport[];
+  scopes: (ScopeSummary & { pendingReplicas: number })[];
+  atLimit: string[];
+  admission: {
+    admitted: number;
+    released: number;
+    victims: number;
+    pendingReplicas: number;
+    commits: number;
+  };
+  workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
+  awsCalls: number;
+  /** The model servers (issue 20): absent when LLMCAP_WORKLOADS is off or the cluster could not be reached. */
+  workloads?: WorkloadsReport;
+  /** Scale-downs in progress: the nodes llmcap chose, cordoned, drained and removed (issue 20 §3). */
+  drains?: DrainReport[];
+  errors: string[];
 }

@@ -457,3 +457,16 @@ export function reconcilerAccess(stage: string) {
     ],
   };
 }
+
+/** What the workloads step of a pass did, in its summary. */
+export interface WorkloadsReport {
+  /** Objects applied (created or restored) and removed this pass. */
+  applied: string[];
+  removed: string[];
+  /** Kubernetes API calls this pass. */
+  calls: number;
+  running: number;
+  /** Models with a replica that does not serve, and why (the first reason of each). */
+  notRunning: { model: string; reason: string; message: string; replicas: number }[];
+  storeWrites: number;
+}

@@ -2,11 +2,9 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { createReconciler, type Reconciler, type ReconcileSummary } from '../service/reconcile';
 import { logger } from '../shared/logger';
 import { publishMetricSet } from '../shared/metrics';
-import { syncAlarms } from './cloudwatch-alarms';
-import { recordedPass } from './pass';
-import { type ReconcileSummary, runReconcile } from './reconcile';
 
 /**
  * Publishes a pass's figures as EMF metrics (namespace llmcap): per scope {service, stage, Scope}, per compute
@@ -46,11 +44,11 @@ export function publishMetrics(s: ReconcileSummary, at: Date = new Date()): void
  * One pass, the per-scope alarms kept in step, and its metrics, stamped `at` (the schedule's scheduledTime, or
  * when the invocation started).
  */
-async function reconcileOnce(at: Date): Promise<ReconcileSummary> {
-  const summary = await runReconcile();
+async function reconcileOnce(r: Reconciler, at: Date): Promise<ReconcileSummary> {
+  const summary = await r.run();
   // Before the metrics, so that a failure to keep the alarms counts in this pass's ReconcileErrors.
   try {
-    await syncAlarms(summary);
+    await r.syncAlarms(summary);
   } catch (e) {
     summary.errors.push(`keeping alarms: ${(e as Error).message}`);
   }
@@ -66,10 +64,15 @@ async function reconcileOnce(at: Date): Promise<ReconcileSummary> {
   return summary;
 }
 
+// Built on the first invocation of a container; it reads the configuration on each use (service/index.ts).
+let reconciler: Reconciler | undefined;
+
 /**
  * The reconcile Lambda, invoked asynchronously by the schedule and by POST /v1/reconcile (which names the
  * pass it queued); the pass is recorded from start to end, so its summary can be read afterwards.
  */
-export const handler = middy(async (event: unknown, context: Context) =>
-  recordedPass(event, context, reconcileOnce),
-).use(injectLambdaContext(logger, { resetKeys: true }));
+export const handler = middy(async (event: unknown, context: Context) => {
+  reconciler ??= createReconciler();
+  const r = reconciler;
+  return r.services.passes.recorded(event, context, (at) => reconcileOnce(r, at));
+}).use(injectLambdaContext(logger, { resetKeys: true }));

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
 import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
-import { enginesConfig } from './engine-config';
+import { type EnginesConfig, EnginesConfigSchema } from '../domain/workloads';
+import { config } from './config';
 
 /**
  * Configuration files under config/ are YAML for people. At deploy, CDK validates them and inlines them into
@@ -16,7 +17,7 @@ declare const process: NodeJS.Process;
 const BuiltinsSchema = z.array(z.strictObject({ name: computeName, spec: ComputeSpecSchema }));
 
 export function configDir(): string {
-  return process.env.LLMCAP_CONFIG_DIR ?? join(__dirname, '..', '..', 'config');
+  return config().configDir ?? join(__dirname, '..', '..', 'config');
 }
 
 /** Reads and parses one config file; exported for CDK, which inlines the result. */
@@ -73,6 +74,33 @@ export function declaredModels(): DeclaredModel[] {
     declared = parseDeclaredModels(inlined ? JSON.parse(inlined) : readConfigFile('catalog.yaml'));
   }
   return declared;
+}
+
+/**
+ * config/engines.yaml: the image, args and health endpoint of each engine, and per-model overrides
+ * (docs/workloads.md). Inlined at deploy as LLMCAP_CONFIG_ENGINES, like the other config files; read from the
+ * repository locally and in tests.
+ */
+
+export const ENGINES_FILE = 'config/engines.yaml';
+
+export function parseEngines(raw: unknown): EnginesConfig {
+  const r = EnginesConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`${ENGINES_FILE} is invalid: ${lines}`);
+  }
+  return r.data;
+}
+
+let engines: EnginesConfig | undefined;
+
+export function enginesConfig(): EnginesConfig {
+  if (!engines) {
+    const inlined = process.env.LLMCAP_CONFIG_ENGINES;
+    engines = parseEngines(inlined ? JSON.parse(inlined) : readConfigFile('engines.yaml'));
+  }
+  return engines;
 }
 
 /** The config files as the deploy inlines them into each bundle (see LlmcapFunction `inline`). */

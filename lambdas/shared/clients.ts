@@ -1,28 +1,124 @@
+import type { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import type { EKSClient } from '@aws-sdk/client-eks';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { PricingClient } from '@aws-sdk/client-pricing';
+import type { SFNClient } from '@aws-sdk/client-sfn';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { config } from './config';
 
 /**
- * AWS clients are built once per Lambda container (or local process) and reused. Endpoints come from the
- * environment so that the same code talks to AWS or to the local control plane.
+ * Every AWS SDK client, built once per Lambda container (or local process) and reused, all with one retry
+ * policy. Endpoints are the SDK's own business (the regional ones; AWS_ENDPOINT_URL_* locally), except the three
+ * llmcap overrides of config.ts (DynamoDB Local, the cloud simulator's EKS and Auto Scaling, the local Step
+ * Functions). Only DynamoDB is loaded with this module: each other SDK is required on its client's first use, so
+ * that the api Lambda's cold start pays for none of the reconciler's (and for Lambda's only on POST /v1/reconcile).
  */
-let ddbDoc: DynamoDBDocumentClient | undefined;
 
-export function dynamoEndpoint(): string | undefined {
-  return process.env.LLMCAP_DYNAMODB_ENDPOINT || undefined;
+/**
+ * Adaptive retries: exponential backoff with jitter on throttling and transient errors, and, once throttled, a
+ * client-side rate limit, which a reconcile of hundreds of computes (EKS, CloudWatch) and a burst of API writes
+ * (DynamoDB) both meet. Six attempts back off for about 3 s in all, well inside the API's 29 s.
+ */
+export const RETRY = { maxAttempts: 6, retryMode: 'adaptive' } as const;
+
+/**
+ * Invoke answers an Event invocation in milliseconds; a call that takes longer is stuck, and six attempts of at
+ * most 3 s each, with their backoff, stay within the API's 29 s, so the API can still answer 503 itself.
+ */
+const LAMBDA_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 2_000 } as const;
+
+interface Destroyable {
+  destroy(): void;
 }
 
+const built = new Map<string, Destroyable>();
+
+function once<C extends Destroyable>(key: string, make: () => C): C {
+  let c = built.get(key) as C | undefined;
+  if (!c) {
+    c = make();
+    built.set(key, c);
+  }
+  return c;
+}
+
+export function dynamoEndpoint(): string | undefined {
+  return config().endpoints.dynamodb;
+}
+
+/** A plain DynamoDB client (tests and the local control plane create tables with it; the caller destroys it). */
 export function dynamoClient(endpoint = dynamoEndpoint()): DynamoDBClient {
-  return new DynamoDBClient({ endpoint, maxAttempts: 5 });
+  return new DynamoDBClient({ endpoint, ...RETRY });
 }
 
 export function documentClient(): DynamoDBDocumentClient {
-  ddbDoc ??= DynamoDBDocumentClient.from(dynamoClient(), {
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-  });
-  return ddbDoc;
+  return once('dynamodb', () =>
+    DynamoDBDocumentClient.from(dynamoClient(), {
+      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    }),
+  );
 }
 
-/** For tests and the local control plane, which point at a fresh endpoint after start. */
+export function eksClient(): EKSClient {
+  return once('eks', () => {
+    const { EKSClient } = require('@aws-sdk/client-eks') as typeof import('@aws-sdk/client-eks');
+    return new EKSClient({ endpoint: config().endpoints.eks, ...RETRY });
+  });
+}
+
+/** Locally the cloud simulator serves Auto Scaling on the EKS endpoint. */
+export function autoScalingClient(): AutoScalingClient {
+  return once('autoscaling', () => {
+    const { AutoScalingClient } =
+      require('@aws-sdk/client-auto-scaling') as typeof import('@aws-sdk/client-auto-scaling');
+    return new AutoScalingClient({ endpoint: config().endpoints.eks, ...RETRY });
+  });
+}
+
+export function sfnClient(): SFNClient {
+  return once('sfn', () => {
+    const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+    return new SFNClient({ endpoint: config().endpoints.sfn, ...RETRY });
+  });
+}
+
+export function cloudWatchClient(): CloudWatchClient {
+  return once('cloudwatch', () => {
+    const { CloudWatchClient } =
+      require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
+    return new CloudWatchClient(RETRY);
+  });
+}
+
+export function lambdaClient(): LambdaClient {
+  return once('lambda', () => {
+    const { LambdaClient } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
+    return new LambdaClient({ ...RETRY, requestHandler: LAMBDA_TIMEOUTS });
+  });
+}
+
+export function ec2Client(region: string): EC2Client {
+  return once(`ec2|${region}`, () => {
+    const { EC2Client } = require('@aws-sdk/client-ec2') as typeof import('@aws-sdk/client-ec2');
+    return new EC2Client({ region, ...RETRY });
+  });
+}
+
+export function pricingClient(region: string): PricingClient {
+  return once(`pricing|${region}`, () => {
+    const { PricingClient } = require('@aws-sdk/client-pricing') as typeof import('@aws-sdk/client-pricing');
+    return new PricingClient({ region, ...RETRY });
+  });
+}
+
+/**
+ * For tests and the local control plane, which point the endpoints elsewhere after start: every client anew. The
+ * DynamoDB client is dropped, not destroyed, as requests of the previous table may still be finishing with it.
+ */
 export function resetClients(): void {
-  ddbDoc = undefined;
+  for (const [key, c] of built) if (key !== 'dynamodb') c.destroy();
+  built.clear();
 }

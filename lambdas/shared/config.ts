@@ -1,9 +1,15 @@
 import * as z from 'zod';
+import type { WorkflowKind } from '../domain/actions';
 import { FORMS_SENTENCE, type Principal, parsePrincipal } from '../domain/principal';
 
 /**
- * The runtime configuration of every Lambda and of the local control plane, from the environment, checked
- * once at start so that a misconfigured deploy fails loudly on its first request rather than half-working.
+ * The runtime configuration of every Lambda and of the local control plane: every `LLMCAP_*` variable the Lambda
+ * code reads, checked once (zod) at first use, so that a misconfigured deploy fails loudly on its first request
+ * rather than half-working. Nothing else reads `process.env.LLMCAP_*`, except the three config files the deploy
+ * inlines at bundle time (LLMCAP_CONFIG_COMPUTES, LLMCAP_CONFIG_CATALOG, LLMCAP_CONFIG_ENGINES; builtin-config.ts,
+ * each validated by CDK at deploy): esbuild replaces those expressions with the validated files, so they are not
+ * variables at run time. The local control plane's
+ * own settings (LLMCAP_PORT, LLMCAP_SIM_*, ...) are read by local/, which never runs in Lambda.
  */
 const csv = z
   .string()
@@ -26,6 +32,36 @@ const principals = csv.transform((list, ctx): Principal[] => {
   return out;
 });
 
+/**
+ * The API Lambda's timeout, in seconds: API Gateway gives an HTTP API integration at most 30 s. The stack's
+ * function construct sets LLMCAP_FUNCTION_TIMEOUT_SECONDS from the timeout it deploys, so code that must know
+ * how long an invocation can last (an Idempotency-Key's claim) reads the figure Lambda enforces.
+ */
+export const API_TIMEOUT_SECONDS = 29;
+/** An endpoint override: empty means "the SDK's own" (the regional endpoint, or AWS_ENDPOINT_URL_*). */
+const endpoint = z
+  .union([
+    z.literal(''),
+    z.url({ protocol: /^https?$/, error: 'an http(s) URL such as http://127.0.0.1:4510' }),
+  ])
+  .optional()
+  .transform((v) => v || undefined);
+
+const arn = (service: string, resource: string, example: string) =>
+  z
+    .string()
+    .regex(
+      new RegExp(`^arn:aws[a-z-]*:${service}:[a-z0-9-]+:\\d{12}:${resource}`),
+      `an ARN such as ${example}`,
+    )
+    .optional();
+
+const stateMachine = arn(
+  'states',
+  'stateMachine:[\\w-]+$',
+  'arn:aws:states:us-east-1:123456789012:stateMachine:x',
+);
+
 export const RuntimeConfigSchema = z.object({
   LLMCAP_STAGE: z
     .string()
@@ -40,6 +76,23 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
   LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
+  /** This function's timeout as deployed (Lambda allows 1-900 s); the local API runs with the API's. */
+  LLMCAP_FUNCTION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(900).default(API_TIMEOUT_SECONDS),
+  /** The three node group workflows the reconciler starts; set on the reconcile Lambda only. */
+  LLMCAP_PROVISION_SM_ARN: stateMachine,
+  LLMCAP_SCALE_SM_ARN: stateMachine,
+  LLMCAP_DELETE_SM_ARN: stateMachine,
+  /** The on-call topic the per-scope and per-compute alarms notify; unset: the reconciler keeps no alarms. */
+  LLMCAP_ALARM_TOPIC_ARN: arn('sns', '[\\w.-]+$', 'arn:aws:sns:us-east-1:123456789012:oncall'),
+  /** Locally and in tests: DynamoDB Local, the cloud simulator (EKS and Auto Scaling), the local Step Functions. */
+  LLMCAP_DYNAMODB_ENDPOINT: endpoint,
+  LLMCAP_EKS_ENDPOINT: endpoint,
+  LLMCAP_SFN_ENDPOINT: endpoint,
+  /** Where config/*.yaml are read from when the deploy inlined none (locally and in tests). */
+  LLMCAP_CONFIG_DIR: z.string().min(1).optional(),
+  /** The stage's region, as the Lambda runtime sets it: where node groups run and prices are asked for. */
+  AWS_REGION: z.string().min(1).optional(),
+  AWS_DEFAULT_REGION: z.string().min(1).optional(),
   /**
    * `deploy`: the reconciler runs the model servers of what is admitted (docs/workloads.md); `off` (the default
    * when unset): it keeps the node groups only and leaves the pods to the platform's own tooling.
@@ -56,6 +109,13 @@ export interface RuntimeConfig {
   cooldownSeconds: number;
   reconcileFunction?: string;
   reconcileRateMinutes: number;
+  functionTimeoutSeconds: number;
+  /** The state machine of each workflow kind, where this function starts them. */
+  stateMachines: Partial<Record<WorkflowKind, string>>;
+  alarmTopicArn?: string;
+  endpoints: { dynamodb?: string; eks?: string; sfn?: string };
+  configDir?: string;
+  region: string;
   deployWorkloads: boolean;
 }
 
@@ -68,6 +128,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     throw new Error(`llmcap configuration is invalid: ${lines}`);
   }
   const e = parsed.data;
+  const machines: Partial<Record<WorkflowKind, string>> = {};
+  if (e.LLMCAP_PROVISION_SM_ARN) machines.provision = e.LLMCAP_PROVISION_SM_ARN;
+  if (e.LLMCAP_SCALE_SM_ARN) machines.scale = e.LLMCAP_SCALE_SM_ARN;
+  if (e.LLMCAP_DELETE_SM_ARN) machines.delete = e.LLMCAP_DELETE_SM_ARN;
   return {
     stage: e.LLMCAP_STAGE,
     table: e.LLMCAP_TABLE,
@@ -77,6 +141,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
+    functionTimeoutSeconds: e.LLMCAP_FUNCTION_TIMEOUT_SECONDS,
+    stateMachines: machines,
+    ...(e.LLMCAP_ALARM_TOPIC_ARN ? { alarmTopicArn: e.LLMCAP_ALARM_TOPIC_ARN } : {}),
+    endpoints: {
+      ...(e.LLMCAP_DYNAMODB_ENDPOINT ? { dynamodb: e.LLMCAP_DYNAMODB_ENDPOINT } : {}),
+      ...(e.LLMCAP_EKS_ENDPOINT ? { eks: e.LLMCAP_EKS_ENDPOINT } : {}),
+      ...(e.LLMCAP_SFN_ENDPOINT ? { sfn: e.LLMCAP_SFN_ENDPOINT } : {}),
+    },
+    ...(e.LLMCAP_CONFIG_DIR ? { configDir: e.LLMCAP_CONFIG_DIR } : {}),
+    region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? 'us-east-1',
     deployWorkloads: e.LLMCAP_WORKLOADS === 'deploy',
   };
 }

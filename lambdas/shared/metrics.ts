@@ -1,7 +1,7 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/telemetry';
 import { config } from './config';
 import { logger } from './logger';
-import { METRICS_NAMESPACE, SERVICE_NAME } from './telemetry';
 
 /**
  * Prints the metrics of one dimension set as one EMF document: namespace llmcap, dimensions {service, stage} plus

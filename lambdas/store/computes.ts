@@ -1,43 +1,37 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import {
-  ABSENT_STATUS,
-  type Compute,
-  type ComputeSpec,
-  frozenFieldChanges,
-  nodegroupExists,
-  type Sizing,
-  sameValue,
-} from '../domain/compute';
-import { conflict, DomainError, notFound } from '../domain/errors';
-import { newComputeId } from '../domain/nodegroup';
+import { ABSENT_STATUS, type Compute, type ComputeSpec, type Sizing } from '../domain/compute';
+import type { StoredCompute } from '../domain/compute-changes';
+import { conflict, versionMismatch } from '../domain/errors';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
-import { type TxItem, withLedger } from './ledger';
+import type { TxItem } from './ledger';
 import { readPartition } from './ledger-cache';
 
-/** The compute repository: the only code that knows how a compute is laid out in the table. */
+/**
+ * The compute repository: the only code that knows how a compute is laid out in the table. It reads, builds the
+ * items a ledger transaction writes, and makes the single conditional writes that need no ledger; what may be
+ * written is decided by domain/compute-changes.ts, through the compute service.
+ */
 
 type Item = Compute & { pk: string; sk: string; deletionRequested?: boolean };
 
-function toCompute(item: Record<string, unknown>): Compute & { deletionRequested?: boolean } {
+function toCompute(item: Record<string, unknown>): StoredCompute {
   const { pk: _pk, sk: _sk, ...rest } = item as unknown as Item;
   return { ...rest, status: { ...ABSENT_STATUS, ...(rest.status ?? {}) } };
 }
 
 const table = () => config().table;
 
-export async function getCompute(
-  name: string,
-): Promise<(Compute & { deletionRequested?: boolean }) | undefined> {
+export async function getCompute(name: string): Promise<StoredCompute | undefined> {
   const out = await documentClient().send(
     new GetCommand({ TableName: table(), Key: keys.compute(name), ConsistentRead: true }),
   );
   return out.Item ? toCompute(out.Item) : undefined;
 }
 
-export async function listComputes(): Promise<(Compute & { deletionRequested?: boolean })[]> {
+export async function listComputes(): Promise<StoredCompute[]> {
   return (await readPartition('COMPUTE')).map(toCompute);
 }
 
@@ -47,6 +41,8 @@ export interface NewCompute {
   builtin: boolean;
   spec: ComputeSpec;
   by: string;
+  /** The incarnation id (domain/nodegroup.ts newComputeId): new for every item created, renames included. */
+  uid: string;
 }
 
 function newItem(c: NewCompute, now: string): Item {
@@ -63,7 +59,7 @@ function newItem(c: NewCompute, now: string): Item {
     updatedBy: c.by,
     status: { ...ABSENT_STATUS },
     generation: 0,
-    uid: newComputeId(),
+    uid: c.uid,
   };
 }
 
@@ -77,8 +73,9 @@ function isConditionFailure(e: unknown): boolean {
   );
 }
 
-export async function createCompute(c: NewCompute): Promise<Compute> {
-  const item = newItem(c, new Date().toISOString());
+/** Creates a compute item; 409 AlreadyExists when one of that name exists. */
+export async function createCompute(c: NewCompute, now: string): Promise<StoredCompute> {
+  const item = newItem(c, now);
   try {
     await documentClient().send(
       new PutCommand({ TableName: table(), Item: item, ConditionExpression: 'attribute_not_exists(pk)' }),
@@ -109,8 +106,7 @@ export interface ReplaceCompute {
  * Replaces the spec (and owner) only: status, generation and workflow belong to reconcile and the workflows,
  * so a user's write can never erase what AWS was observed to be doing.
  */
-export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
-  const now = new Date().toISOString();
+export async function replaceCompute(r: ReplaceCompute, now: string): Promise<StoredCompute> {
   const cond = ['#version = :expected'];
   const values: Record<string, unknown> = {
     ':spec': r.spec,
@@ -146,181 +142,63 @@ export async function replaceCompute(r: ReplaceCompute): Promise<Compute> {
     return toCompute(out.Attributes ?? {});
   } catch (e) {
     if (isConditionFailure(e)) {
-      throw new DomainError(
-        'precondition',
+      throw versionMismatch(
         `compute ${r.name} changed since version ${r.expectedVersion} (or its node group now exists); read it again and retry`,
-        { reason: 'VersionMismatch' },
       );
     }
     throw e;
   }
 }
 
-/** Who depends on a compute; supplied by the catalog so that this module needs no knowledge of models. */
-export type ComputeUsers = (name: string) => Promise<string[]>;
-
-let computeUsers: ComputeUsers = async () => [];
-
-export function setComputeUsers(fn: ComputeUsers): void {
-  computeUsers = fn;
+/** The write that removes a compute at once: only while it is at the version read and owns no node group. */
+export function removeNowItem(c: Pick<Compute, 'name' | 'version'>): TxItem {
+  return {
+    Delete: {
+      TableName: table(),
+      Key: keys.compute(c.name),
+      ConditionExpression: `#version = :v AND ${NO_GROUP_CONDITION}`,
+      ExpressionAttributeNames: { '#version': 'version', '#status': 'status' },
+      ExpressionAttributeValues: { ':v': c.version, ...NO_GROUP_VALUES },
+    },
+  };
 }
 
-function refuseIfUsed(name: string, users: string[], verb: string): void {
-  if (users.length) {
-    const shown = users.slice(0, 5).join(', ') + (users.length > 5 ? ` and ${users.length - 5} more` : '');
-    throw conflict(
-      `compute ${name} is used by model(s) ${shown}; move them to another compute before you ${verb} it`,
-      'InUse',
-    );
-  }
-}
-
-/**
- * Deletes a compute with no node group at once; one with a node group is marked for deletion and reconcile
- * deletes the node group first, then the item. Serialized with catalog changes through the ledger, so a
- * model cannot start using the compute in between.
- */
-export async function deleteCompute(
-  name: string,
-  by: string,
-  expectedVersion?: number,
-): Promise<{ deleted: boolean; compute: Compute }> {
-  return withLedger<{ deleted: boolean; compute: Compute }>(
-    async () => {
-      const c = await getCompute(name);
-      if (!c) throw notFound(`compute ${name} does not exist`);
-      if (expectedVersion !== undefined && c.version !== expectedVersion) {
-        throw new DomainError(
-          'precondition',
-          `compute ${name} is at version ${c.version}, not ${expectedVersion}`,
-          {
-            reason: 'VersionMismatch',
-          },
-        );
-      }
-      refuseIfUsed(name, await computeUsers(name), 'delete');
-      const base = { TableName: table(), Key: keys.compute(name) };
-      if (!nodegroupExists(c.status) && c.workflow?.state !== 'RUNNING') {
-        const item: TxItem = {
-          Delete: {
-            ...base,
-            ConditionExpression: `#version = :v AND ${NO_GROUP_CONDITION}`,
-            ExpressionAttributeNames: { '#version': 'version', '#status': 'status' },
-            ExpressionAttributeValues: { ':v': c.version, ...NO_GROUP_VALUES },
-          },
-        };
-        return { items: [item], result: { deleted: true, compute: c } };
-      }
-      const item: TxItem = {
-        Update: {
-          ...base,
-          UpdateExpression: 'SET deletionRequested = :t, updatedAt = :now, updatedBy = :by',
-          ConditionExpression: '#version = :v',
-          ExpressionAttributeNames: { '#version': 'version' },
-          ExpressionAttributeValues: {
-            ':v': c.version,
-            ':t': true,
-            ':now': new Date().toISOString(),
-            ':by': by,
-          },
-        },
-      };
-      return {
-        items: [item],
-        result: { deleted: false, compute: { ...c, deletionRequested: true } as Compute },
-      };
+/** The write that marks a compute for deletion, for reconcile to delete its node group and then the item. */
+export function markForDeletionItem(c: Pick<Compute, 'name' | 'version'>, by: string, now: string): TxItem {
+  return {
+    Update: {
+      TableName: table(),
+      Key: keys.compute(c.name),
+      UpdateExpression: 'SET deletionRequested = :t, updatedAt = :now, updatedBy = :by',
+      ConditionExpression: '#version = :v',
+      ExpressionAttributeNames: { '#version': 'version' },
+      ExpressionAttributeValues: { ':v': c.version, ':t': true, ':now': now, ':by': by },
     },
-    {
-      by,
-      onItemConflict: () =>
-        conflict(
-          `compute ${name} changed while it was being deleted; read it again and retry`,
-          'ConcurrentUpdate',
-        ),
-    },
-  );
-}
-
-/** Renames in one transaction (delete the old item, create the new one), refused while anything depends on it. */
-export async function renameCompute(name: string, to: string, by: string): Promise<Compute> {
-  return withLedger(
-    async () => {
-      const c = await getCompute(name);
-      if (!c) throw notFound(`compute ${name} does not exist`);
-      if (c.builtin)
-        throw conflict(`compute ${name} is built in; clone it under a new name instead`, 'BuiltIn');
-      if (nodegroupExists(c.status) || c.workflow?.state === 'RUNNING') {
-        throw conflict(
-          `compute ${name} has a node group (${c.status.nodegroupStatus}); node group names cannot change, so clone it under ${to} instead`,
-          'NodegroupExists',
-        );
-      }
-      refuseIfUsed(name, await computeUsers(name), 'rename');
-      const now = new Date().toISOString();
-      // A new item, so a new incarnation id: its node group name and execution names are new as well.
-      const next = newItem({ name: to, owner: c.owner, builtin: false, spec: c.spec, by }, now);
-      next.createdAt = c.createdAt;
-      next.createdBy = c.createdBy;
-      const items: TxItem[] = [
-        {
-          Delete: {
-            TableName: table(),
-            Key: keys.compute(name),
-            ConditionExpression: `#version = :v AND ${NO_GROUP_CONDITION}`,
-            ExpressionAttributeNames: { '#version': 'version', '#status': 'status' },
-            ExpressionAttributeValues: { ':v': c.version, ...NO_GROUP_VALUES },
-          },
-        },
-        { Put: { TableName: table(), Item: next, ConditionExpression: 'attribute_not_exists(pk)' } },
-      ];
-      return { items, result: toCompute(next as unknown as Record<string, unknown>) };
-    },
-    {
-      by,
-      onItemConflict: (i) =>
-        i === 1
-          ? conflict(`compute ${to} already exists; choose another name`, 'AlreadyExists')
-          : conflict(
-              `compute ${name} changed while it was being renamed; read it again and retry`,
-              'ConcurrentUpdate',
-            ),
-    },
-  );
+  };
 }
 
 /**
- * Loads the built-ins from configuration: missing ones are created, and ones no admin has changed since
- * follow the configuration; an admin's change is kept (it is visible in updatedBy).
+ * The writes of a rename: the old item removed (as removeNowItem) and a new one created, which keeps the
+ * creation record but is a new incarnation. Item 1 fails when the new name is taken.
  */
-export async function seedBuiltins(builtins: { name: string; spec: ComputeSpec }[]): Promise<number> {
-  const existing = new Map((await listComputes()).map((c) => [c.name, c]));
-  let written = 0;
-  for (const b of builtins) {
-    const cur = existing.get(b.name);
-    if (!cur) {
-      try {
-        await createCompute({ name: b.name, builtin: true, spec: b.spec, by: 'config' });
-        written++;
-      } catch (e) {
-        if (!(e instanceof DomainError)) throw e; // another process seeded it first
-      }
-    } else if (cur.updatedBy === 'config' && !sameValue(cur.spec, b.spec)) {
-      try {
-        await replaceCompute({
-          name: b.name,
-          spec: b.spec,
-          by: 'config',
-          expectedVersion: cur.version,
-          // A live node group keeps its hardware: such a config change waits until the group is gone.
-          requireNoNodegroup: frozenFieldChanges(cur.spec, b.spec).length > 0,
-        });
-        written++;
-      } catch (e) {
-        if (!(e instanceof DomainError)) throw e;
-      }
-    }
-  }
-  return written;
+export function renameItems(
+  c: StoredCompute,
+  to: { name: string; by: string; uid: string },
+  now: string,
+): { items: TxItem[]; renamed: StoredCompute } {
+  const next = newItem(
+    { name: to.name, owner: c.owner, builtin: false, spec: c.spec, by: to.by, uid: to.uid },
+    now,
+  );
+  next.createdAt = c.createdAt;
+  next.createdBy = c.createdBy;
+  return {
+    items: [
+      removeNowItem(c),
+      { Put: { TableName: table(), Item: next, ConditionExpression: 'attribute_not_exists(pk)' } },
+    ],
+    renamed: toCompute(next as unknown as Record<string, unknown>),
+  };
 }
 
 /**
@@ -376,5 +254,78 @@ export async function removeDeletedCompute(name: string): Promise<boolean> {
   } catch (e) {
     if (isConditionFailure(e)) return false;
     throw e;
+  }
+}
+
+export type Workflow = NonNullable<Compute['workflow']>;
+
+/**
+ * Claims a compute for a workflow: generation + 1 and the workflow RUNNING, only from the generation the caller
+ * read and while no workflow runs. False when the claim lost (someone else claimed, or the compute is gone).
+ */
+export async function claimWorkflow(
+  name: string,
+  expectedGeneration: number,
+  workflow: Workflow,
+): Promise<boolean> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        UpdateExpression: 'SET #generation = :next, #workflow = :workflow',
+        ConditionExpression:
+          'attribute_exists(pk) AND #generation = :expected AND (attribute_not_exists(#workflow) OR #workflow.#state <> :running)',
+        ExpressionAttributeNames: { '#generation': 'generation', '#workflow': 'workflow', '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':next': expectedGeneration + 1,
+          ':expected': expectedGeneration,
+          ':running': 'RUNNING',
+          ':workflow': workflow,
+        },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionFailure(e)) return false;
+    throw e;
+  }
+}
+
+/** Marks a claimed workflow FAILED with a reason, if this claim (generation, execution) still owns the compute. */
+export async function releaseWorkflowClaim(
+  computeName: string,
+  generation: number,
+  executionName: string,
+  message: string,
+  now: string,
+): Promise<void> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(computeName),
+        UpdateExpression:
+          'SET #workflow.#state = :failed, #workflow.finishedAt = :now, #status.statusMessage = :msg',
+        ConditionExpression:
+          '#generation = :generation AND #workflow.executionName = :name AND #workflow.#state = :running',
+        ExpressionAttributeNames: {
+          '#workflow': 'workflow',
+          '#state': 'state',
+          '#status': 'status',
+          '#generation': 'generation',
+        },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':running': 'RUNNING',
+          ':now': now,
+          ':msg': message,
+          ':generation': generation,
+          ':name': executionName,
+        },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
   }
 }

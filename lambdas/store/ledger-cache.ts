@@ -29,11 +29,33 @@ interface Cached {
 const cached = new Map<string, Cached>();
 const cacheKey = (pk: string) => `${dynamoEndpoint() ?? ''}|${config().table}|${pk}`;
 
+/** The ledger version this process last saw (read, or moved by its own commit), and when. */
+interface Known {
+  version: number;
+  at: number;
+}
+const known = new Map<string, Known>();
+const knownKey = () => `${dynamoEndpoint() ?? ''}|${config().table}`;
+
 export async function ledgerVersion(): Promise<number> {
+  const asked = Date.now();
   const out = await documentClient().send(
     new GetCommand({ TableName: config().table, Key: keys.ledger(), ConsistentRead: true }),
   );
-  return (out.Item?.version as number | undefined) ?? 0;
+  const version = (out.Item?.version as number | undefined) ?? 0;
+  // A read is the truth as of when it was asked, unless something newer was learned since.
+  const k = knownKey();
+  if ((known.get(k)?.at ?? 0) <= asked) known.set(k, { version, at: asked });
+  return version;
+}
+
+/**
+ * The ledger version as this process last saw it, if that was within MAX_AGE_MS: what a free turn decides
+ * against without reading the ledger (its commit is conditional on it, so a stale guess costs a retry).
+ */
+export function knownLedgerVersion(): number | undefined {
+  const k = known.get(knownKey());
+  return k && Date.now() - k.at < MAX_AGE_MS ? k.version : undefined;
 }
 
 /**
@@ -54,14 +76,63 @@ export function decidingAt<T>(version: number, fn: () => Promise<T>, overlay?: O
 /** Partitions written outside the ledger, read once for a whole group of decisions (see readPartition). */
 const OUTSIDE = ['COMPUTE', 'SCOPE'] as const;
 
+type Rows = readonly Record<string, unknown>[];
+
+/** The next read of one outside partition, not sent yet: whoever asks before it is sent shares it. */
+interface NextRead {
+  promise: Promise<Rows>;
+  resolve: (rows: Rows) => void;
+  reject: (e: unknown) => void;
+}
+interface Reads {
+  inFlight: boolean;
+  next?: NextRead;
+}
+const reads = new Map<string, Reads>();
+
+/**
+ * A Query of an outside partition, shared by every caller that asked before it was sent, so it is as fresh for
+ * each of them as a Query of their own (it sees every write that ended before they asked). Under load, every
+ * request reads the scope tree to know its caller; this makes that one Query per round trip, not one per
+ * request. The rows are frozen, since callers share them.
+ */
+function sharedQuery(pk: (typeof OUTSIDE)[number]): Promise<Rows> {
+  const key = cacheKey(pk);
+  const r = reads.get(key) ?? { inFlight: false };
+  reads.set(key, r);
+  if (r.next) return r.next.promise;
+  let resolve!: NextRead['resolve'];
+  let reject!: NextRead['reject'];
+  const promise = new Promise<Rows>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  r.next = { promise, resolve, reject };
+  // Sent once this turn of the event loop has asked all it will; or, if one is in flight, when it returns.
+  if (!r.inFlight) setImmediate(() => send(pk, r));
+  return promise;
+}
+
+function send(pk: (typeof OUTSIDE)[number], r: Reads): void {
+  const batch = r.next;
+  if (!batch) return;
+  r.next = undefined;
+  r.inFlight = true;
+  queryPartition(pk)
+    .then((rows) => {
+      for (const row of rows) deepFreeze(row);
+      batch.resolve(rows);
+    }, batch.reject)
+    .finally(() => {
+      r.inFlight = false;
+      if (r.next) send(pk, r);
+    });
+}
+
 /** The ledger partitions at `version`, for a group of decisions to read and write in memory. */
 export async function overlayAt(version: number): Promise<Overlay> {
-  const outside = OUTSIDE.map(async (pk) => {
-    const rows = await queryPartition(pk);
-    // Shared by the group's decisions: frozen, so none can change what the next one reads.
-    for (const r of rows) deepFreeze(r);
-    return [pk, rows] as const;
-  });
+  // Shared by the group's decisions: frozen, so none can change what the next one reads.
+  const outside = OUTSIDE.map(async (pk) => [pk, await sharedQuery(pk)] as const);
   const inside = PARTITIONS.map(
     async (pk) => [pk, await decidingAt(version, () => queryLedgerPartition(pk as LedgerPartition))] as const,
   );
@@ -73,10 +144,8 @@ export async function overlayAt(version: number): Promise<Overlay> {
  * per group rather than once per decision, which is as fresh (they change outside the ledger either way) and
  * still safe, because decisions check the computes they pin by version when they commit.
  */
-export async function readPartition(
-  pk: (typeof OUTSIDE)[number],
-): Promise<readonly Record<string, unknown>[]> {
-  return deciding.getStore()?.overlay?.get(pk) ?? queryPartition(pk);
+export async function readPartition(pk: (typeof OUTSIDE)[number]): Promise<Rows> {
+  return deciding.getStore()?.overlay?.get(pk) ?? sharedQuery(pk);
 }
 
 /**
@@ -110,26 +179,33 @@ function writesByPartition(items: readonly TxItem[]) {
   return { byPk, unreplayable, foreign };
 }
 
-function applyWrites(
-  rows: readonly Record<string, unknown>[],
-  writes: readonly TxItem[],
-): readonly Record<string, unknown>[] {
+function applyWrites(rows: Rows, writes: readonly TxItem[]): Rows {
   if (!writes.length) return rows;
-  const bySk = new Map(rows.map((r) => [String(r.sk), r]));
+  // A Query returns a partition in sort-key order; names are ASCII, so code-unit order is the same. A write
+  // replaces, inserts or removes one row in place: a group applies one decision's writes after another, and
+  // re-sorting the whole partition each time was most of its cost.
+  const out = [...rows];
   for (const w of writes) {
+    const sk = String(w.Put ? w.Put.Item?.sk : w.Delete?.Key?.sk);
+    let lo = 0;
+    let hi = out.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (String(out[mid]!.sk) < sk) lo = mid + 1;
+      else hi = mid;
+    }
+    const here = lo < out.length && String(out[lo]!.sk) === sk;
     if (w.Put) {
       // What a Query would return: plain data, undefined attributes gone (removeUndefinedValues).
-      const row = JSON.parse(JSON.stringify(w.Put.Item)) as Record<string, unknown>;
-      deepFreeze(row);
-      bySk.set(String(row.sk), row);
-    } else if (w.Delete) bySk.delete(String(w.Delete.Key?.sk));
+      const row = deepFreeze(JSON.parse(JSON.stringify(w.Put.Item)) as Record<string, unknown>);
+      out.splice(lo, here ? 1 : 0, row);
+    } else if (w.Delete && here) out.splice(lo, 1);
   }
-  // A Query returns a partition in sort-key order; names are ASCII, so code-unit order is the same.
-  return [...bySk.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+  return out;
 }
 
 /** Every item of a ledger partition as of now; frozen, because other requests of this process share them. */
-export async function queryLedgerPartition(pk: LedgerPartition): Promise<readonly Record<string, unknown>[]> {
+export async function queryLedgerPartition(pk: LedgerPartition): Promise<Rows> {
   const d = deciding.getStore();
   const mine = d?.overlay?.get(pk);
   if (mine) return mine;
@@ -153,6 +229,8 @@ export async function queryLedgerPartition(pk: LedgerPartition): Promise<readonl
  * (an Update expression) drops that partition instead.
  */
 export function noteCommitted(version: number, items: readonly TxItem[]): void {
+  const k = knownKey();
+  if ((known.get(k)?.version ?? -1) <= version + 1) known.set(k, { version: version + 1, at: Date.now() });
   const w = writesByPartition(items);
   for (const pk of PARTITIONS) {
     const key = cacheKey(pk);
@@ -166,4 +244,5 @@ export function noteCommitted(version: number, items: readonly TxItem[]): void {
 /** After writing a ledger partition outside the ledger (tests, tools), so the next read sees the write. */
 export function forgetCachedPartitions(): void {
   cached.clear();
+  known.clear();
 }

@@ -7,19 +7,33 @@ import { keys } from './keys';
 import {
   applyToOverlay,
   decidingAt,
+  knownLedgerVersion,
   ledgerVersion,
   noteCommitted,
   overlayAt,
   replayable,
   type TxItem,
 } from './ledger-cache';
-import { inLedgerTurn, isInTurn, type TurnOptions } from './turn';
+import {
+  inWriterTurn,
+  isInTurn,
+  leaseThisTurn,
+  noteContention,
+  type TurnOptions,
+  turnHoldsLease,
+} from './turn';
 
 /**
  * Every decision that depends on more than one item (a catalog change validated against the whole next
  * catalog, a quota checked against the tree, an admission against every limit) is made against a ledger
  * version and written in one transaction that also moves the ledger from that version to the next. Two
  * racing decisions cannot both commit: the loser re-reads and decides again against the winner's state.
+ *
+ * In a free turn (turn.ts: no other process has been seen writing lately) a decision is made against the version
+ * this process last saw, without reading the ledger, and its commit also checks that nobody holds the lease: the
+ * ledger condition proves nobody committed since, the lease check that nobody is deciding under the lease. A free
+ * commit that fails either check takes the lease and decides again. A free decision that commits nothing (a
+ * refusal, a no-op) confirms the version with one read before it answers, since no commit proved it current.
  */
 
 export { ledgerVersion, type TxItem };
@@ -42,6 +56,54 @@ function ledgerBump(version: number, by: string): TxItem {
   };
 }
 
+/** The most items one DynamoDB transaction holds. */
+const TX_ITEMS = 100;
+
+/** In a free turn's commit: nobody holds the lease (or it expired), so nobody is deciding under it. */
+function leaseIsFree(): TxItem {
+  return {
+    ConditionCheck: {
+      TableName: config().table,
+      Key: keys.ledgerLease(),
+      ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :now',
+      ExpressionAttributeValues: { ':now': Date.now() },
+    },
+  };
+}
+
+/**
+ * Commits `items` with the ledger moving from `version`; in a free turn the lease check goes last, so the
+ * indices of a cancellation stay: 0 the ledger, 1..n ours, n+1 the lease.
+ */
+async function commit(version: number, items: TxItem[], by: string): Promise<void> {
+  // A transaction holds 100 items: one too full for the lease check takes the lease instead.
+  if (!turnHoldsLease() && items.length + 2 > TX_ITEMS) await leaseThisTurn({ contended: false });
+  const free = !turnHoldsLease();
+  await documentClient().send(
+    new TransactWriteCommand({
+      TransactItems: [ledgerBump(version, by), ...items, ...(free ? [leaseIsFree()] : [])],
+    }),
+  );
+  noteCommitted(version, items);
+}
+
+/**
+ * The version a turn decides against: in a free turn the one this process last saw (cached: no commit has
+ * proved it current yet), else a fresh read. A leased turn that finds the ledger moved by someone else notes it.
+ */
+async function turnVersion(): Promise<{ version: number; cached: boolean }> {
+  const last = knownLedgerVersion();
+  if (last !== undefined && !turnHoldsLease()) return { version: last, cached: true };
+  const version = await ledgerVersion();
+  if (last !== undefined && last !== version) noteContention();
+  return { version, cached: false };
+}
+
+/** Whether a decision made against a cached version stands: the ledger has not moved since. */
+async function stillAt(version: number): Promise<boolean> {
+  return (await ledgerVersion()) === version;
+}
+
 /** Which item of a cancelled transaction failed its condition: the ledger (index 0) or one of ours. */
 function cancelledAt(e: unknown): number[] {
   if (!(e instanceof TransactionCanceledException)) return [];
@@ -50,10 +112,14 @@ function cancelledAt(e: unknown): number[] {
     .filter((i) => i >= 0);
 }
 
-/** The transaction lost to another ledger write: the version moved, or DynamoDB saw a concurrent transaction. */
-function lostLedger(e: unknown, failed: number[]): boolean {
+/**
+ * The transaction lost to another ledger write: the version moved, someone holds the lease (index `lease`, a
+ * free turn's check), or DynamoDB saw a concurrent transaction.
+ */
+function lostLedger(e: unknown, failed: number[], lease: number): boolean {
   return (
     failed.includes(0) ||
+    failed.includes(lease) ||
     (e as Error).name === 'TransactionConflictException' ||
     (e instanceof TransactionCanceledException &&
       (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'))
@@ -115,7 +181,7 @@ export function withLedger<T>(decide: Decide<T>, opts: LedgerOptions): Promise<T
       },
     };
     pending.push(job);
-    inLedgerTurn(async () => {
+    inWriterTurn(async () => {
       // An earlier turn may have committed this job with its own group; then there is nothing left to do.
       if (job.done) return;
       if (!opts.groupable) {
@@ -233,7 +299,7 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
 async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
   const attempts = first.opts.attempts ?? 12;
   for (let attempt = 1; ; attempt++) {
-    const version = await ledgerVersion();
+    const { version, cached } = await turnVersion();
     const overlay = await overlayAt(version);
     const candidates = [first, ...pending.filter((j) => j !== first && !j.done && j.opts.groupable)];
     const joined: { job: Job; outcome: Awaited<ReturnType<typeof outcome>> }[] = [];
@@ -266,31 +332,40 @@ async function decideGroup(first: Job, claimed: Set<Job>): Promise<void> {
     };
     const order = [...slots.values()];
     const items = order.map((s) => s.op);
-    if (items.length === 0) return settleAll();
+    if (items.length === 0) {
+      // Nothing to commit proves the cached version current: read it before answering.
+      if (cached && !(await stillAt(version))) {
+        await leaseThisTurn();
+        continue;
+      }
+      return settleAll();
+    }
     try {
-      await documentClient().send(
-        new TransactWriteCommand({ TransactItems: [ledgerBump(version, first.opts.by), ...items] }),
-      );
-      noteCommitted(version, items);
+      await commit(version, items, first.opts.by);
       return settleAll();
     } catch (e) {
       const failed = cancelledAt(e);
-      const own = failed.find((i) => i > 0);
-      if (own !== undefined) {
-        // An item failed its condition: the job that first touched it is told why, the others decide again.
-        const slot = order[own - 1];
-        if (slot) {
-          const error =
-            slot.job.opts.onItemConflict?.(slot.index) ??
-            conflict('a concurrent change got there first; retry the request', 'ConcurrentUpdate');
-          slot.job.settle({ ok: false, error });
+      if (lostLedger(e, failed, items.length + 1)) {
+        // Lost to another process: a free turn takes the lease and decides again, a leased one backs off.
+        if (!turnHoldsLease()) {
+          await leaseThisTurn();
+          continue;
         }
-        if (first.done) return;
+        if (attempt >= attempts) throw tooManyChanges();
+        await backoff(attempt);
         continue;
       }
-      if (!lostLedger(e, failed)) throw e;
-      if (attempt >= attempts) throw tooManyChanges();
-      await backoff(attempt);
+      const own = failed.find((i) => i > 0);
+      if (own === undefined) throw e;
+      // An item failed its condition: the job that first touched it is told why, the others decide again.
+      const slot = order[own - 1];
+      if (slot) {
+        const error =
+          slot.job.opts.onItemConflict?.(slot.index) ??
+          conflict('a concurrent change got there first; retry the request', 'ConcurrentUpdate');
+        slot.job.settle({ ok: false, error });
+      }
+      if (first.done) return;
     }
   }
 }
@@ -301,20 +376,38 @@ async function decideAndCommit<T>(
 ): Promise<T> {
   const attempts = opts.attempts ?? 12;
   for (let attempt = 1; ; attempt++) {
-    const version = await ledgerVersion();
-    const { items, result } = await decidingAt(version, decide);
-    if (items.length === 0) return result;
+    const { version, cached } = await turnVersion();
+    let decided: { items: TxItem[]; result: T };
+    try {
+      decided = await decidingAt(version, decide);
+    } catch (e) {
+      // A refusal made against a cached version stands only if the ledger is still there.
+      if (cached && !(await stillAt(version))) {
+        await leaseThisTurn();
+        continue;
+      }
+      throw e;
+    }
+    const { items, result } = decided;
+    if (items.length === 0) {
+      if (cached && !(await stillAt(version))) {
+        await leaseThisTurn();
+        continue;
+      }
+      return result;
+    }
     if (items.length > 99)
       throw new Error(`a ledger transaction holds at most 99 items, got ${items.length}`);
     try {
-      await documentClient().send(
-        new TransactWriteCommand({ TransactItems: [ledgerBump(version, opts.by), ...items] }),
-      );
-      noteCommitted(version, items);
+      await commit(version, items, opts.by);
       return result;
     } catch (e) {
       const failed = cancelledAt(e);
-      const lost = lostLedger(e, failed);
+      const lost = lostLedger(e, failed, items.length + 1);
+      if (lost && !turnHoldsLease()) {
+        await leaseThisTurn();
+        continue;
+      }
       if (lost && attempt < attempts) {
         await backoff(attempt);
         continue;
@@ -342,14 +435,13 @@ export async function commitChain(
   for (const slice of slices) {
     if (slice.length === 0) continue;
     try {
-      await documentClient().send(new TransactWriteCommand({ TransactItems: [ledgerBump(v, by), ...slice] }));
+      await commit(v, slice, by);
     } catch (e) {
       if (e instanceof TransactionCanceledException || (e as Error).name === 'TransactionConflictException') {
         return { committed, complete: false };
       }
       throw e;
     }
-    noteCommitted(v, slice);
     v++;
     committed++;
   }

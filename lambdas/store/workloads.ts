@@ -1,6 +1,5 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { sameValue } from '../domain/compute';
-import type { Model } from '../domain/model';
 import type { WorkloadStatus } from '../domain/workloads';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
@@ -58,36 +57,4 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
     await documentClient().send(new DeleteCommand({ TableName: config().table, Key: keys.workload(model) }));
   }
   return writes;
-}
-
-type Lookup<T> = (models: readonly Model[]) => Promise<(T | undefined)[]>;
-
-/**
- * Adds each model's pods to what `lookup` says of it when llmcap runs them (LLMCAP_WORKLOADS=deploy): `running`
- * (0 until a pod is Ready), the pods and their reasons. One read for a single model, one partition query for a
- * list.
- */
-export function withWorkloads<T extends object>(lookup: Lookup<T>): Lookup<T & Partial<WorkloadStatus>> {
-  return async (models) => {
-    // With the pods left to the platform's own tooling, llmcap knows nothing of them and says nothing.
-    if (!config().deployWorkloads) return lookup(models);
-    const [summaries, workloads] = await Promise.all([
-      lookup(models),
-      models.length === 1 ? getWorkload(models[0]!.name).then((w) => (w ? [w] : [])) : listWorkloads(),
-    ]);
-    const byModel = new Map(workloads.map((w) => [w.model, w]));
-    return models.map((m, i) => {
-      const s = summaries[i];
-      const w = byModel.get(m.name);
-      if (!s && !w) return undefined;
-      const { model: _m, ...shown } = w ?? {
-        model: '',
-        running: 0,
-        pods: [],
-        podReasons: [],
-        observedAt: undefined,
-      };
-      return { ...(s as T), ...shown } as T & Partial<WorkloadStatus>;
-    });
-  };
 }

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InstanceTypeInfo } from '@aws-sdk/client-ec2';
+import { toInstanceFacts, toOnDemandPrice } from '../../lambdas/aws/hardware';
 import type { InstanceFacts, OnDemandPrice } from '../../lambdas/domain/hardware';
-import { toInstanceFacts, toOnDemandPrice } from '../../lambdas/shared/hardware';
 
 /**
  * The checked-in snapshot of AWS's data (config/aws/: DescribeInstanceTypes answers and Price List entries)

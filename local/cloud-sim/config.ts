@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { K8sSimConfig } from '../k8s-sim';
 
-/** Realistic durations in milliseconds (reference/eks-nodegroup.md §1.4); every one is multiplied by timeScale. */
+/** Realistic durations in milliseconds (docs/reference/eks-nodegroup.md §1.4); every one is multiplied by timeScale. */
 export interface Durations {
   /** CREATING → ACTIVE when no node has to wait longer (p50 of observed creates). */
   createMs: number;

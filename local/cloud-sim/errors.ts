@@ -1,4 +1,4 @@
-/** EKS exceptions with the HTTP status the service model gives them (reference/eks-nodegroup.md §1.6). */
+/** EKS exceptions with the HTTP status the service model gives them (docs/reference/eks-nodegroup.md §1.6). */
 export const EKS_ERROR_STATUS = {
   ResourceInUseException: 409,
   ResourceLimitExceededException: 400,

@@ -1,7 +1,7 @@
 import { EksError, invalidParam } from './errors';
 
 /**
- * Request validation with the error types and texts EKS returns (reference/eks-nodegroup.md §1.2).
+ * Request validation with the error types and texts EKS returns (docs/reference/eks-nodegroup.md §1.2).
  * Texts marked [unverified] in the reference follow the style of the real ones ("X can't be ...").
  */
 

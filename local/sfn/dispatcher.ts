@@ -192,7 +192,8 @@ export function toTaskError(prefix: string, e: unknown): TaskError {
 
 export interface TaskDispatcher {
   dispatch(resource: string, parameters: unknown): Promise<Json>;
-  destroy(): void;
+  /** Refuses new calls, waits for the ones in flight (an aborted execution's Task still runs), then closes the clients. */
+  destroy(): Promise<void>;
 }
 
 export function createDispatcher(opts: DispatcherOptions): TaskDispatcher {
@@ -217,8 +218,14 @@ export function createDispatcher(opts: DispatcherOptions): TaskDispatcher {
     return c;
   };
 
+  // A stopped execution's Task keeps its HTTP call going: stop waits for it rather than leave it to outlive the
+  // simulator it talks to (and the test that started it).
+  const inflight = new Set<Promise<unknown>>();
+  let destroyed = false;
+
   return {
     async dispatch(resource, parameters) {
+      if (destroyed) throw new TaskError('States.Runtime', 'the local Step Functions has stopped');
       const { service, action, errorPrefix } = parseResource(resource);
       const Command = SERVICES[service]!.module[`${pascal(action)}Command`] as CommandCtor | undefined;
       if (!Command) throw new TaskError('States.Runtime', `${service} has no action ${action}`);
@@ -229,14 +236,20 @@ export function createDispatcher(opts: DispatcherOptions): TaskDispatcher {
       const outputNs = NormalizedSchema.of(opSchema[5] as never);
       const input = toSdk(inputNs, parameters ?? {}) as Record<string, unknown>;
       let output: Record<string, unknown>;
+      const call = client(service).send(new Command(input));
+      inflight.add(call);
       try {
-        output = await client(service).send(new Command(input));
+        output = await call;
       } catch (e) {
         throw toTaskError(errorPrefix, e);
+      } finally {
+        inflight.delete(call);
       }
       return fromSdk(outputNs, output);
     },
-    destroy() {
+    async destroy() {
+      destroyed = true;
+      await Promise.allSettled([...inflight]);
       for (const c of clients.values()) c.destroy();
       clients.clear();
     },

@@ -10,7 +10,7 @@ import {
   executionNameOf,
   POLL_DEFAULTS,
   type WorkflowKind,
-} from '../../lambdas/reconcile/workflows';
+} from '../../lambdas/service/workflows';
 import { ensureTable } from '../../lambdas/store/table';
 import { startCloudSim } from '../cloud-sim';
 import { startDynamoDbLocal } from '../dynamodb-local';
@@ -18,7 +18,7 @@ import { startLocalStepFunctions } from './server';
 
 /**
  * Counts the billable state transitions of typical workflow executions: the real ASL, the default poll
- * budgets of lambdas/reconcile/workflows.ts and the simulator's p50 durations (reference/eks-nodegroup.md),
+ * budgets of lambdas/service/workflows.ts and the simulator's p50 durations (docs/reference/eks-nodegroup.md),
  * in scaled time. `npx tsx local/sfn/measure.ts [--write]` prints (and writes bench/workflows.md).
  */
 
@@ -159,7 +159,7 @@ export function workflowsMarkdown(ms: Measurement[]): string {
   const lines = [
     '## Node group workflows: state transitions',
     '',
-    `Measured by \`npx tsx local/sfn/measure.ts --write\`: the ASL files run by the local runner against the cloud simulator (p50 durations of reference/eks-nodegroup.md §1.4) with the default poll budgets (provision ${POLL_DEFAULTS.provision.pollSeconds} s, scale ${POLL_DEFAULTS.scale.pollSeconds} s, delete ${POLL_DEFAULTS.delete.pollSeconds} s between polls). Transitions are states entered (Map iterations included) plus retries, as Standard workflows bill them.`,
+    `Measured by \`npx tsx local/sfn/measure.ts --write\`: the ASL files run by the local runner against the cloud simulator (p50 durations of docs/reference/eks-nodegroup.md §1.4) with the default poll budgets (provision ${POLL_DEFAULTS.provision.pollSeconds} s, scale ${POLL_DEFAULTS.scale.pollSeconds} s, delete ${POLL_DEFAULTS.delete.pollSeconds} s between polls). Transitions are states entered (Map iterations included) plus retries, as Standard workflows bill them.`,
     '',
     '| execution | outcome | polls | transitions | ≈ simulated time | cost each |',
     '|---|---|---:|---:|---:|---:|',

@@ -350,12 +350,12 @@ export async function startLocalStepFunctions(opts: LocalStepFunctionsOptions): 
       await Promise.allSettled([...executions.values()].map((r) => r.done));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
-      dispatcher.destroy();
+      await dispatcher.destroy();
     },
   };
 }
 
-/** The environment that points lambdas/reconcile/workflows.ts at this local Step Functions. */
+/** The environment that points lambdas/service/workflows.ts at this local Step Functions. */
 export function workflowEnv(
   s: Pick<LocalStepFunctions, 'endpoint' | 'stateMachineArns'>,
 ): Record<string, string> {

@@ -1,5 +1,5 @@
+import { FAILURE_WINDOW_MINUTES } from '../../lambdas/domain/alarms';
 import { nodegroupName } from '../../lambdas/domain/compute';
-import { FAILURE_WINDOW_MINUTES } from '../../lambdas/reconcile/alarm-definitions';
 import { config } from '../../lambdas/shared/config';
 import type { ControlPlane } from '../../local/control-plane';
 import { expectOk, l4Model, P, setupTenancy } from './fixture';

@@ -1,4 +1,4 @@
-import { listAdmissions } from '../../lambdas/store/tenancy';
+import { listAdmissions } from '../../lambdas/store/admissions';
 import { expectOk, l4Model, P, setupTenancy } from './fixture';
 import { type Invoke, jsonClient } from './invoke';
 

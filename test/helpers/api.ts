@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { handle, resetApp } from '../../lambdas/api/app';
+import { createHandler, handle, resetApp } from '../../lambdas/api/app';
 import type { Event } from '../../lambdas/api/http';
+import type { Dependencies } from '../../lambdas/service';
+import { createApiServices } from '../../lambdas/service/for-api';
 import { resetConfig } from '../../lambdas/shared/config';
 import { iamAuthorizerOf } from '../../local/identity';
 import { freshTable } from './table';
@@ -32,31 +34,44 @@ export const ADMIN = 'arn:aws:iam::111111111111:role/platform-admin';
 export const callerArn = (arn: string) => iamAuthorizerOf(arn).userArn;
 export const ADMIN_SESSION = callerArn(ADMIN);
 
-export async function testApi(opts: { admins?: string[]; stage?: string } = {}): Promise<TestApi> {
+/** A request as API Gateway v2 hands it to the Lambda, signed by `principal` (ADMIN when absent). */
+export function apiEvent(
+  method: string,
+  path: string,
+  body?: unknown,
+  o: { principal?: string; headers?: Record<string, string>; raw?: string } = {},
+): Event {
+  const [rawPath, qs = ''] = path.split('?');
+  const raw = o.raw ?? (body === undefined ? undefined : JSON.stringify(body));
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath,
+    rawQueryString: qs,
+    headers: { 'content-type': 'application/json', ...(o.headers ?? {}) },
+    queryStringParameters: qs ? Object.fromEntries(new URLSearchParams(qs)) : undefined,
+    body: raw,
+    isBase64Encoded: false,
+    requestContext: {
+      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' },
+      requestId: randomUUID(),
+      authorizer: { iam: iamAuthorizerOf(o.principal ?? ADMIN) },
+    },
+  } as unknown as Event;
+}
+
+/** `deps` replaces some of the services' dependencies (service/index.ts), as a deployment would wire its own. */
+export async function testApi(
+  opts: { admins?: string[]; stage?: string; deps?: Partial<Dependencies> } = {},
+): Promise<TestApi> {
   const table = await freshTable('api');
   process.env.LLMCAP_ADMINS = (opts.admins ?? [ADMIN]).join(',');
   process.env.LLMCAP_STAGE = opts.stage ?? 'test';
   resetConfig();
   resetApp();
+  const handler = opts.deps ? createHandler(createApiServices(opts.deps)) : handle;
   const call: TestApi['call'] = async (method, path, body, o = {}) => {
-    const [rawPath, qs = ''] = path.split('?');
-    const raw = o.raw ?? (body === undefined ? undefined : JSON.stringify(body));
-    const event = {
-      version: '2.0',
-      routeKey: '$default',
-      rawPath,
-      rawQueryString: qs,
-      headers: { 'content-type': 'application/json', ...(o.headers ?? {}) },
-      queryStringParameters: qs ? Object.fromEntries(new URLSearchParams(qs)) : undefined,
-      body: raw,
-      isBase64Encoded: false,
-      requestContext: {
-        http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' },
-        requestId: randomUUID(),
-        authorizer: { iam: iamAuthorizerOf(o.principal ?? ADMIN) },
-      },
-    } as unknown as Event;
-    const res = await handle(event);
+    const res = await handler(apiEvent(method, path, body, o));
     const text = typeof res.body === 'string' ? res.body : '';
     return {
       status: res.statusCode ?? 200,

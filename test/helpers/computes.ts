@@ -2,7 +2,7 @@ import type { ComputeSpec } from '../../lambdas/domain/compute';
 import { builtinComputes } from '../../lambdas/shared/builtin-config';
 
 /**
- * The seven built-in computes of DESIGN.md §3.1, read from config/computes.yaml and parsed exactly as in
+ * The seven built-in computes of docs/design.md §3.1, read from config/computes.yaml and parsed exactly as in
  * production. Tests and the placement benchmark share them.
  */
 

@@ -1,5 +1,5 @@
+import { resetClients } from '../../lambdas/shared/clients';
 import { resetConfig } from '../../lambdas/shared/config';
-import { resetLambdaClient } from '../../lambdas/shared/lambda';
 import { type LocalHandler, type LocalLambda, startLocalLambda } from '../../local/lambda';
 
 /**
@@ -16,6 +16,6 @@ export async function reconcilerLambda(
   process.env.AWS_ENDPOINT_URL_LAMBDA = lambda.endpoint;
   process.env.LLMCAP_RECONCILE_FUNCTION = 'llmcap-test-reconcile';
   resetConfig();
-  resetLambdaClient();
+  resetClients();
   return lambda;
 }

@@ -1,5 +1,5 @@
-import { stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
-import type { ReconcileSummary } from '../../lambdas/reconcile/reconcile';
+import { stageAlarms } from '../../lambdas/domain/alarms';
+import type { ReconcileSummary } from '../../lambdas/service/reconcile';
 
 /** Reconcile summaries as a pass reports them, for feeding the real publishMetrics and syncAlarms. */
 

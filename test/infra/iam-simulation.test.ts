@@ -1,14 +1,10 @@
 import { join } from 'node:path';
 import type { CfnElement } from 'aws-cdk-lib';
 import { STATE_MACHINE_RUNTIME_ACTIONS } from '../../infra/constructs/nodegroup-workflows';
+import { executionArnOf } from '../../lambdas/aws/workflows';
+import { alarmName } from '../../lambdas/domain/alarms';
 import { nodegroupName } from '../../lambdas/domain/compute';
-import { alarmName } from '../../lambdas/reconcile/alarm-definitions';
-import {
-  buildWorkflowInput,
-  executionArnOf,
-  executionNameOf,
-  type WorkflowKind,
-} from '../../lambdas/reconcile/workflows';
+import { buildWorkflowInput, executionNameOf, type WorkflowKind } from '../../lambdas/service/workflows';
 import { resetConfig } from '../../lambdas/shared/config';
 import { type AslCall, type Authorization, aslCalls, commandKey, sdkCommands } from '../helpers/aws-calls';
 import { devStack } from '../helpers/cfn';

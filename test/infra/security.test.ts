@@ -5,7 +5,7 @@ import { STAR_RESOURCE_ACTIONS, starResourceReason } from '../../infra/construct
 import { devStack } from '../helpers/cfn';
 
 /**
- * DESIGN.md §8 on the synthesized template: no route reachable without IAM authorization, and no IAM policy
+ * docs/design.md §8 on the synthesized template: no route reachable without IAM authorization, and no IAM policy
  * statement with a wildcard action or resource except the ones AWS requires, each with why (Resource "*" in
  * infra/constructs/nag.ts, checked against the Service Authorization Reference; ARN wildcards below). Every
  * cdk-nag acknowledgement must name a finding that exists, and an IAM5 acknowledgement for "*" must give the
@@ -57,7 +57,6 @@ const isAccountRoot = (s: Stmt) =>
 
 /** AWS managed policies attached to roles, and why each is needed. */
 const MANAGED_POLICIES_ALLOWED: Record<string, string> = {
-  'service-role/AWSLambdaBasicExecutionRole': "the Lambda functions write their own log groups' streams",
   AmazonEKSWorkerNodePolicy: 'required by EKS on the node role of managed node groups',
   AmazonEC2ContainerRegistryReadOnly: 'required by EKS on the node role (nodes pull images from ECR)',
   AmazonEKS_CNI_Policy: 'required by EKS on the node role unless IRSA is set up for the VPC CNI',

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { parseStageConfig } from '../../infra/stage-config';
-import { stageAlarms } from '../../lambdas/reconcile/alarm-definitions';
+import { stageAlarms } from '../../lambdas/domain/alarms';
 import { devStack } from '../helpers/cfn';
 
 // The stack as `cdk synth` builds it (cdk.json's flags, cdk-nag), without bundling the Lambdas.

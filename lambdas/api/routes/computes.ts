@@ -1,31 +1,17 @@
 import * as z from 'zod';
-import {
-  type Compute,
-  ComputeManifestInput,
-  computeName,
-  frozenFieldChanges,
-  nodegroupExists,
-  scopeName,
-  toManifest,
-} from '../../domain/compute';
-import { conflict, DomainError, notFound } from '../../domain/errors';
+import type { Caller } from '../../domain/access';
+import { type Compute, ComputeManifestInput, computeName, scopeName, toManifest } from '../../domain/compute';
+import type { ScopeTree } from '../../domain/quota';
+import type { Services } from '../../service';
 import { config } from '../../shared/config';
-import {
-  createCompute,
-  deleteCompute,
-  getCompute,
-  listComputes,
-  renameCompute,
-  replaceCompute,
-} from '../../store/computes';
-import type { Caller } from '../access';
 import { type ApiRequest, type ApiResponse, HttpError, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
 export const RenameBody = z.strictObject({ name: computeName });
 
-type CallerOf = (req: ApiRequest) => Promise<Caller>;
+/** Who is calling, in the tenancy tree as it stands (service/access.ts). */
+export type CallerOf = (req: ApiRequest) => Promise<Caller<ScopeTree>>;
 
 function manifest(c: Compute & { deletionRequested?: boolean }) {
   const m = toManifest(config().stage, c);
@@ -49,31 +35,14 @@ export function expectedVersion(req: ApiRequest, bodyVersion?: number): number |
   return bodyVersion;
 }
 
-async function visible(caller: Caller, name: string): Promise<Compute & { deletionRequested?: boolean }> {
-  const c = await getCompute(name);
-  // A compute the caller may not see answers exactly like a missing one, so names do not leak.
-  if (!c || !caller.canSee(c.owner)) throw notFound(`compute ${name} does not exist`);
-  return c;
-}
-
-function requireWrite(
-  caller: Caller,
-  c: { builtin: boolean; owner?: string; name: string },
-  verb: string,
-): void {
-  if (c.builtin) caller.requirePlatformAdmin(`${verb} built-in compute ${c.name}`);
-  else caller.requireEditor(c.owner, `${verb} compute ${c.name}`);
-}
-
-export function computeRoutes(router: Router, callerOf: CallerOf): void {
+export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  const computes = svc.computes;
   router.add(
     'GET',
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      const items = (await listComputes()).filter((c) => caller.canSee(c.owner));
-      items.sort((a, b) => a.name.localeCompare(b.name));
-      return json(200, { items: items.map(manifest) });
+      return json(200, { items: (await computes.list(caller)).map(manifest) });
     },
     { summary: 'List the computes you can see', responses: { 200: 'the computes' } },
   );
@@ -84,14 +53,11 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const m = parseBody(ComputeManifestInput, req.body);
-      requireWrite(caller, { builtin: false, owner: m.metadata.owner, name: m.metadata.name }, 'create');
-      const c = await createCompute({
-        name: m.metadata.name,
-        owner: m.metadata.owner,
-        builtin: false,
-        spec: m.spec,
-        by: req.principal,
-      });
+      const c = await computes.create(
+        { name: m.metadata.name, owner: m.metadata.owner, spec: m.spec },
+        caller,
+        req.principal,
+      );
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -106,7 +72,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await visible(caller, req.params.name!));
+      return withEtag(200, await computes.visible(caller, req.params.name!));
     },
     { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
   );
@@ -119,61 +85,9 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
       const m = parseBody(ComputeManifestInput, req.body);
       const name = req.params.name!;
       requireNameFromPath(m.metadata.name, name);
-      const current = await getCompute(name);
-      const expected = expectedVersion(req, m.metadata.version);
-      if (!current || (current.owner && !caller.canSee(current.owner))) {
-        if (current) throw notFound(`compute ${name} does not exist`);
-        if (expected !== undefined)
-          throw notFound(`compute ${name} does not exist, so version ${expected} cannot match`);
-        requireWrite(caller, { builtin: false, owner: m.metadata.owner, name }, 'create');
-        const c = await createCompute({
-          name,
-          owner: m.metadata.owner,
-          builtin: false,
-          spec: m.spec,
-          by: req.principal,
-        });
-        return withEtag(201, c);
-      }
-      requireWrite(caller, current, 'change');
-      if (m.metadata.owner !== current.owner)
-        requireWrite(caller, { ...current, owner: m.metadata.owner }, 'hand over');
-      if (current.deletionRequested) {
-        throw conflict(
-          `compute ${name} is being deleted; wait until it is gone, then create it again`,
-          'Deleting',
-        );
-      }
-      if (expected !== undefined && expected !== current.version) {
-        throw new DomainError(
-          'precondition',
-          `compute ${name} is at version ${current.version}, not ${expected}`,
-          {
-            reason: 'VersionMismatch',
-          },
-        );
-      }
-      const frozen = frozenFieldChanges(current.spec, m.spec);
-      if (frozen.length && (nodegroupExists(current.status) || current.workflow?.state === 'RUNNING')) {
-        throw new DomainError(
-          'conflict',
-          `compute ${name} has a node group (${current.status.nodegroupStatus}), so ${frozen.join(', ')} cannot change; ` +
-            'only nodeGroup.maxNodes and cost can. Clone it under a new name with the new hardware instead',
-          {
-            reason: 'NodegroupExists',
-            errors: frozen.map((path) => ({ path, message: 'frozen while the node group exists' })),
-          },
-        );
-      }
-      const c = await replaceCompute({
-        name,
-        owner: m.metadata.owner,
-        spec: m.spec,
-        by: req.principal,
-        expectedVersion: expected ?? current.version,
-        requireNoNodegroup: frozen.length > 0,
-      });
-      return withEtag(200, c);
+      const input = { name, owner: m.metadata.owner, spec: m.spec };
+      const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal);
+      return withEtag(r.created ? 201 : 200, r.compute);
     },
     {
       summary: 'Create or replace a compute (apply)',
@@ -187,9 +101,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const current = await visible(caller, req.params.name!);
-      requireWrite(caller, current, 'delete');
-      const r = await deleteCompute(current.name, req.principal, expectedVersion(req));
+      const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal);
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
       return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
     },
@@ -205,17 +117,7 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
-      const source = await visible(caller, req.params.name!);
-      const owner = body.owner ?? (source.builtin ? undefined : source.owner);
-      requireWrite(caller, { builtin: false, owner, name: body.name }, 'create');
-      // A clone copies the spec only: never the node group, its status or its history.
-      const c = await createCompute({
-        name: body.name,
-        owner,
-        builtin: false,
-        spec: source.spec,
-        by: req.principal,
-      });
+      const c = await computes.clone(req.params.name!, body, caller, req.principal);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -231,10 +133,13 @@ export function computeRoutes(router: Router, callerOf: CallerOf): void {
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(RenameBody, req.body);
-      const source = await visible(caller, req.params.name!);
-      requireWrite(caller, source, 'rename');
-      if (body.name === source.name) return withEtag(200, source);
-      const c = await renameCompute(source.name, body.name, req.principal);
+      const { compute: c, renamed } = await computes.rename(
+        req.params.name!,
+        body.name,
+        caller,
+        req.principal,
+      );
+      if (!renamed) return withEtag(200, c);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {

@@ -1,20 +1,10 @@
 import * as z from 'zod';
-import { sourcesIndex } from '../../domain/catalog';
 import { scopeName } from '../../domain/compute';
-import { notFound } from '../../domain/errors';
-import {
-  type AdmissionSummary,
-  CLASSES,
-  type Model,
-  ModelManifestInput,
-  modelManifest,
-  ScalingSchema,
-} from '../../domain/model';
-import { changeCatalog, getModel, loadCatalog } from '../../store/models';
-import type { Caller } from '../access';
-import { type ApiRequest, type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
+import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
+import type { Services } from '../../service';
+import { type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
-import { expectedVersion } from './computes';
+import { type CallerOf, expectedVersion } from './computes';
 
 /** One schema per payload, exported for the OpenAPI generator and the CLI. */
 export const ModelBody = ModelManifestInput;
@@ -32,50 +22,31 @@ export const OwnerBody = z.strictObject({
   owner: z.union([scopeName, z.literal(''), z.null()]).describe('empty or null: a shared model'),
 });
 
-type CallerOf = (req: ApiRequest) => Promise<Caller>;
+export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  const models = svc.models;
+  const changeCatalog = models.change;
 
-/**
- * The admission fields of a model's status come from its admission record (keys.admission(model)); until the
- * admission module supplies them, manifests carry the catalog fields only.
- */
-export type AdmissionLookup = (models: readonly Model[]) => Promise<(AdmissionSummary | undefined)[]>;
+  // A manifest's status carries the admission fields from the model's admission record.
+  const manifests = async (ms: readonly Model[]) => {
+    const summaries = await models.statusOf(ms);
+    return ms.map((m, i) => modelManifest(m, summaries[i]));
+  };
+  const withEtag = async (
+    status: number,
+    m: Model,
+    extra: Record<string, string> = {},
+  ): Promise<ApiResponse> => json(status, (await manifests([m]))[0], { etag: `"${m.version}"`, ...extra });
 
-let admissionOf: AdmissionLookup = async (models) => models.map(() => undefined);
-
-export function setAdmissionLookup(fn: AdmissionLookup): void {
-  admissionOf = fn;
-}
-
-async function manifest(m: Model) {
-  return modelManifest(m, (await admissionOf([m]))[0]);
-}
-
-async function manifests(ms: readonly Model[]) {
-  const summaries = await admissionOf(ms);
-  return ms.map((m, i) => modelManifest(m, summaries[i]));
-}
-
-async function withEtag(status: number, m: Model, extra: Record<string, string> = {}): Promise<ApiResponse> {
-  return json(status, await manifest(m), { etag: `"${m.version}"`, ...extra });
-}
-
-// Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
-const visibleTo = (caller: Caller, m: Model) => m.declared || caller.canSee(m.owner);
-
-export function modelRoutes(router: Router, callerOf: CallerOf): void {
   router.add(
     'GET',
     '/v1/models',
     async (req) => {
       const caller = await callerOf(req);
-      const c = await loadCatalog();
-      const items = c.models.filter((m) => visibleTo(caller, m)).sort((a, b) => a.name.localeCompare(b.name));
+      const c = await models.list(caller);
       return json(200, {
-        items: await manifests(items),
+        items: await manifests(c.items),
         // Rows left out of the catalog are an operator's concern: shown to platform admins, logged for everyone.
-        ...(caller.isPlatformAdmin && c.skipped.length
-          ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) }
-          : {}),
+        ...(c.skipped.length ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) } : {}),
       });
     },
     {
@@ -108,15 +79,7 @@ export function modelRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/models/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const name = req.params.name!;
-      const { model, skipped } = await getModel(name);
-      if (model && visibleTo(caller, model)) return withEtag(200, model);
-      if (skipped && caller.canSee(skipped.owner)) {
-        throw notFound(
-          `model ${name} is stored but left out of the catalog because ${skipped.problem}; replace it with PUT /v1/models/${name} or remove it with DELETE`,
-        );
-      }
-      throw notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
+      return withEtag(200, await models.get(req.params.name!, caller));
     },
     { summary: 'Read a model with its status', responses: { 200: 'the model' } },
   );
@@ -250,8 +213,7 @@ export function modelRoutes(router: Router, callerOf: CallerOf): void {
     '/v1/sources',
     async (req) => {
       const caller = await callerOf(req);
-      const c = await loadCatalog();
-      return json(200, { items: sourcesIndex(c.models.filter((m) => visibleTo(caller, m))) });
+      return json(200, { items: await models.sources(caller) });
     },
     { summary: 'Each weights source and the models that use it', responses: { 200: 'the sources' } },
   );

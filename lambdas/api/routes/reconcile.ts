@@ -1,13 +1,9 @@
 import * as z from 'zod';
-import { notFound } from '../../domain/errors';
-import { PASS_ID_PATTERN, PASS_RETENTION_DAYS, passView } from '../../domain/reconcile-pass';
-import { config } from '../../shared/config';
-import { invokeAsync } from '../../shared/lambda';
-import { abandonPass, getPass, listPasses, requestPass } from '../../store/reconcile-passes';
-import type { Caller } from '../access';
-import type { ApiRequest } from '../http';
+import { PASS_ID_PATTERN, passView } from '../../domain/reconcile-pass';
+import type { Services } from '../../service';
 import { HttpError, json, parseQuery } from '../http';
 import type { Router } from '../router';
+import type { CallerOf } from './computes';
 
 /**
  * Reconcile passes on demand (platform admins). A pass can take minutes (the Lambda's timeout is 5) and the
@@ -16,8 +12,6 @@ import type { Router } from '../router';
  * started, so it covers this request too); a POST while one runs queues the next, since the running one may
  * have read the state before the request.
  */
-
-type CallerOf = (req: ApiRequest) => Promise<Caller>;
 
 export const ReconcileListQuery = z.strictObject({
   limit: z.coerce
@@ -31,36 +25,29 @@ export const ReconcileListQuery = z.strictObject({
 
 const location = (id: string) => `/v1/reconcile/${id}`;
 
-export function reconcileRoutes(router: Router, callerOf: CallerOf): void {
-  const admin = async (req: ApiRequest, what: string) => (await callerOf(req)).requirePlatformAdmin(what);
+export function reconcileRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  const passes = svc.passes;
 
   router.add(
     'POST',
     '/v1/reconcile',
     async (req) => {
-      await admin(req, 'running a reconcile');
-      const fn = config().reconcileFunction;
-      if (!fn) {
+      const r = await passes.request(await callerOf(req), req.principal);
+      if (r.kind === 'no-reconciler') {
         throw new HttpError(
           503,
           'no reconciler is configured here (LLMCAP_RECONCILE_FUNCTION is unset); set it to the reconcile Lambda',
           { title: 'Service unavailable' },
         );
       }
-      const { pass, coalesced } = await requestPass(req.principal);
-      if (!coalesced) {
-        try {
-          await invokeAsync(fn, { source: 'llmcap.api', passId: pass.id });
-        } catch (e) {
-          const why = `${(e as Error).name}: ${(e as Error).message}`;
-          await abandonPass(pass.id, `could not invoke the reconcile Lambda ${fn}: ${why}`);
-          throw new HttpError(
-            503,
-            `could not start a reconcile pass (${why}); pass ${pass.id} is recorded FAILED. Retry, or wait for the scheduled pass`,
-            { title: 'Service unavailable', headers: { 'retry-after': '30' } },
-          );
-        }
+      if (r.kind === 'not-started') {
+        throw new HttpError(
+          503,
+          `could not start a reconcile pass (${r.why}); pass ${r.pass.id} is recorded FAILED. Retry, or wait for the scheduled pass`,
+          { title: 'Service unavailable', headers: { 'retry-after': '30' } },
+        );
       }
+      const { pass, coalesced } = r;
       return json(202, { ...passView(pass, Date.now()), coalesced }, { location: location(pass.id) });
     },
     {
@@ -74,10 +61,10 @@ export function reconcileRoutes(router: Router, callerOf: CallerOf): void {
     'GET',
     '/v1/reconcile',
     async (req) => {
-      await admin(req, 'reading reconcile passes');
+      const caller = await callerOf(req);
       const q = parseQuery(ReconcileListQuery, req.query);
       const now = Date.now();
-      return json(200, { items: (await listPasses(q.limit ?? 20)).map((p) => passView(p, now)) });
+      return json(200, { items: (await passes.list(caller, q.limit ?? 20)).map((p) => passView(p, now)) });
     },
     {
       summary: 'The latest reconcile passes, newest first, without summaries (platform admins)',
@@ -90,19 +77,16 @@ export function reconcileRoutes(router: Router, callerOf: CallerOf): void {
     'GET',
     '/v1/reconcile/{id}',
     async (req) => {
-      await admin(req, 'reading reconcile passes');
+      const caller = await callerOf(req);
+      // A caller who may not read passes is told so before being told the id is malformed.
+      caller.requirePlatformAdmin('reading reconcile passes');
       const id = req.params.id!;
       if (!PASS_ID_PATTERN.test(id)) {
         throw new HttpError(400, `${id} is not a reconcile pass id; POST /v1/reconcile returns one`, {
           errors: [{ path: 'id', message: 'a pass id such as 20260105T101502123Z-0a1b2c3d' }],
         });
       }
-      const pass = await getPass(id);
-      if (!pass)
-        throw notFound(
-          `reconcile pass ${id} does not exist (passes are kept ${PASS_RETENTION_DAYS} days); GET /v1/reconcile lists them`,
-        );
-      return json(200, passView(pass, Date.now()));
+      return json(200, passView(await passes.get(caller, id), Date.now()));
     },
     {
       summary:

@@ -1,28 +1,15 @@
 import * as z from 'zod';
+import { ROLES } from '../../domain/access';
 import { scopeName } from '../../domain/compute';
-import { notFound } from '../../domain/errors';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
-import { authorize, capacityView, QuotaSpecSchema, ROLES, ScopeTree } from '../../domain/quota';
-import { config } from '../../shared/config';
-import { loadWorld, restoreHeadroom } from '../../store/admission';
-import {
-  createScope,
-  deleteQuota,
-  deleteScope,
-  listQuotas,
-  listScopes,
-  loadTree,
-  putQuota,
-  type StoredQuota,
-  type StoredScope,
-  setMember,
-} from '../../store/tenancy';
+import { QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
+import type { Services, StoredQuota, StoredScope } from '../../service';
 import type { ApiRequest } from '../http';
 import { HttpError, json, parseBody } from '../http';
 import type { Router } from '../router';
-import { expectedVersion } from './computes';
+import { type CallerOf, expectedVersion } from './computes';
 
-/** Scopes, members, quotas and the capacity view (DESIGN.md §4, quota-semantics.md). */
+/** Scopes, members, quotas and the capacity view (docs/design.md §4, docs/reference/quota-semantics.md). */
 
 export const ScopeBody = z.strictObject({
   name: scopeName,
@@ -41,10 +28,6 @@ function memberPrincipal(req: ApiRequest): string {
     });
   }
   return principal;
-}
-
-function ctx(tree: ScopeTree) {
-  return { admins: config().admins, scopes: tree };
 }
 
 function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
@@ -73,33 +56,18 @@ function quotaManifest(q: StoredQuota) {
   };
 }
 
-/** Readable: the caller holds a role in the scope, above it, or beneath it (or is a platform admin). */
-function visible(req: ApiRequest, tree: ScopeTree, scope: string): boolean {
-  try {
-    authorize(req.caller, 'read', scope, ctx(tree));
-    return true;
-  } catch {
-    return false;
-  }
-}
+export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  const { scopes, quotas } = svc;
+  const quotaOf = async (name: string) => (await quotas.all()).find((q) => q.scope === name);
 
-function requireVisible(req: ApiRequest, tree: ScopeTree, scope: string): void {
-  // An invisible scope answers like a missing one, so that scope names do not leak.
-  if (!tree.has(scope) || !visible(req, tree, scope)) throw notFound(`scope ${scope} does not exist`);
-}
-
-export function tenancyRoutes(router: Router): void {
   router.add(
     'GET',
     '/v1/scopes',
     async (req) => {
-      const [scopes, quotas] = await Promise.all([listScopes(), listQuotas()]);
-      const tree = await loadTree();
-      const q = new Map(quotas.map((x) => [x.scope, x]));
-      const items = scopes
-        .filter((s) => visible(req, tree, s.name))
-        .sort((a, b) => a.name.localeCompare(b.name))
-        .map((s) => scopeManifest(s, tree, q.get(s.name)));
+      const caller = await callerOf(req);
+      const [visible, all] = await Promise.all([scopes.list(caller), quotas.all()]);
+      const q = new Map(all.map((x) => [x.scope, x]));
+      const items = visible.map((s) => scopeManifest(s, caller.tenancy, q.get(s.name)));
       return json(200, { items });
     },
     { summary: 'List the scopes you can see', responses: { 200: 'the scopes' } },
@@ -110,13 +78,8 @@ export function tenancyRoutes(router: Router): void {
     '/v1/scopes',
     async (req) => {
       const body = parseBody(ScopeBody, req.body);
-      const tree = await loadTree();
-      if (body.parent) {
-        if (!tree.has(body.parent)) throw notFound(`parent scope ${body.parent} does not exist`);
-        authorize(req.caller, 'create-scope', body.parent, ctx(tree));
-      } else authorize(req.caller, 'platform', undefined, ctx(tree));
-      const s = await createScope(body, req.principal);
-      return json(201, scopeManifest(s, await loadTree()), { location: `/v1/scopes/${s.name}` });
+      const s = await scopes.create(body, await callerOf(req), req.principal);
+      return json(201, scopeManifest(s, await scopes.loadTree()), { location: `/v1/scopes/${s.name}` });
     },
     {
       summary: 'Create a scope (an org needs a platform admin; others an admin of the parent)',
@@ -129,20 +92,9 @@ export function tenancyRoutes(router: Router): void {
     'GET',
     '/v1/scopes/{name}',
     async (req) => {
-      const tree = await loadTree();
-      const name = req.params.name!;
-      requireVisible(req, tree, name);
-      const [scopes, quotas] = await Promise.all([listScopes(), listQuotas()]);
-      const s = scopes.find((x) => x.name === name);
-      if (!s) throw notFound(`scope ${name} does not exist`);
-      return json(
-        200,
-        scopeManifest(
-          s,
-          tree,
-          quotas.find((q) => q.scope === name),
-        ),
-      );
+      const caller = await callerOf(req);
+      const s = await scopes.get(req.params.name!, caller);
+      return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },
     { summary: 'Read a scope with its members and children', responses: { 200: 'the scope' } },
   );
@@ -151,11 +103,7 @@ export function tenancyRoutes(router: Router): void {
     'DELETE',
     '/v1/scopes/{name}',
     async (req) => {
-      const tree = await loadTree();
-      const name = req.params.name!;
-      requireVisible(req, tree, name);
-      authorize(req.caller, tree.parent(name) ? 'delete-scope' : 'platform', name, ctx(tree));
-      await deleteScope(name, req.principal);
+      await scopes.remove(req.params.name!, await callerOf(req), req.principal);
       return { status: 204 };
     },
     { summary: 'Delete a scope that has no children and owns no models', responses: { 204: 'deleted' } },
@@ -166,13 +114,10 @@ export function tenancyRoutes(router: Router): void {
     '/v1/scopes/{name}/members/{principal}',
     async (req) => {
       const body = parseBody(MemberBody, req.body);
-      const tree = await loadTree();
-      const name = req.params.name!;
       const principal = memberPrincipal(req);
-      requireVisible(req, tree, name);
-      authorize(req.caller, 'manage-members', name, ctx(tree));
-      const s = await setMember(name, principal, body.role, req.principal);
-      return json(200, scopeManifest(s, await loadTree()));
+      const caller = await callerOf(req);
+      const s = await scopes.setMember(req.params.name!, principal, body.role, caller, req.principal);
+      return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },
     {
       summary:
@@ -187,12 +132,14 @@ export function tenancyRoutes(router: Router): void {
     'DELETE',
     '/v1/scopes/{name}/members/{principal}',
     async (req) => {
-      const tree = await loadTree();
-      const name = req.params.name!;
-      requireVisible(req, tree, name);
-      authorize(req.caller, 'manage-members', name, ctx(tree));
       // Any string is removable, so that a member stored before members were checked can still be taken out.
-      await setMember(name, req.params.principal!, undefined, req.principal);
+      await scopes.setMember(
+        req.params.name!,
+        req.params.principal!,
+        undefined,
+        await callerOf(req),
+        req.principal,
+      );
       return { status: 204 };
     },
     { summary: 'Remove a principal from a scope', responses: { 204: 'removed' } },
@@ -202,11 +149,7 @@ export function tenancyRoutes(router: Router): void {
     'GET',
     '/v1/quotas',
     async (req) => {
-      const [tree, quotas] = await Promise.all([loadTree(), listQuotas()]);
-      const items = quotas
-        .filter((q) => tree.has(q.scope) && visible(req, tree, q.scope))
-        .sort((a, b) => a.scope.localeCompare(b.scope))
-        .map(quotaManifest);
+      const items = (await quotas.list(await callerOf(req))).map(quotaManifest);
       return json(200, { items });
     },
     { summary: 'List the quotas you can see', responses: { 200: 'the quotas' } },
@@ -216,14 +159,7 @@ export function tenancyRoutes(router: Router): void {
     'GET',
     '/v1/quotas/{scope}',
     async (req) => {
-      const [tree, quotas] = await Promise.all([loadTree(), listQuotas()]);
-      const scope = req.params.scope!;
-      requireVisible(req, tree, scope);
-      const q = quotas.find((x) => x.scope === scope);
-      if (!q)
-        throw notFound(
-          `scope ${scope} has no quota; it guarantees the sum of its children's and limits nothing`,
-        );
+      const q = await quotas.get(req.params.scope!, await callerOf(req));
       return json(200, quotaManifest(q), { etag: `"${q.version}"` });
     },
     { summary: "Read a scope's quota", responses: { 200: 'the quota' } },
@@ -234,14 +170,12 @@ export function tenancyRoutes(router: Router): void {
     '/v1/quotas/{scope}',
     async (req) => {
       const body = parseBody(QuotaBody, req.body);
-      const tree = await loadTree();
       const scope = req.params.scope!;
-      requireVisible(req, tree, scope);
-      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
-      const q = await putQuota(
+      const q = await quotas.apply(
         { scope, guarantee: body.guarantee, ...(body.limit ? { limit: body.limit } : {}) },
-        req.principal,
         expectedVersion(req),
+        await callerOf(req),
+        req.principal,
       );
       return json(200, quotaManifest(q), { etag: `"${q.version}"` });
     },
@@ -257,31 +191,14 @@ export function tenancyRoutes(router: Router): void {
     'DELETE',
     '/v1/quotas/{scope}',
     async (req) => {
-      const tree = await loadTree();
-      const scope = req.params.scope!;
-      requireVisible(req, tree, scope);
-      authorize(req.caller, tree.parent(scope) ? 'set-quota' : 'platform', scope, ctx(tree));
-      await deleteQuota(scope, req.principal);
+      await quotas.remove(req.params.scope!, await callerOf(req), req.principal);
       return { status: 204 };
     },
     { summary: "Remove a scope's quota", responses: { 204: 'removed' } },
   );
 
-  const capacity = async (req: ApiRequest, scope?: string) => {
-    const world = await loadWorld();
-    const tree = new ScopeTree(world.scopes);
-    if (scope) requireVisible(req, tree, scope);
-    const view = capacityView(
-      { scopes: tree, quotas: world.quotas, models: world.models, admissions: world.admissions },
-      scope ? { scope } : {},
-    );
-    const { headroom } = restoreHeadroom(world.computes, world.admissions, world.models);
-    const cluster = headroom.usage().map((u) => ({ ...u, freeNodes: u.maxNodes - u.usedNodes }));
-    return json(200, {
-      scopes: view.scopes.filter((s) => visible(req, tree, s.scope)),
-      cluster: { computes: cluster },
-    });
-  };
+  const capacity = async (req: ApiRequest, scope?: string) =>
+    json(200, await svc.capacity.view(await callerOf(req), scope));
 
   router.add('GET', '/v1/capacity', (req) => capacity(req), {
     summary:

@@ -1,5 +1,7 @@
+import type { Sizing } from '../compute';
+
 /**
- * Scale-down hysteresis (DESIGN.md §3.4): more nodes are granted at once, fewer only after the need has been
+ * Scale-down hysteresis (docs/design.md, Placement and sizing): more nodes are granted at once, fewer only after the need has been
  * lower for a whole cool-down, so a compute does not flap between sizes on every reconcile.
  */
 
@@ -37,4 +39,39 @@ export function applyCooldown(
   if (!(t - since >= cooldownMs)) return { neededNodes: prev.neededNodes, since: prev.since, peak };
   if (computedNeeded >= peak) return { neededNodes: peak };
   return { neededNodes: peak, since: new Date(t).toISOString(), peak: computedNeeded };
+}
+
+/**
+ * A compute's sizing in this pass: the nodes placement needs, held for the cool-down, beside the lower bound and
+ * the cost. `changed` is false when nothing moved since the recorded one: at 200 computes a steady pass would
+ * otherwise rewrite 200 items a minute.
+ */
+export function nextSizing(
+  prev: Sizing | undefined,
+  plan: { neededNodes: number; lowerBoundNodes: number; costPerHour: number } | undefined,
+  started: Date,
+  cooldownMs: number,
+): { sizing: Sizing; changed: boolean } {
+  const cd = applyCooldown(
+    { neededNodes: prev?.neededNodes ?? 0, since: prev?.lowerSince, peak: prev?.peak },
+    plan?.neededNodes ?? 0,
+    started,
+    cooldownMs,
+  );
+  const sizing: Sizing = {
+    neededNodes: cd.neededNodes,
+    lowerBoundNodes: plan?.lowerBoundNodes ?? 0,
+    costPerHour: plan?.costPerHour ?? 0,
+    computedAt: started.toISOString(),
+    ...(cd.since ? { lowerSince: cd.since } : {}),
+    ...(cd.peak !== undefined ? { peak: cd.peak } : {}),
+  };
+  const same =
+    prev !== undefined &&
+    prev.neededNodes === sizing.neededNodes &&
+    prev.lowerBoundNodes === sizing.lowerBoundNodes &&
+    prev.costPerHour === sizing.costPerHour &&
+    prev.lowerSince === sizing.lowerSince &&
+    prev.peak === sizing.peak;
+  return { sizing, changed: !same };
 }

@@ -1,8 +1,13 @@
 /**
- * Placement and node sizing (DESIGN.md §3.4): which compute each replica goes to, how many nodes each
+ * Placement and node sizing (docs/design.md, Placement and sizing): which compute each replica goes to, how many nodes each
  * compute needs, and the scale-down cool-down. Pure: no AWS, no I/O.
  */
-export { applyCooldown, type CooldownState, DEFAULT_COOLDOWN_MS } from './cooldown';
+export {
+  applyCooldown,
+  type CooldownState,
+  DEFAULT_COOLDOWN_MS,
+  nextSizing,
+} from './cooldown';
 export { PlacementHeadroom, type UnitRecord } from './headroom';
 export {
   type Items,

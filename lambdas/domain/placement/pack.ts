@@ -289,13 +289,17 @@ export function pack(items: Items, alloc: Allocatable, cap: number, strategy: St
   // Plain FFD keeps its own answer unless it cannot fit within cap; 'best' takes admission's if fewer.
   if (strategy === 'best' || !best) consider(fallback);
   if (!best) throw new Error('placement: no packing within maxNodes and no fallback');
-  return { packing: best, lowerBound: lb };
+  // A packing at L1 is optimal, so the bound is L1 itself; otherwise the tight bound ('best' has it as floor).
+  const bound = best.bins <= lb ? lb : strategy === 'best' ? floor : strongLowerBound(items, alloc);
+  return { packing: best, lowerBound: bound };
 }
 
 /**
- * A tighter bound than lowerBound, for judging packings (the benchmark): Martello and Toth's L2 per
- * dimension, which counts items larger than half a node one per node. Valid for vector packing because a
- * packing in all dimensions is a packing in each.
+ * The bound a compute's status reports (lowerBoundNodes) and packings are judged by: the best of, per
+ * dimension, Martello and Toth's L2 (items larger than half a node count one per node) and Fekete and
+ * Schepers' dual feasible functions u(k), which round sizes up to 1/k steps so that what cannot share a
+ * node counts (five 3-GPU replicas on 8-GPU nodes: 3, where L1 and L2 say 2). Valid for vector packing
+ * because a packing in all dimensions is a packing in each.
  */
 export function strongLowerBound(items: Items, alloc: Allocatable): number {
   let best = lowerBound(items, alloc);
@@ -326,6 +330,31 @@ export function strongLowerBound(items: Items, alloc: Allocatable): number {
       const l = j1 + j2 + Math.max(0, Math.ceil((sum3 - (j2 * cap - sum2)) / cap));
       if (l > best) best = l;
     }
+    const d = dualFeasibleBound(s, cap);
+    if (d > best) best = d;
+  }
+  return best;
+}
+
+/** Steps k tried by dualFeasibleBound: enough for GPU counts (at most 16 a node) and coarse CPU or memory. */
+const DFF_MAX_K = 16;
+
+/**
+ * max over k of ⌈Σ u(k)(x)⌉ with u(k)(x) = x when (k+1)x is whole, ⌊(k+1)x⌋/k otherwise (x = size/cap).
+ * Summed exactly as integers over cap·k, so no rounding can push the bound past the optimum.
+ */
+function dualFeasibleBound(sizes: Float64Array, cap: number): number {
+  let best = 0;
+  for (let k = 1; k <= DFF_MAX_K; k++) {
+    let whole = 0; // Σ sizes kept as they are, over cap
+    let steps = 0; // Σ ⌊(k+1)x⌋, over k
+    for (let i = 0; i < sizes.length; i++) {
+      const t = (k + 1) * sizes[i]!;
+      if (t % cap === 0) whole += sizes[i]!;
+      else steps += Math.floor(t / cap);
+    }
+    const l = Math.ceil((whole * k + steps * cap) / (cap * k));
+    if (l > best) best = l;
   }
   return best;
 }

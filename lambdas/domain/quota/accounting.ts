@@ -3,7 +3,7 @@ import type { QuotaBook } from './quota';
 import type { ScopeTree } from './tenancy';
 
 /**
- * Usage per scope, kept incrementally (quota-semantics.md §2): a unit admitted or released changes its
+ * Usage per scope, kept incrementally (docs/reference/quota-semantics.md §2): a unit admitted or released changes its
  * owner and every scope above it, O(depth). The decision code reads these sums and never recomputes them
  * (Kueue keeps its cache apart from its scheduler the same way).
  */
@@ -32,6 +32,11 @@ export class Accounting {
       this.u[b + 1] = this.u[b + 1]! + c;
       this.u[b + 2] = this.u[b + 2]! + m;
     }
+  }
+
+  /** What scope `s` and the scopes beneath it hold of resource `k` (0 gpus, 1 cores, 2 memoryGb). */
+  used(s: number, k: number): number {
+    return this.u[s * 3 + k]!;
   }
 
   usage(i: number): Resources {

@@ -1,7 +1,21 @@
 import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
 import { effectiveClass, type ModelClass, type Profile, targetReplicas } from '../model';
-import { RESOURCES, type Resources, scale } from '../resources';
+import { perReplica, RESOURCES, type Resources, scale } from '../resources';
 import { Accounting, type ScopeFigures, scopeFigures } from './accounting';
+import { makeRoom, type RoomHost } from './make-room';
+import {
+  type Chosen,
+  cmpStr,
+  EPS,
+  type Held,
+  type MState,
+  type Option,
+  type Request,
+  seq,
+  type Violation,
+  vec,
+  victimOrder,
+} from './pass-state';
 import { amount, type Quota, QuotaBook } from './quota';
 import { type Scope, ScopeTree } from './tenancy';
 import type {
@@ -12,12 +26,11 @@ import type {
   PendingEntry,
   PendingReason,
   Victim,
-  VictimReason,
   VictimRef,
 } from './types';
 
 /**
- * The admission decision (quota-semantics.md §3–§5). One function, `decide`, runs a pass: it keeps what is
+ * The admission decision (docs/reference/quota-semantics.md §3–§5). One function, `decide`, runs a pass: it keeps what is
  * admitted, drops what is no longer wanted, orders the requests (within guarantee, class, oldest) and admits
  * each one that fits, making room by take-back or displacement for eligible requests, all or nothing.
  * `checkStart` answers the API with the same code on the current state and on an empty one.
@@ -63,7 +76,7 @@ export interface ReleasedEvent {
 export interface ScopeSummary extends ScopeFigures {
   /** Pending replicas of the scope's own models, by reason. */
   pending: Partial<Record<PendingReason, number>>;
-  /** A request of the scope is pending LimitExceeded or Headroom (CapacityAtLimit, DESIGN.md §7). */
+  /** A request of the scope is pending LimitExceeded or Headroom (CapacityAtLimit, docs/design.md §7). */
   refused: boolean;
 }
 
@@ -85,107 +98,13 @@ export interface Decision {
 
 const CLASS_RANK: Record<ModelClass, number> = { critical: 0, standard: 1, opportunistic: 2 };
 const NONE: Violation[] = [];
-const EPS = 1e-9;
-
-export const perReplica = (p: Profile): Resources => ({
-  gpus: p.gpus,
-  cores: p.cpuCores,
-  memoryGb: p.minMemoryGb ?? 0,
-});
 
 const sameResources = (a: Resources, b: Resources) =>
   Math.abs(a.gpus - b.gpus) < EPS &&
   Math.abs(a.cores - b.cores) < EPS &&
   Math.abs(a.memoryGb - b.memoryGb) < EPS;
 
-const vec = (r: Resources) => [r.gpus, r.cores, r.memoryGb] as const;
-
-// -----------------------------------------------------------------------------------------------------------
-// Working state of a pass
-
-interface MState {
-  m: AdmissionModel;
-  scope: number;
-  cls: ModelClass;
-  rank: number;
-  min: number;
-  target: number;
-  prev?: ModelAdmission;
-  held: Held[];
-  pending: PendingEntry[];
-  since: string;
-  /** Set when a request of the model failed or was taken: later requests of the model wait with it. */
-  blocked?: { reason: PendingReason; message: string; binding?: Binding; behind?: VictimRef };
-  active: boolean;
-  dirty: boolean;
-  /** A unit of the model was admitted in this pass: its min is then no victim either (its extras go with it). */
-  admittedNow?: boolean;
-}
-
-interface Held {
-  ms: MState;
-  unit: AdmittedUnit;
-  scope: number;
-  total: Resources;
-  alive: boolean;
-  /** Admitted in this pass: never a victim in the same pass (no admit-then-evict churn). */
-  fresh: boolean;
-  t: number;
-}
-
-interface Request {
-  ms: MState;
-  kind: 'min' | 'extra';
-  id: string;
-  replicas: number;
-  within: boolean;
-}
-
-interface Violation {
-  kind: 'own-limit' | 'critical-guarantee' | 'ancestor-limit';
-  scope: number;
-  /** index in the owner's path (0 = owner). */
-  at: number;
-  k: number;
-  deficit: number;
-  cap: number;
-  usage: number;
-}
-
-interface Option {
-  p: Profile;
-  per: Resources;
-  tot: Resources;
-  viol: Violation[];
-}
-
-interface Pick {
-  h: Held;
-  reason: VictimReason;
-  level: number;
-  /** The min unit whose take-back forced this extra along. */
-  forcedBy?: Pick;
-  dropped?: boolean;
-}
-
-/** The number after `#` (0 for min): among units admitted at the same time, the higher was admitted later. */
-const seq = (id: string) => Number(id.slice(id.lastIndexOf('#') + 1)) || 0;
-
-/** Victim order inside a scope: lowest class, extras before min, most recently started, smallest replica. */
-function victimOrder(a: Held, b: Held): number {
-  return (
-    b.ms.rank - a.ms.rank ||
-    (a.unit.kind === b.unit.kind ? 0 : a.unit.kind === 'extra' ? -1 : 1) ||
-    b.t - a.t ||
-    a.unit.resources.gpus - b.unit.resources.gpus ||
-    a.unit.resources.cores - b.unit.resources.cores ||
-    a.unit.resources.memoryGb - b.unit.resources.memoryGb ||
-    seq(b.unit.id) - seq(a.unit.id) ||
-    cmpStr(a.unit.id, b.unit.id)
-  );
-}
-
-class Pass {
+class Pass implements RoomHost {
   readonly tree: ScopeTree;
   readonly book: QuotaBook;
   readonly acc: Accounting;
@@ -362,8 +281,8 @@ class Pass {
           cum[k]! += v[k]! * n;
           if (
             v[k]! > 0 &&
-            this.book.speaks[S * 3 + k] &&
-            this.start.acc.u[S * 3 + k]! + cum[k]! > this.book.g[S * 3 + k]! + EPS
+            this.book.speaksOf(S, k) &&
+            this.start.acc.used(S, k) + cum[k]! > this.book.guaranteed(S, k) + EPS
           ) {
             ok = false;
           }
@@ -424,8 +343,8 @@ class Pass {
       const X = path[j]!;
       for (let k = 0; k < 3; k++) {
         if (t[k]! <= 0) continue;
-        const cap = this.book.l[X * 3 + k]!;
-        const usage = acc.u[X * 3 + k]!;
+        const cap = this.book.limited(X, k);
+        const usage = acc.used(X, k);
         const d = usage + t[k]! - cap;
         if (d <= EPS) continue;
         out ??= [];
@@ -443,9 +362,9 @@ class Pass {
     if (ms.cls === 'critical') {
       // Critical runs only within its owner's guarantee, for the resources the owner has a guarantee of.
       for (let k = 0; k < 3; k++) {
-        const g = this.book.g[S * 3 + k]!;
+        const g = this.book.guaranteed(S, k);
         if (g <= 0 || t[k]! <= 0) continue;
-        const usage = acc.u[S * 3 + k]!;
+        const usage = acc.used(S, k);
         const d = usage + t[k]! - g;
         if (d <= EPS) continue;
         out ??= [];
@@ -514,8 +433,13 @@ class Pass {
       }
       const fits = o.viol.length === 0 ? false : this.probe(this.headroom, r, o.p);
       headroomFits.set(o, fits);
-      const plan = this.makeRoom(r, o, !fits);
-      if (plan === true) return;
+      const plan = makeRoom(this, r, o, !fits);
+      if (plan && plan !== 'not-eligible') {
+        this.headroom = plan.headroom;
+        for (const p of plan.victims) this.victimize(p, r, o);
+        this.admit(r, plan.placed, o, plan.victims);
+        return;
+      }
       this.failed.set(key, { epoch: this.epoch, fits, plan });
       if (plan === 'not-eligible') notEligible = true;
     }
@@ -531,12 +455,9 @@ class Pass {
 
   /** Bumped by every change of usage or placement in the pass: failed plans are remembered per epoch. */
   private epoch = 0;
-  private readonly failed = new Map<
-    string,
-    { epoch: number; fits: boolean; plan: boolean | 'not-eligible' }
-  >();
+  private readonly failed = new Map<string, { epoch: number; fits: boolean; plan: false | 'not-eligible' }>();
 
-  private admit(r: Request, res: Extract<PlaceResult, { ok: true }>, o: Option, picks: Pick[]): void {
+  private admit(r: Request, res: Extract<PlaceResult, { ok: true }>, o: Option, picks: Chosen[]): void {
     this.epoch++;
     const ms = r.ms;
     const refs = picks.map((p) => ({ model: p.h.ms.m.name, unitId: p.h.unit.id }));
@@ -568,25 +489,24 @@ class Pass {
   private borrowing(S: number, tot: Resources): boolean {
     if (S < 0) return false;
     const t = vec(tot);
-    const speaks = this.book.speaks;
     for (const X of this.tree.pathOf[S]!) {
       // Only resources a quota on the path speaks of: cores nobody guarantees or limits are not "borrowed".
       for (let k = 0; k < 3; k++)
-        if (t[k]! > 0 && speaks[X * 3 + k] && this.acc.over(X, k) > EPS) return true;
+        if (t[k]! > 0 && this.book.speaksOf(X, k) && this.acc.over(X, k) > EPS) return true;
     }
     return false;
   }
 
   // ---------------------------------------------------------------------------------------------------------
-  // Make room: take-back (§4) then displacement, all or nothing
+  // What make-room.ts asks of the pass: take-back (§4) then displacement, all or nothing
 
   /**
    * Resources that bind for headroom: GPUs for a GPU replica (the scarce dimension), else the cores and memory
    * it holds that a quota speaks of (nothing guaranteed, nothing to reclaim).
    */
-  private headroomResources(S: number, tot: Resources): number[] {
+  headroomResources(S: number, tot: Resources): number[] {
     if (tot.gpus > 0) return [0];
-    return [1, 2].filter((k) => vec(tot)[k]! > 0 && this.book.speaks[S * 3 + k]);
+    return [1, 2].filter((k) => vec(tot)[k]! > 0 && this.book.speaksOf(S, k));
   }
 
   /**
@@ -596,252 +516,17 @@ class Pass {
   eligible(S: number, tot: Resources, K: number[]): boolean {
     if (S < 0 || K.length === 0) return false;
     const t = vec(tot);
-    const g = this.book.g;
-    if (K.every((k) => t[k]! <= g[S * 3 + k]! + EPS)) return true;
+    if (K.every((k) => t[k]! <= this.book.guaranteed(S, k) + EPS)) return true;
     const path = this.tree.pathOf[S]!;
     for (let j = 1; j < path.length - 1; j++) {
       const a = path[j]!;
-      if (K.every((k) => this.acc.u[a * 3 + k]! + t[k]! <= g[a * 3 + k]! + EPS)) return true;
+      if (K.every((k) => this.acc.used(a, k) + t[k]! <= this.book.guaranteed(a, k) + EPS)) return true;
     }
     return false;
   }
 
-  private makeRoom(r: Request, o: Option, needH: boolean): boolean | 'not-eligible' {
-    const ms = r.ms;
-    const S = ms.scope;
-    if (S < 0) return false;
-    const Kq = [...new Set(o.viol.map((v) => v.k))];
-    const Kh = needH ? this.headroomResources(S, o.tot) : [];
-    if (needH && Kh.length === 0) return 'not-eligible';
-    const K = [...new Set([...Kq, ...Kh])].sort();
-    if (!this.eligible(S, o.tot, K)) return 'not-eligible';
-
-    const tree = this.tree;
-    const acc = this.acc;
-    const g = this.book.g;
-    const t = vec(o.tot);
-    const path = tree.pathOf[S]!;
-    const deficits = o.viol.map((v) => ({ ...v }));
-    const topAt = deficits.reduce((m, v) => Math.max(m, v.at), -1);
-    const unitP = this.unitFor(r, [o.p]);
-    const candidates = needH ? new Set(this.headroom.candidateComputes(unitP)) : undefined;
-
-    // Levels, outer first: other orgs (headroom only), then each ancestor A down to the owner itself.
-    interface Level {
-      A: number; // -1: above the orgs
-      at: number; // index of A in the owner's path (path.length for above the orgs)
-      branch: number; // the child of A on the requester's side
-      taken: number[]; // taken so far from outside the branch, at this level
-    }
-    const levels: Level[] = [];
-    const maxAt = needH ? path.length : topAt;
-    for (let at = maxAt; at >= 0; at--) {
-      levels.push({
-        A: at === path.length ? -1 : path[at]!,
-        at,
-        branch: at === 0 ? S : path[at - 1]!,
-        taken: [0, 0, 0],
-      });
-    }
-    // Judged against usage as it stands after the victims chosen so far: a branch whose own borrowers gave
-    // back may then take from outside, and only up to its unused guarantee.
-    const levelOk = (lv: Level) =>
-      K.every((k) => acc.u[lv.branch * 3 + k]! + t[k]! <= g[lv.branch * 3 + k]! + EPS);
-
-    let hOk = !needH;
-    let W: Headroom | undefined;
-    let placed: Extract<PlaceResult, { ok: true }> | undefined;
-    const picks: Pick[] = [];
-
-    const usefulResources = (at: number): number[] => {
-      const ks = new Set<number>();
-      for (const d of deficits) if (d.deficit > EPS && d.at >= at) ks.add(d.k);
-      if (!hOk) for (const k of Kh) ks.add(k);
-      return [...ks];
-    };
-    const quotaAt = (at: number, k: number) =>
-      deficits.some((d) => d.deficit > EPS && d.at >= at && d.k === k);
-    const onCandidate = (h: Held) => h.unit.placements.some((pl) => candidates?.has(pl.compute));
-    const helps = (h: Held, at: number, O: number[]) => {
-      const v = vec(h.total);
-      return O.some((k) => v[k]! > 0 && (quotaAt(at, k) || (!hOk && Kh.includes(k) && onCandidate(h))));
-    };
-    const fitsCap = (h: Held, lv: Level) => {
-      if (lv.at === 0) return true; // inside the owner's own subtree: nothing is taken from outside it
-      const v = vec(h.total);
-      return K.every((k) => lv.taken[k]! + v[k]! <= g[lv.branch * 3 + k]! - acc.u[lv.branch * 3 + k]! + EPS);
-    };
-    // Critical units are never victims: they are admitted within their owner's guarantee only. Units admitted
-    // in this pass are never victims in it, and neither is a min whose model has an extra admitted in this
-    // pass: its extras go with it, so taking the min would make the fresh extra a victim too.
-    const takeable = (h: Held) =>
-      h.alive && !h.fresh && h.ms.cls !== 'critical' && !(h.unit.kind === 'min' && h.ms.admittedNow);
-
-    const ownCandidate = (V: number, O: number[], lv: Level): Held | undefined => {
-      for (const h of this.sortedOwn(V)) {
-        if (takeable(h) && helps(h, lv.at, O) && fitsCap(h, lv)) return h;
-      }
-      return undefined;
-    };
-    const borrowOrder = (O: number[]) => (a: number, b: number) => {
-      for (const k of O) {
-        const d = acc.over(b, k) - acc.over(a, k);
-        if (Math.abs(d) > EPS) return d;
-      }
-      return a - b;
-    };
-    // Descend from a branch root through scopes above their guarantee, most-borrowing child first.
-    const descend = (C: number, O: number[], lv: Level): Held | undefined => {
-      const O2 = O.filter((k) => acc.over(C, k) > EPS);
-      if (O2.length === 0) return undefined;
-      const kids = tree.childrenOf[C]!.filter((c) => O2.some((k) => acc.over(c, k) > EPS)).sort(
-        borrowOrder(O2),
-      );
-      for (const c of kids) {
-        const h = descend(c, O2, lv);
-        if (h) return h;
-      }
-      return ownCandidate(C, O2, lv);
-    };
-    const nextTakeBack = (): { h: Held; level: number } | undefined => {
-      for (let li = 0; li < levels.length; li++) {
-        const lv = levels[li]!;
-        if (!levelOk(lv)) continue;
-        const O = usefulResources(lv.at);
-        if (O.length === 0) continue;
-        const branches = (lv.A < 0 ? this.roots() : tree.childrenOf[lv.A]!).filter((c) => c !== lv.branch);
-        const sorted = branches.filter((c) => O.some((k) => acc.over(c, k) > EPS)).sort(borrowOrder(O));
-        for (const c of sorted) {
-          const h = descend(c, O, lv);
-          if (h) return { h, level: li };
-        }
-        // The ancestor's own models, when it is itself above its guarantee (not at the owner: that is displacement).
-        if (lv.A >= 0 && lv.at > 0) {
-          const O2 = O.filter((k) => acc.over(lv.A, k) > EPS);
-          const h = O2.length > 0 ? ownCandidate(lv.A, O2, lv) : undefined;
-          if (h) return { h, level: li };
-        }
-      }
-      return undefined;
-    };
-    const nextDisplaced = (): Held | undefined => {
-      const O = usefulResources(0);
-      if (O.length === 0) return undefined;
-      for (const h of this.sortedOwn(S)) {
-        if (takeable(h) && h.ms.rank > ms.rank && helps(h, 0, O)) return h;
-      }
-      return undefined;
-    };
-
-    const take = (h: Held, reason: VictimReason, level: number, forcedBy?: Pick) => {
-      h.alive = false;
-      if (!h.fresh) this.takeable--;
-      picks.push({ h, reason, level, ...(forcedBy ? { forcedBy } : {}) });
-      acc.charge(h.scope, h.total, -1);
-      const v = vec(h.total);
-      for (const d of deficits) if (tree.isAncestorOrSelf(d.scope, h.scope)) d.deficit -= v[d.k]!;
-      if (level >= 0) for (let k = 0; k < 3; k++) levels[level]!.taken[k]! += v[k]!;
-      W?.release(h.unit.id);
-    };
-
-    for (;;) {
-      const quotaOut = deficits.some((d) => d.deficit > EPS);
-      // Without a victim the headroom is as it was when the request failed: no copy to try it on.
-      if (!quotaOut && (hOk || picks.length > 0)) {
-        if (hOk) break;
-        W ??= this.cloneWithout(picks);
-        const res = W.place(unitP);
-        if (res.ok) {
-          placed = res;
-          hOk = true;
-          break;
-        }
-      }
-      const tb = nextTakeBack();
-      const next = tb ? { h: tb.h, reason: 'TakenBackForScope' as const, level: tb.level } : undefined;
-      const disp = next ? undefined : nextDisplaced();
-      const chosen =
-        next ?? (disp ? { h: disp, reason: 'DisplacedByHigherClass' as const, level: -1 } : undefined);
-      if (!chosen) {
-        // Not enough to take: the plan is dropped whole.
-        for (const p of picks) {
-          p.h.alive = true;
-          if (!p.h.fresh) this.takeable++;
-          acc.charge(p.h.scope, p.h.total, 1);
-        }
-        return false;
-      }
-      take(chosen.h, chosen.reason, chosen.level);
-      // A model cannot run with fewer than min: its extras go with its min.
-      if (chosen.h.unit.kind === 'min') {
-        const minPick = picks[picks.length - 1]!;
-        for (const x of chosen.h.ms.held) {
-          if (x.alive && x.unit.kind === 'extra') take(x, chosen.reason, chosen.level, minPick);
-        }
-      }
-    }
-
-    // Drop any chosen victim that turns out not to be needed, last chosen first. The last one is needed by
-    // construction (the plan did not fit before it), unless it only came along with its min.
-    const lastNeeded = picks.length - 1;
-    for (let i = picks.length - 1; i >= 0; i--) {
-      if (i === lastNeeded && !picks[i]!.forcedBy && !picks.some((q) => q.dropped)) continue;
-      const p = picks[i]!;
-      if (p.dropped || (p.forcedBy && !p.forcedBy.dropped)) continue;
-      const v = vec(p.h.total);
-      const quotaStill = deficits.every(
-        (d) => !tree.isAncestorOrSelf(d.scope, p.h.scope) || d.deficit + v[d.k]! <= EPS,
-      );
-      if (!quotaStill) continue;
-      let W2: Headroom | undefined;
-      let res2: PlaceResult | undefined;
-      if (needH) {
-        W2 = this.cloneWithout(picks.filter((q) => q !== p && !q.dropped));
-        res2 = W2.place(unitP);
-        if (!res2.ok) continue;
-      }
-      p.dropped = true;
-      p.h.alive = true;
-      if (!p.h.fresh) this.takeable++;
-      acc.charge(p.h.scope, p.h.total, 1);
-      for (const d of deficits) if (tree.isAncestorOrSelf(d.scope, p.h.scope)) d.deficit += v[d.k]!;
-      if (W2 && res2?.ok) {
-        W = W2;
-        placed = res2;
-      }
-      // A dropped min frees its forced extras to be judged on their own.
-      if (p.h.unit.kind === 'min') i = picks.length;
-    }
-    const kept = picks.filter((p) => !p.dropped);
-
-    // Commit: the victims' room goes to the request in the same step, so nobody else can take it.
-    if (!W) {
-      W = this.cloneWithout(kept);
-      const res = W.place(unitP);
-      if (!res.ok) {
-        for (const p of kept) {
-          p.h.alive = true;
-          if (!p.h.fresh) this.takeable++;
-          acc.charge(p.h.scope, p.h.total, 1);
-        }
-        return false;
-      }
-      placed = res;
-    }
-    this.headroom = W;
-    for (const p of kept) this.victimize(p, r, o);
-    this.admit(r, placed!, o, kept);
-    return true;
-  }
-
-  private cloneWithout(picks: readonly Pick[]): Headroom {
-    const W = this.headroom.clone();
-    for (const p of picks) W.release(p.h.unit.id);
-    return W;
-  }
-
   private rootList?: number[];
-  private roots(): number[] {
+  roots(): number[] {
     if (!this.rootList) {
       this.rootList = [];
       for (let i = 0; i < this.tree.size; i++) if (this.tree.parentOf[i]! < 0) this.rootList.push(i);
@@ -849,7 +534,7 @@ class Pass {
     return this.rootList;
   }
 
-  private sortedOwn(V: number): Held[] {
+  sortedOwn(V: number): Held[] {
     if (!this.ownSorted[V]) {
       this.own[V]!.sort(victimOrder);
       this.ownSorted[V] = 1;
@@ -857,7 +542,7 @@ class Pass {
     return this.own[V]!;
   }
 
-  private victimize(p: Pick, r: Request, o: Option): void {
+  private victimize(p: Chosen, r: Request, o: Option): void {
     this.epoch++;
     const vm = p.h.ms;
     vm.held = vm.held.filter((h) => h !== p.h);
@@ -869,8 +554,8 @@ class Pass {
     const message =
       p.reason === 'TakenBackForScope'
         ? `taken back for ${r.ms.m.name} of ${owner}, which is within its guarantee: ${victimScope} holds ` +
-          `${amount(k, this.start.acc.u[p.h.scope * 3 + ki]!)} against a guarantee of ` +
-          `${amount(k, this.book.g[p.h.scope * 3 + ki]!)}; it runs again when room frees`
+          `${amount(k, this.start.acc.used(p.h.scope, ki))} against a guarantee of ` +
+          `${amount(k, this.book.guaranteed(p.h.scope, ki))}; it runs again when room frees`
         : `displaced by ${r.ms.cls} model ${r.ms.m.name} of ${owner}, which needed the room; ` +
           `it runs again when room frees`;
     const behind = { model: r.ms.m.name, unitId: r.id };
@@ -1041,7 +726,6 @@ function samePending(a: readonly PendingEntry[], b: readonly PendingEntry[]): bo
   return true;
 }
 
-const cmpStr = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /**

@@ -7,7 +7,7 @@ import { type Scope, ScopeTree } from './tenancy';
 import type { AdmissionModel, ModelAdmission, PendingReason } from './types';
 
 /**
- * Read views (DESIGN.md §4, GET /v1/capacity and a model's status), computed from the stored admissions so
+ * Read views (docs/design.md §4, GET /v1/capacity and a model's status), computed from the stored admissions so
  * the API needs no decision pass to answer.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Tenancy, quotas and admission (quota-semantics.md): the pure domain the store and the API call.
+ * Tenancy, quotas and admission (docs/reference/quota-semantics.md): the pure domain the store and the API call.
  */
 export { Accounting, type ScopeFigures, scopeFigures } from './accounting';
 export {
@@ -9,7 +9,6 @@ export {
   type DecideOptions,
   type Decision,
   decide,
-  perReplica,
   type ReleasedEvent,
   type ScopeSummary,
   type StartCheck,
@@ -35,17 +34,10 @@ export {
   type QuotaWriteResult,
   validateQuotas,
 } from './quota';
-export { type SimpleCompute, SimpleHeadroom } from './simple-headroom';
 export {
-  type Action,
-  type AuthContext,
-  authorize,
-  can,
   MAX_MEMBERS_PER_SCOPE,
   type MemberWrite,
   planMemberWrite,
-  ROLES,
-  type Role,
   type Scope,
   type ScopeKind,
   ScopeTree,

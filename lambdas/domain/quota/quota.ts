@@ -4,7 +4,7 @@ import { RESOURCES, type Resource, type Resources } from '../resources';
 import type { ScopeTree } from './tenancy';
 
 /**
- * Quotas (quota-semantics.md §1): a guarantee and an optional limit per resource. A missing guarantee
+ * Quotas (docs/reference/quota-semantics.md §1): a guarantee and an optional limit per resource. A missing guarantee
  * dimension is 0, a missing limit dimension is unlimited, and a scope without a quota guarantees the sum of
  * its children's and limits nothing. Validation works on the whole next set of quotas, so that every rule of
  * the tree is checked the same way whichever scope is written.
@@ -91,6 +91,21 @@ export class QuotaBook {
     }
   }
 
+  /** The effective guarantee of scope `s` in resource `k` (0 gpus, 1 cores, 2 memoryGb). */
+  guaranteed(s: number, k: number): number {
+    return this.g[s * 3 + k]!;
+  }
+
+  /** The own limit of scope `s` in resource `k`; Infinity when unlimited. */
+  limited(s: number, k: number): number {
+    return this.l[s * 3 + k]!;
+  }
+
+  /** Whether a quota on the path of scope `s` speaks of resource `k` (see `speaks`). */
+  speaksOf(s: number, k: number): boolean {
+    return this.speaks[s * 3 + k] === 1;
+  }
+
   guarantee(i: number): Resources {
     return { gpus: this.g[i * 3]!, cores: this.g[i * 3 + 1]!, memoryGb: this.g[i * 3 + 2]! };
   }
@@ -139,8 +154,8 @@ export function validateQuotas(tree: ScopeTree, quotas: readonly Quota[]): Quota
     RESOURCES.forEach((r, k) => {
       if (book.hasQuota[i]) {
         let sum = 0;
-        for (const c of tree.childrenOf[i]!) sum += book.g[c * 3 + k]!;
-        const g = book.g[i * 3 + k]!;
+        for (const c of tree.childrenOf[i]!) sum += book.guaranteed(c, k);
+        const g = book.guaranteed(i, k);
         if (sum > g + 1e-9) {
           issues.push({
             scope: name,
@@ -148,11 +163,11 @@ export function validateQuotas(tree: ScopeTree, quotas: readonly Quota[]): Quota
           });
         }
       }
-      const own = book.l[i * 3 + k]!;
+      const own = book.limited(i, k);
       if (!Number.isFinite(own)) return;
       // The nearest ancestor with a limit caps this one: a scope without a quota imposes nothing in between.
       for (let a = tree.parentOf[i]!; a >= 0; a = tree.parentOf[a]!) {
-        const cap = book.l[a * 3 + k]!;
+        const cap = book.limited(a, k);
         if (!Number.isFinite(cap)) continue;
         if (own > cap) {
           issues.push({

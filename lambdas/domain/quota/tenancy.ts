@@ -1,22 +1,13 @@
+import { isRole, RANK, type Role, type Tenancy } from '../access';
 import { SCOPE_PATTERN } from '../compute';
-import { conflict, DomainError, forbidden, invalid, notFound } from '../errors';
-import {
-  type Identity,
-  matches,
-  type Principal,
-  PrincipalMap,
-  parsePrincipal,
-  principalKey,
-} from '../principal';
+import { conflict, DomainError, invalid, notFound } from '../errors';
+import { type Identity, PrincipalMap, parsePrincipal, principalKey } from '../principal';
+import { listed } from '../text';
 
 /**
- * The tenancy tree (org / team / project) and who may do what in it (DESIGN.md §8). Pure: the store loads the
- * scopes, this module answers. Scopes get dense integer ids so that accounting can keep usage in typed arrays.
+ * The tenancy tree (org / team / project), its members and its changes. Pure: the store loads the scopes, this
+ * module answers; who may do what in the tree is domain/access.ts. Scopes get dense integer ids so that accounting can keep usage in typed arrays.
  */
-
-export type Role = 'admin' | 'editor' | 'viewer';
-export const ROLES = ['admin', 'editor', 'viewer'] as const;
-const RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3 };
 
 export type ScopeKind = 'org' | 'team' | 'project';
 
@@ -35,22 +26,18 @@ export interface Scope {
  */
 export const MAX_MEMBERS_PER_SCOPE = 200;
 
-function isRole(r: unknown): r is Role {
-  return typeof r === 'string' && (ROLES as readonly string[]).includes(r);
-}
-
 export function scopeKind(name: string): ScopeKind {
   return name.slice(0, name.indexOf(':')) as ScopeKind;
 }
 
-/** The kinds a scope of each kind may sit under (quota-semantics.md §1). */
+/** The kinds a scope of each kind may sit under (docs/reference/quota-semantics.md §1). */
 const PARENT_KINDS: Record<ScopeKind, ScopeKind[]> = { org: [], team: ['org'], project: ['team', 'org'] };
 
 /**
  * An immutable index over the scope tree. Build it once per request or pass; every query is O(depth) or O(1).
- * It also satisfies the API's `Tenancy` interface (roleIn, isMemberAtOrBelow).
+ * It is the permission model's `Tenancy` (domain/access.ts).
  */
-export class ScopeTree {
+export class ScopeTree implements Tenancy {
   readonly names: string[] = [];
   readonly ids = new Map<string, number>();
   /** parent id, -1 for a root. */
@@ -199,82 +186,6 @@ export class ScopeTree {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Authorization
-
-/**
- * What a caller may want to do, and which scope the check is made in:
- * - `read`: see a resource owned by the scope (any role there, above, or beneath it).
- * - `edit`: create, change or delete models and computes owned by the scope (editor).
- * - `manage-members`: grant or revoke roles in the scope (admin in it or above).
- * - `create-scope`: create a scope under the given parent (admin of the parent); orgs: platform admins.
- * - `delete-scope` / `set-quota`: the given scope's quota or existence is decided from above it (admin of a
- *   strict ancestor), so that nobody raises their own guarantee; orgs: platform admins.
- * - `platform`: reconcile now, built-in computes, shared models (platform admins only).
- * An empty scope means a shared resource: everyone reads it, platform admins change it.
- */
-export type Action =
-  | 'read'
-  | 'edit'
-  | 'manage-members'
-  | 'create-scope'
-  | 'delete-scope'
-  | 'set-quota'
-  | 'platform';
-
-export interface AuthContext {
-  admins: readonly Principal[];
-  scopes: ScopeTree;
-}
-
-const NEEDS: Record<Exclude<Action, 'platform'>, Role> = {
-  read: 'viewer',
-  edit: 'editor',
-  'manage-members': 'admin',
-  'create-scope': 'admin',
-  'delete-scope': 'admin',
-  'set-quota': 'admin',
-};
-
-export function can(who: Identity, action: Action, scope: string | undefined, ctx: AuthContext): boolean {
-  if (ctx.admins.some((a) => matches(a, who))) return true;
-  if (action === 'platform') return false;
-  if (!scope) return action === 'read';
-  if (!ctx.scopes.has(scope)) return false;
-  if (action === 'read') {
-    return ctx.scopes.roleIn(who, scope) !== undefined || ctx.scopes.isMemberAtOrBelow(who, scope);
-  }
-  // Quotas and deletion are decided one level up: a scope admin cannot raise their own guarantee.
-  const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
-  if (!at) return false;
-  const r = ctx.scopes.roleIn(who, at);
-  return r !== undefined && RANK[r] >= RANK[NEEDS[action]];
-}
-
-const WHAT: Record<Action, string> = {
-  read: 'reading it',
-  edit: 'changing it',
-  'manage-members': 'managing members',
-  'create-scope': 'creating a scope here',
-  'delete-scope': 'deleting this scope',
-  'set-quota': 'setting this quota',
-  platform: 'this',
-};
-
-/** Throws a 403 DomainError whose message says which role is missing and where. */
-export function authorize(who: Identity, action: Action, scope: string | undefined, ctx: AuthContext): void {
-  if (can(who, action, scope, ctx)) return;
-  if (action === 'platform' || !scope) throw forbidden(`${WHAT[action]} is reserved to platform admins`);
-  if (!ctx.scopes.has(scope)) throw forbidden(`${who.arn} has no role in ${scope}`);
-  if (action === 'read') throw forbidden(`${who.arn} has no role in ${scope}, above it or beneath it`);
-  const at = action === 'set-quota' || action === 'delete-scope' ? ctx.scopes.parent(scope) : scope;
-  if (!at) throw forbidden(`${WHAT[action]} for ${scope} is reserved to platform admins (it is an org)`);
-  throw forbidden(
-    `${WHAT[action]} needs the ${NEEDS[action as keyof typeof NEEDS]} role in ${at} or a scope above it; ` +
-      `an admin there can grant it`,
-  );
-}
-
-// ---------------------------------------------------------------------------------------------------------
 // Members
 
 /** What a member change does to a scope's members map: keys to remove, and the entry to set. */
@@ -356,15 +267,11 @@ export function validateScopeDelete(tree: ScopeTree, name: string, ownedModels: 
   const children = tree.children(name);
   if (children.length > 0 || ownedModels.length > 0) {
     const parts: string[] = [];
-    if (children.length > 0) parts.push(`scopes ${list(children)}`);
-    if (ownedModels.length > 0) parts.push(`models ${list(ownedModels)}`);
+    if (children.length > 0) parts.push(`scopes ${listed(children)}`);
+    if (ownedModels.length > 0) parts.push(`models ${listed(ownedModels)}`);
     throw new DomainError(
       'conflict',
       `${name} still holds ${parts.join(' and ')}; move or delete them first`,
     );
   }
-}
-
-function list(xs: readonly string[]): string {
-  return xs.length <= 5 ? xs.join(', ') : `${xs.slice(0, 5).join(', ')} and ${xs.length - 5} more`;
 }

@@ -4,7 +4,7 @@ import type { Resource, Resources } from '../resources';
 
 /**
  * The admission state the store persists, one item per model, and the vocabulary of reasons
- * (quota-semantics.md §6). Everything here is plain JSON so it round-trips through DynamoDB unchanged.
+ * (docs/reference/quota-semantics.md §6). Everything here is plain JSON so it round-trips through DynamoDB unchanged.
  */
 
 export const PENDING_REASONS = [

@@ -1,4 +1,3 @@
-import { setComputeUsers } from '../../../lambdas/store/computes';
 import { ADMIN_SESSION, type TestApi, testApi } from '../../helpers/api';
 import { dumpTable, setNodegroupStatus } from '../../helpers/dump';
 
@@ -22,7 +21,6 @@ let api: TestApi;
 beforeAll(async () => {
   api = await testApi();
 });
-afterEach(() => setComputeUsers(async () => []));
 
 describe('built-in computes', () => {
   it('lists the seven built-ins with their derived fields', async () => {
@@ -221,11 +219,23 @@ describe('create, apply, clone, rename, delete', () => {
 
   it('refuses to delete or rename a compute that models use', async () => {
     await api.call('POST', '/v1/computes', manifest('l4-l'));
-    setComputeUsers(async (name) => (name === 'l4-l' ? ['qwen3-8b'] : []));
+    // A model that pins the compute in one of its profiles.
+    const pinned = await api.call('POST', '/v1/models', {
+      apiVersion: 'llmcap/v1',
+      kind: 'Model',
+      metadata: { name: 'pins-l4-l' },
+      spec: {
+        source: 'hf://mistralai/Mistral-7B-Instruct-v0.3',
+        engine: 'vllm',
+        profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 20, compute: 'l4-l' }],
+        scaling: { min: 0, max: 1 },
+      },
+    });
+    expect(pinned.status).toBe(201);
     const before = await dumpTable();
     const del = await api.call('DELETE', '/v1/computes/l4-l');
     expect(del.status).toBe(409);
-    expect(del.body.detail).toMatch(/used by model\(s\) qwen3-8b/);
+    expect(del.body.detail).toMatch(/used by model\(s\) pins-l4-l/);
     expect((await api.call('POST', '/v1/computes/l4-l/rename', { name: 'l4-m' })).status).toBe(409);
     expect(await dumpTable()).toEqual(before);
   });

@@ -1,7 +1,7 @@
 import { validateCatalog } from '../../../lambdas/domain/catalog';
+import { createServices } from '../../../lambdas/service';
 import { listComputes } from '../../../lambdas/store/computes';
 import { ledgerVersion } from '../../../lambdas/store/ledger';
-import { loadCatalog } from '../../../lambdas/store/models';
 import { type ApiResult, type TestApi, testApi } from '../../helpers/api';
 
 /**
@@ -67,7 +67,7 @@ it('a race of 20 adds and removes never leaves a fallback pointing at nothing', 
   expect(moved).toBeLessThanOrEqual(committed.length);
 
   // The stored catalog validates as a whole, with nothing skipped on load.
-  const loaded = await loadCatalog();
+  const loaded = await createServices().catalog.load();
   expect(loaded.skipped).toEqual([]);
   expect(validateCatalog(loaded.models, await listComputes())).toEqual([]);
   const names = new Set(loaded.models.map((m) => m.name));

@@ -1,6 +1,6 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { defaultModelCheck, type ModelCheck } from '../../../lambdas/domain/catalog';
 import { documentClient } from '../../../lambdas/shared/clients';
-import { resetModelCheck, setModelCheck } from '../../../lambdas/store/models';
 import { ADMIN_SESSION, callerArn, type TestApi, testApi } from '../../helpers/api';
 
 /** The model catalog over HTTP against DynamoDB Local: every rule, and that a refused change writes nothing. */
@@ -48,7 +48,7 @@ async function refused(status: number, send: () => Promise<{ status: number; bod
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await testApi();
+  api = await testApi({ deps: { modelCheck: (m, ctx) => modelCheck(m, ctx) } });
   // team:ml (under org:acme) has an editor and a viewer; nobody else holds a role (platform admins need none).
   expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
   expect((await api.call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
@@ -57,7 +57,11 @@ beforeAll(async () => {
   // Seeds the built-in computes, so later "writes nothing" scans start from a settled table.
   await api.call('GET', '/v1/healthz');
 });
-afterEach(() => resetModelCheck());
+// The pre-add check this API is wired with; a test may replace it with a deployment's own.
+let modelCheck: ModelCheck = defaultModelCheck;
+afterEach(() => {
+  modelCheck = defaultModelCheck;
+});
 
 describe('reading the catalog', () => {
   it('lists the declared models to everyone, marked declared, with their effective class', async () => {
@@ -300,9 +304,8 @@ describe('the whole next catalog is validated before anything is written', () =>
     );
     expect(gguf.detail).toMatch(/loads GGUF weights/);
     // A deployment can plug its own check in.
-    setModelCheck(async (m) =>
-      m.spec.source.includes('Mistral') ? ['the weights bucket has no such prefix; upload them first'] : [],
-    );
+    modelCheck = async (m) =>
+      m.spec.source.includes('Mistral') ? ['the weights bucket has no such prefix; upload them first'] : [];
     const custom = await refused(400, () => api.call('POST', '/v1/models', manifest('custom')));
     expect(custom.detail).toBe(
       'model custom cannot run: the weights bucket has no such prefix; upload them first',

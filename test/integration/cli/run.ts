@@ -19,6 +19,8 @@ export function llmcap(
     endpoint?: string;
     env?: Record<string, string | undefined>;
     input?: string;
+    /** The working directory, against which file arguments resolve; the test's own by default. */
+    cwd?: string;
     /** Sees stderr as it comes, e.g. to act on a progress line while the command still runs. */
     onStderr?: (soFar: string) => void;
   } = {},
@@ -31,7 +33,7 @@ export function llmcap(
   Object.assign(env, opts.env ?? {});
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: env as NodeJS.ProcessEnv });
+    const child = spawn(process.execPath, [BIN, ...args], { env: env as NodeJS.ProcessEnv, cwd: opts.cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {

@@ -16,8 +16,8 @@ import {
   SNSClient,
   SubscribeCommand,
 } from '@aws-sdk/client-sns';
-import { nodegroupFailedAlarm } from '../../../lambdas/reconcile/alarm-definitions';
-import { putAlarm } from '../../../lambdas/reconcile/cloudwatch-alarms';
+import { putAlarm } from '../../../lambdas/aws/alarms';
+import { nodegroupFailedAlarm } from '../../../lambdas/domain/alarms';
 import { publishMetrics } from '../../../lambdas/reconcile/handler';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, DrivenClock, startCloudSim } from '../../../local/cloud-sim';

@@ -8,7 +8,9 @@ import {
   pricingRegionFor,
   resetHardwareFacts,
   UNKNOWN_TTL_MS,
-} from '../../../lambdas/shared/hardware';
+} from '../../../lambdas/aws/hardware';
+import { resetClients } from '../../../lambdas/shared/clients';
+import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, startCloudSim } from '../../../local/cloud-sim';
 import { loadSnapshot } from '../../../local/cloud-sim/aws-snapshot';
 
@@ -27,6 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   resetHardwareFacts();
+  resetClients();
   process.env = saved;
   await sim.stop();
 });
@@ -154,6 +157,7 @@ describe('hardware facts from EC2 and the Price List', () => {
     expect(pricingRegionFor('eu-west-1')).toBe('eu-central-1');
     expect(pricingRegionFor('ap-northeast-1')).toBe('ap-south-1');
     process.env.AWS_REGION = 'eu-west-1';
+    resetConfig();
     resetHardwareFacts();
     try {
       const hw = hardwareFacts();
@@ -164,6 +168,7 @@ describe('hardware facts from EC2 and the Price List', () => {
       expect(priceCalls()).toBe(1);
     } finally {
       process.env.AWS_REGION = saved.AWS_REGION;
+      resetConfig();
       resetHardwareFacts();
     }
   });

@@ -6,7 +6,7 @@ import { testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
 
 /**
- * Bad input the fuzzer found answered with 500 (DESIGN.md §4: "5xx never for bad input"), pinned one by one
+ * Bad input the fuzzer found answered with 500 (docs/design.md §4: "5xx never for bad input"), pinned one by one
  * so that each reads as a plain repro; fixed in 5539e49 and kept here as regressions.
  */
 

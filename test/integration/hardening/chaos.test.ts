@@ -5,7 +5,7 @@ import { testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The short chaos run (npm test); npm run soak runs more passes. See soak/lib/chaos.ts. The run ends its faults
- * with ch-l4 DEGRADED (a scale-out that could not launch): per reference/eks-nodegroup.md only a successful
+ * with ch-l4 DEGRADED (a scale-out that could not launch): per docs/reference/eks-nodegroup.md only a successful
  * scale-out clears DEGRADED, so reconcile has to ask for one again once capacity is back.
  */
 

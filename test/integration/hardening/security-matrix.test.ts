@@ -15,7 +15,7 @@ import { testApi } from '../../helpers/api';
 import { reconcilerLambda } from '../../helpers/lambda';
 
 /**
- * DESIGN.md §8 as a table: every route of the router, tried by a platform admin, an admin of team:ml, an
+ * docs/design.md §8 as a table: every route of the router, tried by a platform admin, an admin of team:ml, an
  * editor and a viewer of project:a, a stranger, and an unauthenticated caller, against the outcome the
  * design calls for. The route list comes from the router, so a route added without a row fails here.
  *

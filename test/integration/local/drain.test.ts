@@ -1,5 +1,5 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import type { ReconcileSummary } from '../../../lambdas/reconcile/reconcile';
+import type { ReconcileSummary } from '../../../lambdas/service/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 

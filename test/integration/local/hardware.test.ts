@@ -1,4 +1,4 @@
-import { hardwareFacts } from '../../../lambdas/shared/hardware';
+import { hardwareFacts } from '../../../lambdas/aws/hardware';
 import type { ControlPlane } from '../../../local/control-plane';
 import { testControlPlane } from '../../helpers/control-plane';
 

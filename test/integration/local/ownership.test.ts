@@ -1,8 +1,7 @@
 import { DeleteNodegroupCommand, DescribeNodegroupCommand, TagResourceCommand } from '@aws-sdk/client-eks';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { foreignMessage, legacyComputeId } from '../../../lambdas/domain/nodegroup';
-import { eksClient } from '../../../lambdas/shared/aws';
-import { documentClient } from '../../../lambdas/shared/clients';
+import { documentClient, eksClient } from '../../../lambdas/shared/clients';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 

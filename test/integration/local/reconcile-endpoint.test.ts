@@ -33,10 +33,14 @@ describe('POST /v1/reconcile', () => {
     let r: Awaited<ReturnType<typeof call>> | undefined;
     try {
       // The bound only keeps this test from hanging where POST waits for the pass (which waits for the ledger).
+      let bound: NodeJS.Timeout | undefined;
       r = await Promise.race([
         call('POST', '/v1/reconcile'),
-        new Promise<undefined>((res) => setTimeout(() => res(undefined), 20_000)),
+        new Promise<undefined>((res) => {
+          bound = setTimeout(() => res(undefined), 20_000);
+        }),
       ]);
+      clearTimeout(bound);
       expect(r?.status).toBe(202);
       expect(r!.body).toMatchObject({
         state: 'QUEUED',

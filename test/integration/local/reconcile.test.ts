@@ -1,6 +1,6 @@
-import { runReconcile } from '../../../lambdas/reconcile/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { runReconcile } from '../../helpers/services';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →

@@ -1,7 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { builtinComputes } from '../../../lambdas/shared/builtin-config';
+import { createServices } from '../../../lambdas/service';
 import { documentClient } from '../../../lambdas/shared/clients';
-import { seedBuiltins } from '../../../lambdas/store/computes';
 import { keys } from '../../../lambdas/store/keys';
 import { freshTable } from '../../helpers/table';
 
@@ -15,18 +14,18 @@ type Store = {
   turn: typeof import('../../../lambdas/store/turn');
   ledger: typeof import('../../../lambdas/store/ledger');
   cache: typeof import('../../../lambdas/store/ledger-cache');
-  models: typeof import('../../../lambdas/store/models');
+  /** The services of that container, wired over its own copies of the store. */
+  services: ReturnType<typeof createServices>;
 };
 
 function container(): Store {
   let s: Store | undefined;
   jest.isolateModules(() => {
-    require('../../../lambdas/store/admission'); // registers admission with the catalog, as the API does
     s = {
       turn: require('../../../lambdas/store/turn'),
       ledger: require('../../../lambdas/store/ledger'),
       cache: require('../../../lambdas/store/ledger-cache'),
-      models: require('../../../lambdas/store/models'),
+      services: require('../../../lambdas/service').createServices(),
     };
   });
   return s!;
@@ -51,7 +50,7 @@ const putLease = (holder: string, expiresAt: number) =>
 
 beforeAll(async () => {
   await freshTable('turn');
-  await seedBuiltins(builtinComputes());
+  await createServices().computes.seedBuiltins();
 });
 
 it('a second container waits for the first one to finish its turn, then takes it; nothing is left behind', async () => {
@@ -100,51 +99,36 @@ it('a holder that died holds the others up only until its lease expires', async 
 it('a writer whose turn does not come in time is refused (409, retry) and writes nothing', async () => {
   const b = container();
   await putLease('stuck', Date.now() + 60_000);
-  const before = await b.ledger.ledgerVersion();
-  let decided = false;
-  const refused = await b.ledger
-    .withLedger(
-      async () => {
-        decided = true;
-        return { items: [], result: undefined };
-      },
-      { by: 'b', waitMs: 300 },
-    )
-    .catch((e: Error & { kind?: string; details?: { reason?: string } }) => e);
-  expect(decided).toBe(false);
-  expect(refused).toMatchObject({ kind: 'conflict', details: { reason: 'ConcurrentUpdate' } });
-  expect((refused as Error).message).toMatch(/busy .*nothing was written, retry/);
-  expect(await b.ledger.ledgerVersion()).toBe(before);
-  await putLease('stuck', 0);
+  const mark = { pk: 'TEST', sk: 'while-stuck' };
+  try {
+    const before = await b.ledger.ledgerVersion();
+    const refused = await b.ledger
+      .withLedger(
+        async () => ({
+          items: [{ Put: { TableName: process.env.LLMCAP_TABLE!, Item: { ...mark, by: 'b' } } }],
+          result: undefined,
+        }),
+        { by: 'b', waitMs: 300 },
+      )
+      .catch((e: Error & { kind?: string; details?: { reason?: string } }) => e);
+    expect(refused).toMatchObject({ kind: 'conflict', details: { reason: 'ConcurrentUpdate' } });
+    expect((refused as Error).message).toMatch(/busy .*nothing was written, retry/);
+    expect(await b.ledger.ledgerVersion()).toBe(before);
+    const out = await documentClient().send(
+      new GetCommand({ TableName: process.env.LLMCAP_TABLE!, Key: mark, ConsistentRead: true }),
+    );
+    expect(out.Item).toBeUndefined();
+  } finally {
+    await putLease('stuck', 0);
+  }
 });
 
 it('writers racing from two containers lose no update', async () => {
   const stores = [container(), container()];
   const counter = { pk: 'TEST', sk: 'counter' };
-  const increment = (s: Store) =>
-    s.ledger.withLedger(
-      async () => {
-        const out = await documentClient().send(
-          new GetCommand({ TableName: process.env.LLMCAP_TABLE!, Key: counter, ConsistentRead: true }),
-        );
-        const n = (out.Item?.n as number | undefined) ?? 0;
-        return {
-          items: [
-            {
-              Put: {
-                TableName: process.env.LLMCAP_TABLE!,
-                Item: { ...counter, n: n + 1 },
-                ConditionExpression: n === 0 ? 'attribute_not_exists(pk)' : 'n = :n',
-                ...(n === 0 ? {} : { ExpressionAttributeValues: { ':n': n } }),
-              },
-            },
-          ],
-          result: n + 1,
-        };
-      },
-      { by: 'race' },
-    );
-  const results = await Promise.all(stores.flatMap((s) => Array.from({ length: 15 }, () => increment(s))));
+  const results = await Promise.all(
+    stores.flatMap((s) => Array.from({ length: 15 }, () => incrementOf(s, counter))),
+  );
   expect([...results].sort((x, y) => x - y)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   const out = await documentClient().send(
     new GetCommand({ TableName: process.env.LLMCAP_TABLE!, Key: counter, ConsistentRead: true }),
@@ -154,8 +138,8 @@ it('writers racing from two containers lose no update', async () => {
 
 it("a container's cached catalog never hides a change another container committed", async () => {
   const [a, b] = [container(), container()];
-  const before = (await a.models.loadCatalog()).models.map((m) => m.name);
-  await b.models.changeCatalog(
+  const before = (await a.services.catalog.load()).models.map((m) => m.name);
+  await b.services.models.change(
     {
       verb: 'add',
       name: 'from-b',
@@ -168,7 +152,142 @@ it("a container's cached catalog never hides a change another container committe
     },
     { by: 'b' },
   );
-  const after = (await a.models.loadCatalog()).models.map((m) => m.name);
+  const after = (await a.services.catalog.load()).models.map((m) => m.name);
   expect(before).not.toContain('from-b');
   expect(after).toContain('from-b');
+});
+
+/** A counter increment as a ledger decision: read, then write n + 1 conditional on n. */
+function incrementOf(s: Store, counter: { pk: string; sk: string }, opts: { gate?: Promise<void> } = {}) {
+  return s.ledger.withLedger(
+    async () => {
+      const out = await documentClient().send(
+        new GetCommand({ TableName: process.env.LLMCAP_TABLE!, Key: counter, ConsistentRead: true }),
+      );
+      const n = (out.Item?.n as number | undefined) ?? 0;
+      await opts.gate;
+      return {
+        items: [
+          {
+            Put: {
+              TableName: process.env.LLMCAP_TABLE!,
+              Item: { ...counter, n: n + 1 },
+              ConditionExpression: n === 0 ? 'attribute_not_exists(pk)' : 'n = :n',
+              ...(n === 0 ? {} : { ExpressionAttributeValues: { ':n': n } }),
+            },
+          },
+        ],
+        result: n + 1,
+      };
+    },
+    { by: 'race' },
+  );
+}
+
+it('a container writing alone commits without taking the lease: its commit checks that nobody holds it', async () => {
+  const a = container();
+  const counter = { pk: 'TEST', sk: 'alone' };
+  await incrementOf(a, counter);
+  let seen: unknown = 'not read';
+  await a.ledger.withLedger(
+    async () => {
+      seen = await lease();
+      return { items: [], result: undefined };
+    },
+    { by: 'a' },
+  );
+  expect(seen).toBeUndefined();
+  expect(await incrementOf(a, counter)).toBe(2);
+});
+
+it("a free commit never lands while another container holds the turn: it waits, then decides on the holder's write", async () => {
+  const [a, b] = [container(), container()];
+  const counter = { pk: 'TEST', sk: 'holder-first' };
+  // b has written lately, so its next turn is a free one decided against the version it knows.
+  await incrementOf(b, counter);
+  let open!: () => void;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  let aRead!: () => void;
+  const aInside = new Promise<void>((r) => {
+    aRead = r;
+  });
+  // a holds the turn (as reconcile does) and decides slowly: it has read 1 and has not committed yet.
+  const holder = a.turn.inLedgerTurn(
+    () =>
+      incrementOf(a, counter, {
+        gate: (async () => {
+          aRead();
+          await gate;
+        })(),
+      }),
+    { by: 'a' },
+  );
+  await aInside;
+  expect((await lease())?.by).toBe('a');
+  // b decides against the same version (1 stored, ledger unmoved): only the lease check stops its commit.
+  const free = incrementOf(b, counter);
+  await sleep(300);
+  open();
+  const [fromA, fromB] = await Promise.all([holder, free]);
+  expect({ fromA, fromB }).toEqual({ fromA: 2, fromB: 3 });
+  const out = await documentClient().send(
+    new GetCommand({ TableName: process.env.LLMCAP_TABLE!, Key: counter, ConsistentRead: true }),
+  );
+  expect(out.Item?.n).toBe(3);
+  expect(await lease()).toBeUndefined();
+});
+
+it('a refusal decided against a cached ledger version is made again when another container moved the ledger', async () => {
+  const [a, b] = [container(), container()];
+  const model = (name: string, fallback?: string) =>
+    ({
+      source: `hf://org/${name}`,
+      engine: 'vllm',
+      profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 2, minMemoryGb: 8 }],
+      scaling: { min: 0, max: 1 },
+      ...(fallback ? { fallback } : {}),
+    }) as never;
+  // a writes, so it knows the ledger version and holds the catalog at it.
+  await a.services.models.change({ verb: 'add', name: 'stale-a', spec: model('stale-a') }, { by: 'a' });
+  // b adds the model a's next change names as its fallback; a's cache has not seen it.
+  await b.services.models.change({ verb: 'add', name: 'stale-base', spec: model('stale-base') }, { by: 'b' });
+  const r = await a.services.models.change(
+    { verb: 'add', name: 'stale-child', spec: model('stale-child', 'stale-base') },
+    { by: 'a' },
+  );
+  expect(r.after?.spec.fallback).toBe('stale-base');
+  // The same for a decision that is not grouped and commits nothing, in a container that has seen no other
+  // writer yet (a has, and takes the lease for a while): it answers from the ledger as it is.
+  const c = container();
+  await c.services.models.change({ verb: 'add', name: 'stale-c', spec: model('stale-c') }, { by: 'c' });
+  await b.services.models.change({ verb: 'add', name: 'stale-late', spec: model('stale-late') }, { by: 'b' });
+  const sees = await c.ledger.withLedger(
+    async () => {
+      const rows = await c.cache.queryLedgerPartition('MODEL');
+      if (!rows.some((m) => m.sk === 'stale-late')) throw new Error('stale-late is not in the catalog');
+      return { items: [], result: 'seen' };
+    },
+    { by: 'a' },
+  );
+  expect(sees).toBe('seen');
+});
+
+it('a free turn commits a decision of 99 items, which leaves no room in the transaction for the lease check', async () => {
+  const a = container();
+  const items = Array.from({ length: 99 }, (_, i) => ({
+    Put: { TableName: process.env.LLMCAP_TABLE!, Item: { pk: 'TEST', sk: `full-${i}` } },
+  }));
+  await a.ledger.withLedger(async () => ({ items, result: undefined }), { by: 'a' });
+  await a.ledger.withLedger(async () => ({ items, result: undefined }), { by: 'a' });
+  const out = await documentClient().send(
+    new GetCommand({
+      TableName: process.env.LLMCAP_TABLE!,
+      Key: { pk: 'TEST', sk: 'full-98' },
+      ConsistentRead: true,
+    }),
+  );
+  expect(out.Item).toBeDefined();
+  expect(await lease()).toBeUndefined();
 });

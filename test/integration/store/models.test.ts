@@ -1,9 +1,9 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createServices } from '../../../lambdas/service';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { logger } from '../../../lambdas/shared/logger';
 import { keys } from '../../../lambdas/store/keys';
 import { forgetCachedPartitions } from '../../../lambdas/store/ledger-cache';
-import { loadCatalog } from '../../../lambdas/store/models';
 import { ADMIN, type TestApi, testApi } from '../../helpers/api';
 
 /**
@@ -57,7 +57,7 @@ afterEach(() => jest.restoreAllMocks());
 
 it('skips the corrupt and the no-longer-valid row, each with its own warning; the rest survive', async () => {
   const warn = jest.spyOn(logger, 'warn');
-  const c = await loadCatalog();
+  const c = await createServices().catalog.load();
   expect(c.models.map((m) => m.name).sort()).toEqual([...DECLARED, 'good'].sort());
   expect(
     c.models
@@ -115,7 +115,7 @@ it('the API still lists the rest, tells an admin what was skipped, and lets the 
   expect(fixed.status).toBe(200);
   expect(fixed.body.metadata).toMatchObject({ version: 4, declared: false });
   expect((await api.call('DELETE', '/v1/models/corrupt')).status).toBe(204);
-  const after = await loadCatalog();
+  const after = await createServices().catalog.load();
   expect(after.skipped).toEqual([]);
   expect(after.models.map((m) => m.name)).toEqual(expect.arrayContaining(['stale', 'good', 'newer']));
 });

@@ -1,13 +1,14 @@
 import { passView } from '../../../lambdas/domain/reconcile-pass';
-import { passesSettled, recordedPass } from '../../../lambdas/reconcile/pass';
-import type { ReconcileSummary } from '../../../lambdas/reconcile/reconcile';
+import { passesSettled } from '../../../lambdas/service/passes';
+import type { ReconcileSummary } from '../../../lambdas/service/reconcile';
 import { claimQueuedPass, getPass, listPasses, requestPass } from '../../../lambdas/store/reconcile-passes';
 import { until } from '../../helpers/passes';
+import { recordedPass } from '../../helpers/services';
 import { freshTable } from '../../helpers/table';
 
 /**
  * Pass records against DynamoDB Local: the queue that requests join, the claim that exactly one invocation
- * wins, and the pass service (lambdas/reconcile/pass.ts) recording how a pass ended, whatever ends it.
+ * wins, and the pass service (lambdas/service/passes.ts) recording how a pass ended, whatever ends it.
  */
 
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-import { executionNameOf } from '../../../lambdas/reconcile/workflows';
+import { executionNameOf } from '../../../lambdas/service/workflows';
 import {
   cpuSpec,
   type Harness,

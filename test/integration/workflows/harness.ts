@@ -2,13 +2,8 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Compute, ComputeSpec } from '../../../lambdas/domain/compute';
 import { newComputeId } from '../../../lambdas/domain/nodegroup';
-import {
-  resetWorkflowClients,
-  type StartWorkflowResult,
-  startWorkflow,
-  type WorkflowKind,
-} from '../../../lambdas/reconcile/workflows';
-import { documentClient } from '../../../lambdas/shared/clients';
+import type { StartWorkflowResult, WorkflowKind } from '../../../lambdas/service/workflows';
+import { documentClient, resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { type CloudSim, type Durations, startCloudSim } from '../../../local/cloud-sim';
 import {
@@ -17,6 +12,7 @@ import {
   startLocalStepFunctions,
   workflowEnv,
 } from '../../../local/sfn';
+import { startWorkflow } from '../../helpers/services';
 import { freshTable } from '../../helpers/table';
 
 /**
@@ -54,7 +50,7 @@ export async function harness(
   });
   Object.assign(process.env, { LLMCAP_STAGE: 'test', ...workflowEnv(sfn) });
   resetConfig();
-  resetWorkflowClients();
+  resetClients();
   const eks = new EKSClient({ endpoint: sim.endpoint, maxAttempts: 1 });
   return {
     sim,
@@ -63,7 +59,7 @@ export async function harness(
     table,
     async close() {
       eks.destroy();
-      resetWorkflowClients();
+      resetClients();
       await sfn.stop();
       await sim.stop();
     },

@@ -1,7 +1,10 @@
 import { DescribeNodegroupCommand } from '@aws-sdk/client-eks';
 import { foreignMessage, newComputeId, nodegroupTags, ownerOf } from '../../../lambdas/domain/nodegroup';
-import { executionNameOf, resetWorkflowClients, startWorkflow } from '../../../lambdas/reconcile/workflows';
+import { executionNameOf } from '../../../lambdas/service/workflows';
+import { resetClients } from '../../../lambdas/shared/clients';
+import { resetConfig } from '../../../lambdas/shared/config';
 import { startLocalStepFunctions, workflowEnv } from '../../../local/sfn';
+import { startWorkflow } from '../../helpers/services';
 import {
   bumpGeneration,
   cpuSpec,
@@ -183,7 +186,8 @@ describe('provision-nodegroup, run locally against the cloud simulator and Dynam
       timing: { waitScale: SCALE },
     });
     Object.assign(process.env, workflowEnv(second));
-    resetWorkflowClients();
+    resetConfig();
+    resetClients();
     try {
       const compute = await getCompute(h, 'cpu-again');
       const start = await startWorkflow({ compute, kind: 'provision', desiredNodes: 1 });
@@ -197,7 +201,8 @@ describe('provision-nodegroup, run locally against the cloud simulator and Dynam
     } finally {
       await second.stop();
       Object.assign(process.env, workflowEnv(h.sfn));
-      resetWorkflowClients();
+      resetConfig();
+      resetClients();
     }
   });
 

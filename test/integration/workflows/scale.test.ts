@@ -1,5 +1,5 @@
 import { UpdateNodegroupConfigCommand } from '@aws-sdk/client-eks';
-import { executionNameOf } from '../../../lambdas/reconcile/workflows';
+import { executionNameOf } from '../../../lambdas/service/workflows';
 import {
   cpuSpec,
   type Harness,

@@ -5,12 +5,13 @@ import {
   StartExecutionCommand,
   StopExecutionCommand,
 } from '@aws-sdk/client-sfn';
-import { executionNameOf, settleWorkflow, startWorkflow } from '../../../lambdas/reconcile/workflows';
+import { executionNameOf } from '../../../lambdas/service/workflows';
 import { DrivenClock } from '../../../local/cloud-sim';
 import { RETENTION_MS, startLocalStepFunctions } from '../../../local/sfn';
+import { settleWorkflow, startWorkflow } from '../../helpers/services';
 import { cpuSpec, getCompute, type Harness, harness, putCompute } from './harness';
 
-/** lambdas/reconcile/workflows.ts through the real @aws-sdk/client-sfn against the local Step Functions API. */
+/** lambdas/service/workflows.ts through the real @aws-sdk/client-sfn against the local Step Functions API. */
 
 let h: Harness;
 let sfn: SFNClient;

@@ -14,7 +14,7 @@ const l4 = {
 };
 
 describe('compute allocatable', () => {
-  it('reserves kubelet CPU and memory exactly as DESIGN.md says (8 vCPU / 32 GiB → 7340 m / 30249 MiB)', () => {
+  it('reserves kubelet CPU and memory exactly as docs/design.md says (8 vCPU / 32 GiB → 7340 m / 30249 MiB)', () => {
     expect(allocatable({ cpu: 8, memoryGb: 32 })).toEqual({ millicores: 7340, memoryMiB: 30249, gpus: 0 });
   });
 

@@ -12,7 +12,7 @@ import {
   namespaceFor,
   placementsOf,
 } from '../../../lambdas/domain/workloads';
-import { enginesConfig, parseEngines } from '../../../lambdas/shared/engine-config';
+import { enginesConfig, parseEngines } from '../../../lambdas/shared/builtin-config';
 
 const compute = (name: string, spec: ComputeSpecInput) => ({ name, spec: ComputeSpecSchema.parse(spec) });
 const l4 = compute('gpu-l4-1x', {

@@ -7,12 +7,9 @@ import {
   PutMetricAlarmCommand,
 } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
-import {
-  capacityAtLimitAlarm,
-  nodegroupFailedAlarm,
-  RUNBOOK,
-} from '../../../lambdas/reconcile/alarm-definitions';
-import { describeScope, setCloudWatchClient, syncAlarms } from '../../../lambdas/reconcile/cloudwatch-alarms';
+import { describeScope, syncAlarms } from '../../../lambdas/aws/alarms';
+import { capacityAtLimitAlarm, nodegroupFailedAlarm, RUNBOOK } from '../../../lambdas/domain/alarms';
+import { resetClients } from '../../../lambdas/shared/clients';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { prodStageAlarms } from '../../helpers/summary';
 
@@ -99,12 +96,17 @@ describe('CloudWatch alarms kept by the reconciler (adapter)', () => {
     cw.reset();
     process.env.LLMCAP_STAGE = 'prod';
     resetConfig();
-    setCloudWatchClient(new CloudWatchClient({ region: 'us-east-1' }));
+    resetClients();
   });
   afterEach(() => {
     delete process.env.LLMCAP_ALARM_TOPIC_ARN;
-    setCloudWatchClient(undefined);
+    resetConfig();
+    resetClients();
   });
+  const withTopic = () => {
+    process.env.LLMCAP_ALARM_TOPIC_ARN = topic;
+    resetConfig();
+  };
 
   it('does nothing without an on-call topic', async () => {
     expect(await syncAlarms({ scopes: [scope('team:ml', 1)], computes: [], atLimit: [] })).toEqual({
@@ -116,7 +118,7 @@ describe('CloudWatch alarms kept by the reconciler (adapter)', () => {
   });
 
   it('creates a missing alarm per scope and compute, and deletes those of vanished ones', async () => {
-    process.env.LLMCAP_ALARM_TOPIC_ARN = topic;
+    withTopic();
     const current = {
       ...capacityAtLimitAlarm('prod', 'team:ml', 1),
       AlarmActions: [topic],
@@ -155,7 +157,7 @@ describe('CloudWatch alarms kept by the reconciler (adapter)', () => {
   });
 
   it('replaces an alarm an older version left with other settings (they never paged)', async () => {
-    process.env.LLMCAP_ALARM_TOPIC_ARN = topic;
+    withTopic();
     // As the previous release created them: 1 of 1, notBreaching.
     const old = {
       ...capacityAtLimitAlarm('prod', 'team:ml', 1),
@@ -177,7 +179,7 @@ describe('CloudWatch alarms kept by the reconciler (adapter)', () => {
   });
 
   it('writes what was last seen into the description of a scope at its limit, and keeps it once it clears', async () => {
-    process.env.LLMCAP_ALARM_TOPIC_ARN = topic;
+    withTopic();
     const seen = {
       ...capacityAtLimitAlarm('prod', 'team:ml', 1, 'at its limit: gpus 3 of 3'),
       AlarmActions: [topic],

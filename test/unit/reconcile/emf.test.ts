@@ -1,4 +1,4 @@
-import { capacityAtLimitAlarm, nodegroupFailedAlarm } from '../../../lambdas/reconcile/alarm-definitions';
+import { capacityAtLimitAlarm, nodegroupFailedAlarm } from '../../../lambdas/domain/alarms';
 import { publishMetrics } from '../../../lambdas/reconcile/handler';
 import { resetConfig } from '../../../lambdas/shared/config';
 import { extractEmf } from '../../../local/cloud-sim/emf';

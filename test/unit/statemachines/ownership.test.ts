@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { ownsNodegroup } from '../../../lambdas/domain/nodegroup';
-import { buildWorkflowInput } from '../../../lambdas/reconcile/workflows';
+import { buildWorkflowInput } from '../../../lambdas/service/workflows';
 import { builtin } from '../../helpers/computes';
 
 /**

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateNodegroupCommand, DescribeNodegroupCommand } from '@aws-sdk/client-eks';
 import { NormalizedSchema } from '@smithy/core/schema';
@@ -130,7 +132,7 @@ describe('error names as Step Functions gives them', () => {
         ExpressionAttributeValues: { ':x': { S: 'y' } },
       }),
     ).rejects.toMatchObject({ name: 'DynamoDB.AmazonDynamoDBException' });
-    d.destroy();
+    await d.destroy();
   });
 
   it('puts the service, HTTP status and request id in the cause of a service error', () => {
@@ -158,7 +160,40 @@ describe('error names as Step Functions gives them', () => {
     await expect(
       d.dispatch('arn:aws:states:::aws-sdk:eks:describeNodegroup', { ClusterName: 'c', NodegroupName: 'n' }),
     ).rejects.toMatchObject({ name: 'Eks.SdkClientException' });
-    d.destroy();
+    await d.destroy();
+  });
+});
+
+describe('stopping', () => {
+  it('waits for a Task call in flight, then refuses new ones instead of opening a client', async () => {
+    // An EKS endpoint that answers late, as a stopped execution's last Task may still be waiting on it.
+    let answered = false;
+    const server = createServer((_req, res) =>
+      setTimeout(() => {
+        answered = true;
+        res.writeHead(404, {
+          'content-type': 'application/json',
+          'x-amzn-errortype': 'ResourceNotFoundException',
+        });
+        res.end(JSON.stringify({ message: 'No node group found for name: n.' }));
+      }, 150),
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const d = createDispatcher({
+      endpoints: { eks: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    });
+    const call = d.dispatch('arn:aws:states:::aws-sdk:eks:describeNodegroup', {
+      ClusterName: 'c',
+      NodegroupName: 'n',
+    });
+    const settled = call.catch((e: Error) => e.name);
+    await d.destroy();
+    expect(answered).toBe(true);
+    expect(await settled).toBe('Eks.ResourceNotFoundException');
+    await expect(
+      d.dispatch('arn:aws:states:::aws-sdk:eks:describeNodegroup', { ClusterName: 'c', NodegroupName: 'n' }),
+    ).rejects.toMatchObject({ name: 'States.Runtime', message: 'the local Step Functions has stopped' });
+    await new Promise((r) => server.close(r));
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Allocatable } from '../../../../lambdas/domain/compute';
-import { lowerBound, makeItems, pack } from '../../../../lambdas/domain/placement';
+import { lowerBound, makeItems, pack, strongLowerBound } from '../../../../lambdas/domain/placement';
 
 const items = (rows: [number, number, number][]) => {
   const it = makeItems(rows.length);
@@ -35,6 +35,57 @@ describe('lowerBound', () => {
         { ...node, gpus: 0 },
       ),
     ).toBe(2);
+  });
+});
+
+describe('the bound a compute reports', () => {
+  const threes = (n: number) =>
+    items(Array.from({ length: n }, () => [3, 1000, 1000] as [number, number, number]));
+
+  it('counts replicas that cannot share a node: five 3-GPU replicas on 8-GPU nodes need 3, not 2', () => {
+    expect(lowerBound(threes(5), node)).toBe(2);
+    expect(strongLowerBound(threes(5), node)).toBe(3);
+    for (const strategy of ['ffd', 'best'] as const)
+      expect(pack(threes(5), node, 10, strategy)).toMatchObject({ lowerBound: 3, packing: { bins: 3 } });
+  });
+
+  it('is never above an optimal packing (exhaustive over small GPU mixes)', () => {
+    // Every multiset of up to 6 replicas of 1..8 GPUs on 8-GPU nodes, against the exact optimum.
+    const optimum = (sizes: number[]): number => {
+      let best = sizes.length;
+      const bins: number[] = [];
+      const go = (i: number) => {
+        if (bins.length >= best) return;
+        if (i === sizes.length) {
+          best = bins.length;
+          return;
+        }
+        for (let b = 0; b < bins.length; b++)
+          if (bins[b]! + sizes[i]! <= 8) {
+            bins[b]! += sizes[i]!;
+            go(i + 1);
+            bins[b]! -= sizes[i]!;
+          }
+        bins.push(sizes[i]!);
+        go(i + 1);
+        bins.pop();
+      };
+      go(0);
+      return best;
+    };
+    let tighter = 0;
+    const walk = (sizes: number[], min: number) => {
+      if (sizes.length > 0) {
+        const it = items(sizes.map((g) => [g, 100, 100] as [number, number, number]));
+        const opt = optimum([...sizes].sort((a, b) => b - a));
+        const lb = strongLowerBound(it, node);
+        expect([sizes, lb <= opt]).toEqual([sizes, true]);
+        if (lb > lowerBound(it, node)) tighter++;
+      }
+      if (sizes.length < 6) for (let g = min; g <= 8; g++) walk([...sizes, g], g);
+    };
+    walk([], 1);
+    expect(tighter).toBeGreaterThan(0);
   });
 });
 

@@ -1,7 +1,8 @@
-import { checkStart, decide, SimpleHeadroom } from '../../../../lambdas/domain/quota';
+import { checkStart, decide } from '../../../../lambdas/domain/quota';
+import { SimpleHeadroom } from '../../../helpers/simple-headroom';
 import { World } from './world';
 
-// quota-semantics.md §8: the worked examples, one test each.
+// docs/reference/quota-semantics.md §8: the worked examples, one test each.
 describe('worked examples', () => {
   test('Limit: own limit refuses at the API, borrowing is marked', () => {
     const w = new World(['org:o', 'team:t<org:o', 'project:a<team:t', 'project:b<team:t'], {

@@ -6,9 +6,8 @@ import {
   decide,
   QuotaBook,
   ScopeTree,
-  type SimpleCompute,
-  type SimpleHeadroom,
 } from '../../../../lambdas/domain/quota';
+import type { SimpleCompute, SimpleHeadroom } from '../../../helpers/simple-headroom';
 import { World } from './world';
 
 /**
@@ -143,7 +142,7 @@ function checkInvariants(w: World, before: Snapshot | undefined, d: Decision): v
     const i = tree.id(s.scope);
     const u = [s.usage.gpus, s.usage.cores, s.usage.memoryGb];
     const b = before?.usage.get(s.scope) ?? [0, 0, 0];
-    for (let k = 0; k < 3; k++) expect(u[k]!).toBeLessThanOrEqual(Math.max(book.l[i * 3 + k]!, b[k]!) + 1e-9);
+    for (let k = 0; k < 3; k++) expect(u[k]!).toBeLessThanOrEqual(Math.max(book.limited(i, k), b[k]!) + 1e-9);
   }
   // 2. Never above the headroom.
   for (const c of (d.headroom as SimpleHeadroom).summary()) {
@@ -175,7 +174,7 @@ function checkInvariants(w: World, before: Snapshot | undefined, d: Decision): v
     const i = tree.id(v.scope);
     expect(w.admissions.get(v.model)?.units.some((u) => u.id === v.unitId)).toBe(true);
     const b = before!.usage.get(v.scope)!;
-    const above = [0, 1, 2].some((k) => b[k]! > book.g[i * 3 + k]! + 1e-9);
+    const above = [0, 1, 2].some((k) => b[k]! > book.guaranteed(i, k) + 1e-9);
     expect(above).toBe(true);
   }
   // Displacement stays inside the requester's scope, and only of a strictly lower class.
@@ -277,12 +276,12 @@ describe('admission invariants', () => {
           let breaks = false;
           for (const X of tree.pathOf[S]!) {
             const x = usage.get(tree.names[X]!)!;
-            for (let k = 0; k < 3; k++) if (x[k]! > book.l[X * 3 + k]! + 1e-9) breaks = true;
+            for (let k = 0; k < 3; k++) if (x[k]! > book.limited(X, k) + 1e-9) breaks = true;
           }
           if (newcomer.spec.class === 'critical') {
             const x = usage.get(newcomer.owner!)!;
             for (let k = 0; k < 3; k++) {
-              if (book.g[S * 3 + k]! > 0 && x[k]! > book.g[S * 3 + k]! + 1e-9) breaks = true;
+              if (book.guaranteed(S, k) > 0 && x[k]! > book.guaranteed(S, k) + 1e-9) breaks = true;
             }
           }
           // Headroom, in every resource: the request must no longer fit anywhere with the victim back.

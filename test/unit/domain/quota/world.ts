@@ -9,11 +9,10 @@ import {
   modelStatus,
   type Quota,
   type Scope,
-  type SimpleCompute,
-  SimpleHeadroom,
   type StartCheck,
 } from '../../../../lambdas/domain/quota';
 import type { Resources } from '../../../../lambdas/domain/resources';
+import { type SimpleCompute, SimpleHeadroom } from '../../../helpers/simple-headroom';
 
 /**
  * A small world for admission scenarios: a tree written as `child<parent`, GPU quotas as numbers (or full

@@ -1,0 +1,147 @@
+import {
+  DescribeAutoScalingGroupsCommand,
+  TerminateInstanceInAutoScalingGroupCommand,
+} from '@aws-sdk/client-auto-scaling';
+import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
+import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
+import { needsObservation } from '../domain/compute-changes';
+import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
+import { autoScalingClient, eksClient } from '../shared/clients';
+import { config } from '../shared/config';
+
+/**
+ * Observes what AWS runs for each compute: DescribeNodegroup (bounded concurrency; the SDK retries throttling)
+ * and, for ready nodes, the InService instances of the node group's Auto Scaling group. A group whose tags
+ * say it is not this compute's is recorded FOREIGN and nothing more is read from it, so no workflow is ever
+ * started on someone else's group.
+ */
+
+export interface Observation {
+  compute: string;
+  status: ObservedStatus;
+  maxSize?: number;
+  /** True when the node group was expected but EKS no longer knows it (deleted out of band). */
+  vanished: boolean;
+  calls: number;
+}
+
+const MAX_CONCURRENCY = 8;
+
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function healthMessage(ng: Nodegroup): { message?: string; issues: { code: string; message: string }[] } {
+  const issues = (ng.health?.issues ?? []).map((i) => ({
+    code: i.code ?? ISSUE_DEFAULTS.code,
+    message: i.message ?? ISSUE_DEFAULTS.message,
+  }));
+  if (!issues.length) return { issues };
+  return { issues, message: issues.map((i) => `${i.code}: ${i.message}`).join('; ') };
+}
+
+export type ObservedCompute = Pick<Compute, 'name' | 'status' | 'workflow' | 'createdAt' | 'uid'>;
+
+async function observeOne(c: ObservedCompute, now: string): Promise<Observation> {
+  const name = nodegroupNameOf(config().stage, c);
+  let calls = 1;
+  let ng: Nodegroup | undefined;
+  try {
+    const out = await eksClient().send(
+      new DescribeNodegroupCommand({ clusterName: config().cluster, nodegroupName: name }),
+    );
+    ng = out.nodegroup;
+  } catch (e) {
+    if ((e as Error).name !== 'ResourceNotFoundException') throw e;
+  }
+  const was = c.status.nodegroupStatus;
+  if (!ng) {
+    const vanished = was !== 'ABSENT' && was !== 'DELETING' && was !== 'FOREIGN';
+    const message = vanished
+      ? `node group ${name} is gone: it was deleted outside llmcap`
+      : was === 'FOREIGN'
+        ? `node group ${name} that was not llmcap's is gone; llmcap creates this compute's own`
+        : undefined;
+    return {
+      compute: c.name,
+      vanished,
+      calls,
+      status: {
+        nodegroupStatus: 'ABSENT',
+        desiredNodes: 0,
+        readyNodes: 0,
+        lastReconciledAt: now,
+        ...(message ? { statusMessage: message } : {}),
+      },
+    };
+  }
+  const owner = ownerOf(config().stage, c);
+  if (!ownsNodegroup(ng.tags, owner)) {
+    return {
+      compute: c.name,
+      vanished: false,
+      calls,
+      status: {
+        nodegroupStatus: 'FOREIGN',
+        desiredNodes: 0,
+        readyNodes: 0,
+        lastReconciledAt: now,
+        healthIssues: [],
+        statusMessage: foreignMessage(name, ng.tags, owner),
+      },
+    };
+  }
+  const asgName = ng.resources?.autoScalingGroups?.[0]?.name;
+  let ready = 0;
+  if (asgName) {
+    calls++;
+    const out = await autoScalingClient().send(
+      new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [asgName] }),
+    );
+    ready = (out.AutoScalingGroups?.[0]?.Instances ?? []).filter(
+      (i) => i.LifecycleState === 'InService' && i.HealthStatus !== 'Unhealthy',
+    ).length;
+  }
+  const health = healthMessage(ng);
+  return {
+    compute: c.name,
+    vanished: false,
+    calls,
+    maxSize: ng.scalingConfig?.maxSize,
+    status: {
+      nodegroupStatus: (ng.status ?? 'ACTIVE') as NodegroupStatus,
+      desiredNodes: ng.scalingConfig?.desiredSize ?? 0,
+      readyNodes: ready,
+      lastReconciledAt: now,
+      healthIssues: health.issues,
+      ...(health.message ? { statusMessage: health.message } : {}),
+    },
+  };
+}
+
+export async function observeAll(computes: ObservedCompute[], now: string): Promise<Observation[]> {
+  const targets = computes.filter(needsObservation);
+  return mapLimit(targets, MAX_CONCURRENCY, (c) => observeOne(c, now));
+}
+
+/**
+ * Removes one drained node's instance and lowers its group's desired size by exactly one
+ * (ShouldDecrementDesiredCapacity), so the group neither replaces it nor picks another instance itself.
+ */
+export async function terminateInstance(instanceId: string): Promise<void> {
+  await autoScalingClient().send(
+    new TerminateInstanceInAutoScalingGroupCommand({
+      InstanceId: instanceId,
+      ShouldDecrementDesiredCapacity: true,
+    }),
+  );
+}

@@ -1,0 +1,143 @@
+import type { ChangeResult } from './catalog';
+import type { Compute } from './compute';
+import { conflict } from './errors';
+import type { ReplicaUnit } from './headroom';
+import type { Model } from './model';
+import { PlacementHeadroom } from './placement';
+import {
+  checkStart,
+  type Decision,
+  decide,
+  type ModelAdmission,
+  type Quota,
+  type Scope,
+  ScopeTree,
+} from './quota';
+import { unitProfile } from './resources';
+
+/**
+ * Admission over the stored world (docs/reference/quota-semantics.md §7): the headroom restored from what is
+ * admitted, a catalog change's admission (the API's), and every pending request (reconcile's). Pure: the
+ * services load the world inside a ledger transaction and write what is decided in that same transaction.
+ */
+
+export interface World {
+  computes: Compute[];
+  models: Model[];
+  scopes: Scope[];
+  quotas: Quota[];
+  admissions: ModelAdmission[];
+}
+
+/**
+ * The cluster as admitted so far: every unit put back where it was placed. A unit that no longer fits there
+ * (its compute was removed or shrunk) is dropped from the admission, so the pass places it again.
+ */
+export function restoreHeadroom(
+  computes: readonly Compute[],
+  admissions: readonly ModelAdmission[],
+  models: readonly Pick<Model, 'name' | 'spec'>[],
+): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
+  const headroom = PlacementHeadroom.create(computes);
+  const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
+  const kept = admissions.map((a) => {
+    const units = a.units.filter((u) =>
+      headroom.restore(u.id, unitProfile(byModel.get(a.model), u), u.placements),
+    );
+    return units.length === a.units.length ? a : { ...a, units };
+  });
+  return { headroom, admissions: kept };
+}
+
+/** One decision over the world; `only` restricts it to some models' requests. */
+export function decideWorld(world: World, now: string, only?: string[]): Decision {
+  const tree = new ScopeTree(world.scopes);
+  const restored = restoreHeadroom(world.computes, world.admissions, world.models);
+  return decide(
+    {
+      scopes: tree,
+      quotas: world.quotas,
+      models: world.models,
+      admissions: restored.admissions,
+      headroom: restored.headroom,
+      now,
+    },
+    only ? { only: { models: only } } : {},
+  );
+}
+
+/**
+ * The admission a catalog change causes, decided for the changed model alone: a model owned by no scope is
+ * refused (409 UnknownScope), so is a start that can never fit (409 LimitExceeded or Headroom, checkStart);
+ * otherwise its replicas are admitted, placed, or left pending, and take-backs decided, all to be written with
+ * the change. `computes` are those the catalog was validated against; `world` holds the rest as stored.
+ */
+export function admitCatalogChange(
+  world: Pick<World, 'scopes' | 'quotas' | 'admissions' | 'computes'>,
+  change: ChangeResult,
+  now: string,
+): Decision {
+  const after = change.after;
+  const name = (after ?? change.before ?? change.replacesSkipped)!.name;
+  const tree = new ScopeTree(world.scopes);
+  if (after?.owner && !tree.has(after.owner)) {
+    throw conflict(
+      `scope ${after.owner} does not exist; create it (POST /v1/scopes) before it owns models`,
+      'UnknownScope',
+    );
+  }
+  const restored = restoreHeadroom(world.computes, world.admissions, change.next);
+  const input = {
+    scopes: tree,
+    quotas: world.quotas,
+    models: change.next,
+    admissions: restored.admissions,
+    now,
+  };
+  if (after) {
+    const check = checkStart(
+      {
+        ...input,
+        headroom: restored.headroom.clone(),
+        emptyHeadroom: PlacementHeadroom.create(world.computes),
+      },
+      after,
+    );
+    if (!check.ok) throw conflict(check.message, check.reason);
+  }
+  return decide({ ...input, headroom: restored.headroom }, { only: { models: [name] } });
+}
+
+/** What a decision writes: the admissions it changed, and those of models no longer in the catalog. */
+export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: string[] } {
+  const changed = new Set(d.changed);
+  return { next: d.admissions.filter((a) => changed.has(a.model)), removed: d.removed };
+}
+
+/** Admitted units as placement units, each pinned to where admission placed it, so sizing follows admission. */
+export function unitsOf(
+  admissions: readonly ModelAdmission[],
+  models: readonly Pick<Model, 'name' | 'spec'>[],
+): ReplicaUnit[] {
+  const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
+  const units: ReplicaUnit[] = [];
+  for (const a of admissions) {
+    for (const u of a.units) {
+      const base = unitProfile(byModel.get(a.model), u);
+      for (const pl of u.placements) {
+        units.push({
+          id: `${u.id}@${pl.compute}`,
+          model: a.model,
+          profiles: [{ ...base, compute: pl.compute }],
+          replicas: pl.replicas,
+        });
+      }
+    }
+  }
+  return units;
+}
+
+/** Replicas a model holds in an admission (0 when none). */
+export function heldReplicas(a?: ModelAdmission): number {
+  return (a?.units ?? []).reduce((n, u) => n + u.replicas, 0);
+}

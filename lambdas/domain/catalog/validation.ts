@@ -1,0 +1,153 @@
+import { DomainError, type FieldIssue } from '../errors';
+import type { Model } from '../model';
+import { type ComputeInfo, type ComputeLike, computeInfos, rankCandidates } from '../placement';
+
+/**
+ * The rules of a catalog (docs/design.md, The model catalog): each model's own, and those of the whole catalog
+ * against the computes. Every change is checked by validating the whole next catalog.
+ */
+
+/** A rule broken by a catalog: `invalid` when the model alone is wrong (400), `conflict` against the rest (409). */
+export interface CatalogIssue {
+  model: string;
+  path: string;
+  message: string;
+  kind: 'invalid' | 'conflict';
+  /** Every model the issue implicates, when more than `model` (the members of a fallback cycle). */
+  involves?: string[];
+}
+
+function modelIssues(m: Pick<Model, 'name' | 'spec'>, infos: readonly ComputeInfo[]): CatalogIssue[] {
+  const issues: CatalogIssue[] = [];
+  const at = (path: string, message: string, kind: CatalogIssue['kind'] = 'invalid') =>
+    issues.push({ model: m.name, path, message: `model ${m.name}: ${message}`, kind });
+  const { min, max, target } = m.spec.scaling;
+  if (min > max)
+    at('spec.scaling.min', `scaling.min (${min}) is above scaling.max (${max}); raise max or lower min`);
+  else if (target !== undefined && (target < min || target > max)) {
+    at(
+      'spec.scaling.target',
+      `scaling.target (${target}) is outside [${min}, ${max}]; choose a target between min and max, or leave it out to mean min`,
+    );
+  }
+  const seen = new Set<string>();
+  m.spec.profiles.forEach((p, i) => {
+    const path = `spec.profiles[${i}]`;
+    if (seen.has(p.name)) {
+      at(`${path}.name`, `profile name ${p.name} appears more than once; give each profile its own name`);
+    }
+    seen.add(p.name);
+    if (p.gpus === 0 && p.minMemoryGb === undefined) {
+      at(
+        `${path}.minMemoryGb`,
+        `profile ${p.name} is CPU-only and has no minMemoryGb, so placement could not tell when a node is full; set minMemoryGb`,
+      );
+    }
+    if (p.gpus === 0 && p.gpuType !== undefined) {
+      at(
+        `${path}.gpuType`,
+        `profile ${p.name} names gpuType ${p.gpuType} but asks for 0 gpus; set gpus or drop gpuType`,
+      );
+    }
+    const fit = rankCandidates(infos, p);
+    if (!fit.ok) {
+      const todo =
+        p.compute !== undefined
+          ? `pin a compute that can hold it (GET /v1/computes lists them), or drop the pin`
+          : 'lower the request, or create a compute whose node can hold it';
+      at(p.compute !== undefined ? `${path}.compute` : path, `${fit.reason}; ${todo}`, 'conflict');
+    }
+  });
+  return issues;
+}
+
+/** The rules one model must meet on its own and against the computes; messages say what to do. */
+export function validateModel(
+  m: Pick<Model, 'name' | 'spec'>,
+  computes: readonly ComputeLike[],
+): CatalogIssue[] {
+  return modelIssues(m, computeInfos(computes));
+}
+
+/** Every rule of the whole catalog: each model's own, unique names, fallbacks that exist and form no cycle. */
+export function validateCatalog(
+  models: readonly Pick<Model, 'name' | 'spec'>[],
+  computes: readonly ComputeLike[],
+): CatalogIssue[] {
+  const infos = computeInfos(computes);
+  const issues: CatalogIssue[] = [];
+  const byName = new Map<string, Pick<Model, 'name' | 'spec'>>();
+  for (const m of models) {
+    if (byName.has(m.name)) {
+      issues.push({
+        model: m.name,
+        path: 'metadata.name',
+        message: `model ${m.name} is defined more than once; keep one definition`,
+        kind: 'conflict',
+      });
+    }
+    byName.set(m.name, m);
+  }
+  for (const m of models) issues.push(...modelIssues(m, infos));
+  const cycles = new Set<string>();
+  for (const m of models) {
+    const fb = m.spec.fallback;
+    if (fb === undefined) continue;
+    if (!byName.has(fb)) {
+      issues.push({
+        model: m.name,
+        path: 'spec.fallback',
+        message: `model ${m.name}: fallback ${fb} is not in the catalog; add ${fb} first, or drop the fallback`,
+        kind: 'conflict',
+      });
+      continue;
+    }
+    // Follow the chain from m; it is a cycle through m exactly when it comes back to m.
+    const chain = [m.name];
+    let cur: string | undefined = fb;
+    const visited = new Set<string>([m.name]);
+    while (cur !== undefined && !visited.has(cur)) {
+      visited.add(cur);
+      chain.push(cur);
+      cur = byName.get(cur)?.spec.fallback;
+    }
+    const cycleKey = [...chain].sort().join(' ');
+    if (cur === m.name && !cycles.has(cycleKey)) {
+      // One issue per cycle, on its first member in catalog order, naming every member.
+      cycles.add(cycleKey);
+      issues.push({
+        involves: chain,
+        model: m.name,
+        path: 'spec.fallback',
+        message: `model ${m.name}: fallbacks form a cycle ${[...chain, m.name].join(' → ')}; change one of these fallbacks to break it`,
+        kind: 'conflict',
+      });
+    }
+  }
+  return issues;
+}
+
+const issueKey = (i: CatalogIssue) => `${i.model}\u0000${i.path}\u0000${i.message}`;
+
+/**
+ * The issues `after` has that `before` did not. A change is refused for what it breaks, never for a problem
+ * that was there already (say a declared model no longer fits an admin-shrunk built-in compute).
+ */
+export function newIssues(before: readonly CatalogIssue[], after: readonly CatalogIssue[]): CatalogIssue[] {
+  const known = new Set(before.map(issueKey));
+  return after.filter((i) => !known.has(issueKey(i)));
+}
+
+/** A refusal listing every issue: 400 when some model is invalid on its own, else 409. */
+export function issuesError(issues: readonly CatalogIssue[]): DomainError {
+  const invalid = issues.some((i) => i.kind === 'invalid');
+  const detail =
+    issues.length === 1
+      ? issues[0]!.message
+      : `the change would leave ${issues.length} problems in the catalog; fix each one listed in errors`;
+  const errors: FieldIssue[] = issues.map((i) => ({ path: i.path, message: i.message }));
+  return new DomainError(invalid ? 'invalid' : 'conflict', detail, {
+    reason: invalid ? 'InvalidModel' : 'CatalogRule',
+    errors,
+  });
+}

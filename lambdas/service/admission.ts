@@ -1,0 +1,96 @@
+import { admitCatalogChange, decisionWrites, type World } from '../domain/admission-world';
+import type { ChangeResult } from '../domain/catalog';
+import { conflict } from '../domain/errors';
+import type { Model } from '../domain/model';
+import { modelStatus } from '../domain/quota';
+import type { WorkloadStatus } from '../domain/workloads';
+import type { TxItem } from '../store/ledger';
+import { LEDGER_MAX_ITEMS } from '../store/limits';
+import type { Dependencies } from '.';
+import type { LoadedCatalog } from './catalog';
+
+/**
+ * Admission, loaded and written: everything a decision reads is loaded inside the caller's ledger transaction,
+ * and what it decides is written in that same transaction, so decisions are serializable
+ * (docs/reference/quota-semantics.md §7). The API decides the changed model alone; reconcile every pending request.
+ */
+export function admissionService(deps: Dependencies) {
+  const { tenancy, admissions, workloads } = deps.store;
+
+  return {
+    /** The world a decision reads, the catalog given or loaded by the caller. */
+    async loadWorld(catalog: LoadedCatalog): Promise<World> {
+      const [scopes, quotas, stored] = await Promise.all([
+        tenancy.listScopes(),
+        tenancy.listQuotas(),
+        admissions.listAdmissions(),
+      ]);
+      return { computes: catalog.computes, models: catalog.models, scopes, quotas, admissions: stored };
+    },
+
+    /**
+     * The admission writes of one catalog change, to commit with its `alongside` own items: refuses a start
+     * that can never fit (409, nothing stored) and a change that would write more than one transaction holds.
+     */
+    async forCatalogChange(
+      state: LoadedCatalog,
+      change: ChangeResult,
+      now: string,
+      alongside: number,
+    ): Promise<TxItem[]> {
+      const [scopes, quotas, stored] = await Promise.all([
+        tenancy.listScopes(),
+        tenancy.listQuotas(),
+        admissions.listAdmissions(),
+      ]);
+      const d = admitCatalogChange(
+        { scopes, quotas, admissions: stored, computes: state.computes },
+        change,
+        now,
+      );
+      const w = decisionWrites(d);
+      const items = admissions.admissionItems(w.next, w.removed);
+      // The change's own items (the model, the computes it pins) share the transaction with these.
+      if (items.length + alongside > LEDGER_MAX_ITEMS) {
+        throw conflict(
+          `this change would move ${items.length} admissions at once; split it and retry`,
+          'TooLarge',
+        );
+      }
+      return items;
+    },
+
+    /**
+     * The admission part of each model's status, for the models API: one read of the admission record for a
+     * single model, the (cached) admission partition for a list, never one read per model. Where llmcap runs
+     * the pods (LLMCAP_WORKLOADS=deploy), each also gets `running` (0 until a pod is Ready), the pods and their
+     * reasons, read the same way from what the reconciler last saw; elsewhere llmcap knows nothing of the pods
+     * and says nothing.
+     */
+    async summaries(models: readonly Model[]) {
+      const deploy = deps.config().deployWorkloads;
+      const one = models.length === 1 ? models[0]! : undefined;
+      const [stored, seen] = await Promise.all([
+        one ? admissions.getAdmission(one.name).then((a) => (a ? [a] : [])) : admissions.listAdmissions(),
+        !deploy
+          ? []
+          : one
+            ? workloads.getWorkload(one.name).then((w) => (w ? [w] : []))
+            : workloads.listWorkloads(),
+      ]);
+      const byModel = new Map(stored.map((a) => [a.model, a]));
+      const podsOf = new Map(seen.map((w) => [w.model, w]));
+      return models.map((m) => {
+        const status = modelStatus(m, byModel.get(m.name));
+        if (!deploy) return status;
+        const w = podsOf.get(m.name);
+        const pods: WorkloadStatus & { observedAt?: string } = w
+          ? { running: w.running, pods: w.pods, podReasons: w.podReasons, observedAt: w.observedAt }
+          : { running: 0, pods: [], podReasons: [] };
+        return { ...status, ...pods };
+      });
+    },
+  };
+}
+
+export type AdmissionService = ReturnType<typeof admissionService>;

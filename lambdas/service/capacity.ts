@@ -1,0 +1,33 @@
+import type { Caller } from '../domain/access';
+import { restoreHeadroom } from '../domain/admission-world';
+import { capacityView, type ScopeTree } from '../domain/quota';
+import type { Dependencies } from '.';
+import type { AdmissionService } from './admission';
+import type { CatalogService } from './catalog';
+import { requireVisibleScope } from './scopes';
+
+/**
+ * The capacity view (GET /v1/capacity): per scope the caller can see, guarantee, limit, usage, borrowed and
+ * pending by reason, from the stored admissions (no decision pass); and the cluster headroom as admitted.
+ */
+export function capacityService(
+  _deps: Dependencies,
+  svc: { catalog: CatalogService; admission: AdmissionService },
+) {
+  return {
+    async view(caller: Caller<ScopeTree>, scope?: string) {
+      if (scope) requireVisibleScope(caller, scope);
+      const world = await svc.admission.loadWorld(await svc.catalog.load());
+      const view = capacityView(
+        { scopes: world.scopes, quotas: world.quotas, models: world.models, admissions: world.admissions },
+        scope ? { scope } : {},
+      );
+      const { headroom } = restoreHeadroom(world.computes, world.admissions, world.models);
+      const cluster = headroom.usage().map((u) => ({ ...u, freeNodes: u.maxNodes - u.usedNodes }));
+      return {
+        scopes: view.scopes.filter((s) => caller.can('read', s.scope)),
+        cluster: { computes: cluster },
+      };
+    },
+  };
+}

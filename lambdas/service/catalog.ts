@@ -1,0 +1,91 @@
+import {
+  type BuiltCatalog,
+  buildCatalog,
+  declaredToModel,
+  modelsUsingCompute,
+  type SkippedModel,
+} from '../domain/catalog';
+import type { Compute } from '../domain/compute';
+import type { Model } from '../domain/model';
+import { logger } from '../shared/logger';
+import type { Dependencies } from '.';
+
+/**
+ * The catalog in force: the declared models (config/catalog.yaml) and the stored rows, validated against the
+ * computes (domain/catalog). A stored row that does not validate is left out with a warning, one row at a time.
+ */
+
+export interface LoadedCatalog extends BuiltCatalog {
+  /** The computes the catalog was validated against (those not being deleted), with their versions. */
+  computes: Compute[];
+}
+
+// Declared models are as old as the configuration this container loaded.
+let declaredAt: string | undefined;
+// Each bad row is logged once per container, not on every request that loads the catalog.
+const warned = new Set<string>();
+
+function warnOnce(key: string, message: string, detail: Record<string, unknown>): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  logger.warn(message, detail);
+}
+
+export function catalogService(deps: Dependencies) {
+  const declared = (): Model[] => {
+    declaredAt ??= deps.clock().toISOString();
+    const at = declaredAt;
+    return deps.builtins.models().map((d) => declaredToModel(d, at));
+  };
+
+  async function load(): Promise<LoadedCatalog> {
+    const [rows, all] = await Promise.all([
+      deps.store.models.listModelRows(),
+      deps.store.computes.listComputes(),
+    ]);
+    const computes = all.filter((c) => !c.deletionRequested);
+    const built = buildCatalog(declared(), rows, computes);
+    for (const s of built.skipped) {
+      warnOnce(`${s.name}|${s.version}|${s.problem}`, 'stored model skipped: it is left out of the catalog', {
+        model: s.name,
+        problem: s.problem,
+      });
+    }
+    for (const i of built.issues) {
+      warnOnce(
+        `declared|${i.model}|${i.message}`,
+        'declared model breaks a catalog rule; fix config/catalog.yaml',
+        {
+          model: i.model,
+          problem: i.message,
+        },
+      );
+    }
+    return { ...built, computes };
+  }
+
+  return {
+    load,
+
+    /** One model of the catalog in force, or the skipped row of that name, or nothing. */
+    async get(name: string): Promise<{ model?: Model; skipped?: SkippedModel }> {
+      const c = await load();
+      const model = c.models.find((m) => m.name === name);
+      if (model) return { model };
+      return { skipped: c.skipped.find((s) => s.name === name) };
+    },
+
+    /** The models a compute cannot be deleted or renamed under (domain/catalog modelsUsingCompute). */
+    async modelsUsing(computeName: string): Promise<string[]> {
+      const c = await load();
+      return modelsUsingCompute(c.models, c.computes, computeName);
+    },
+
+    /** The models a scope owns: it cannot be deleted while it owns any. */
+    async ownedBy(scope: string): Promise<string[]> {
+      return (await load()).models.filter((m) => m.owner === scope).map((m) => m.name);
+    },
+  };
+}
+
+export type CatalogService = ReturnType<typeof catalogService>;

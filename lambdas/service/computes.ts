@@ -1,0 +1,168 @@
+import type { Caller } from '../domain/access';
+import {
+  type ComputeInput,
+  decideApply,
+  decideClone,
+  decideDelete,
+  decideRename,
+  decideSeed,
+  requireComputeWrite,
+  type StoredCompute,
+  visibleCompute,
+} from '../domain/compute-changes';
+import { conflict, DomainError } from '../domain/errors';
+import { newComputeId } from '../domain/nodegroup';
+import type { Dependencies } from '.';
+import type { CatalogService } from './catalog';
+
+/**
+ * The compute use cases: create, apply, clone, rename and delete, and the reads. Each reads the compute, asks
+ * domain/compute-changes.ts, and writes: create and apply as one conditional write (a compute change touches
+ * one item, and its conditions hold the rules at commit), rename and delete through the ledger, so that no model
+ * can start using the compute in between.
+ */
+export function computeService(deps: Dependencies, svc: { catalog: CatalogService }) {
+  const store = deps.store.computes;
+  const now = () => deps.clock().toISOString();
+
+  const create = (c: ComputeInput, by: string) =>
+    store.createCompute({ ...c, builtin: false, by, uid: newComputeId() }, now());
+
+  /** The compute as the caller may see it; one it may not see is 404 like a missing one, so names do not leak. */
+  const visible = async (caller: Caller, name: string) =>
+    visibleCompute(caller, name, await store.getCompute(name));
+
+  return {
+    visible,
+
+    async list(caller: Caller): Promise<StoredCompute[]> {
+      const items = (await store.listComputes()).filter((c) => caller.canSee(c.owner));
+      return items.sort((a, b) => a.name.localeCompare(b.name));
+    },
+
+    /** POST /v1/computes: 409 AlreadyExists when the name is taken. */
+    async create(c: ComputeInput, caller: Caller, by: string): Promise<StoredCompute> {
+      requireComputeWrite(caller, { builtin: false, owner: c.owner, name: c.name }, 'create');
+      return create(c, by);
+    },
+
+    /** PUT /v1/computes/{name}: creates a missing compute or replaces one; `created` says which. */
+    async apply(
+      c: ComputeInput,
+      expected: number | undefined,
+      caller: Caller,
+      by: string,
+    ): Promise<{ compute: StoredCompute; created: boolean }> {
+      const d = decideApply(caller, await store.getCompute(c.name), c, expected);
+      if (d.kind === 'create') return { compute: await create(c, by), created: true };
+      const compute = await store.replaceCompute(
+        { ...c, by, expectedVersion: d.expectedVersion, requireNoNodegroup: d.requireNoNodegroup },
+        now(),
+      );
+      return { compute, created: false };
+    },
+
+    /**
+     * DELETE: a compute with no node group goes at once; one with a node group is marked for deletion and
+     * reconcile deletes the group first, then the item.
+     */
+    async remove(
+      name: string,
+      expected: number | undefined,
+      caller: Caller,
+      by: string,
+    ): Promise<{ deleted: boolean; compute: StoredCompute }> {
+      requireComputeWrite(caller, await visible(caller, name), 'delete');
+      return deps.store.ledger.withLedger<{ deleted: boolean; compute: StoredCompute }>(
+        async () => {
+          const c = await store.getCompute(name);
+          const how = decideDelete(c, name, expected, c ? await svc.catalog.modelsUsing(name) : []);
+          if (how === 'remove-now')
+            return { items: [store.removeNowItem(c!)], result: { deleted: true, compute: c! } };
+          return {
+            items: [store.markForDeletionItem(c!, by, now())],
+            result: { deleted: false, compute: { ...c!, deletionRequested: true } },
+          };
+        },
+        {
+          by,
+          onItemConflict: () =>
+            conflict(
+              `compute ${name} changed while it was being deleted; read it again and retry`,
+              'ConcurrentUpdate',
+            ),
+        },
+      );
+    },
+
+    /** Clones the spec of a compute the caller can see under a new name (never its node group or status). */
+    async clone(name: string, to: { name: string; owner?: string }, caller: Caller, by: string) {
+      const source = await visible(caller, name);
+      return create(decideClone(caller, source, to), by);
+    },
+
+    /** Renames in one transaction (delete the old item, create the new one); the same name is no change. */
+    async rename(
+      name: string,
+      to: string,
+      caller: Caller,
+      by: string,
+    ): Promise<{ compute: StoredCompute; renamed: boolean }> {
+      const source = await visible(caller, name);
+      requireComputeWrite(caller, source, 'rename');
+      if (to === source.name) return { compute: source, renamed: false };
+      const compute = await deps.store.ledger.withLedger(
+        async () => {
+          const found = await store.getCompute(name);
+          const users = found && !found.builtin ? await svc.catalog.modelsUsing(name) : [];
+          const c = decideRename(found, name, to, users);
+          // A new item, so a new incarnation id: its node group name and execution names are new as well.
+          const { items, renamed } = store.renameItems(c, { name: to, by, uid: newComputeId() }, now());
+          return { items, result: renamed };
+        },
+        {
+          by,
+          onItemConflict: (i) =>
+            i === 1
+              ? conflict(`compute ${to} already exists; choose another name`, 'AlreadyExists')
+              : conflict(
+                  `compute ${name} changed while it was being renamed; read it again and retry`,
+                  'ConcurrentUpdate',
+                ),
+        },
+      );
+      return { compute, renamed: true };
+    },
+
+    /**
+     * Loads the built-ins from configuration (domain decideSeed); returns how many were written. A write that
+     * loses to another process seeding, or to an admin's change, is left to them.
+     */
+    async seedBuiltins(): Promise<number> {
+      const existing = new Map((await store.listComputes()).map((c) => [c.name, c]));
+      let written = 0;
+      for (const b of deps.builtins.computes()) {
+        const cur = existing.get(b.name);
+        const d = decideSeed(cur, b.spec);
+        if (d.kind === 'keep') continue;
+        try {
+          if (d.kind === 'create') {
+            await store.createCompute({ ...b, builtin: true, by: 'config', uid: newComputeId() }, now());
+          } else {
+            // A live node group keeps its hardware: such a config change waits until the group is gone.
+            await store.replaceCompute(
+              { ...b, by: 'config', expectedVersion: cur!.version, requireNoNodegroup: d.requireNoNodegroup },
+              now(),
+            );
+          }
+          written++;
+        } catch (e) {
+          if (!(e instanceof DomainError)) throw e;
+        }
+      }
+      return written;
+    },
+  };
+}
+
+export type ComputeService = ReturnType<typeof computeService>;

@@ -1,0 +1,122 @@
+import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
+import type { ComputeSpec } from '../domain/compute';
+import { builtinComputes, declaredModels } from '../shared/builtin-config';
+import { config, type RuntimeConfig } from '../shared/config';
+import * as admissions from '../store/admissions';
+import * as computes from '../store/computes';
+import * as idempotency from '../store/idempotency';
+import * as ledger from '../store/ledger';
+import * as models from '../store/models';
+import * as passes from '../store/reconcile-passes';
+import * as tenancy from '../store/tenancy';
+import * as turn from '../store/turn';
+import * as workloads from '../store/workloads';
+import { accessService } from './access';
+import { admissionService } from './admission';
+import { capacityService } from './capacity';
+import { catalogService } from './catalog';
+import { computeService } from './computes';
+import { modelService } from './models';
+import { passService } from './passes';
+import { quotaService } from './quotas';
+import { scopeService } from './scopes';
+
+/**
+ * The service layer: one module per use case, between the handlers (api/routes, reconcile/handler.ts) and the
+ * store. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
+ * depends on is handed in here, once per container, the way Kueue's scheduler.New receives its queues, cache
+ * and client: no module registers itself with another, and a test builds the services with other parts.
+ */
+
+/** The repositories, and the ledger every multi-item decision commits through. */
+export interface Stores {
+  computes: typeof computes;
+  models: typeof models;
+  tenancy: typeof tenancy;
+  admissions: typeof admissions;
+  passes: typeof passes;
+  idempotency: typeof idempotency;
+  /** What the reconciler last saw of each model's pods (issue 20). */
+  workloads: typeof workloads;
+  ledger: Pick<typeof ledger, 'withLedger' | 'commitChain' | 'ledgerVersion'> &
+    Pick<typeof turn, 'inLedgerTurn'>;
+}
+
+export interface BuiltinCompute {
+  name: string;
+  spec: ComputeSpec;
+}
+
+export interface Dependencies {
+  /** Now: what writes are stamped with and admission decides at. */
+  clock: () => Date;
+  /** The runtime configuration (stage, admins, table, ...); read on each use, so a reset holds at once. */
+  config: () => RuntimeConfig;
+  /** Refuses a model that cannot run before it is written; a deployment may give its own (e.g. weights exist). */
+  modelCheck: ModelCheck;
+  /** config/computes.yaml and config/catalog.yaml, as the deploy inlined them. */
+  builtins: { computes: () => BuiltinCompute[]; models: () => DeclaredModel[] };
+  store: Stores;
+  /**
+   * Queues an event for a Lambda (InvocationType Event): how POST /v1/reconcile starts a pass. Wired by the API
+   * (service/for-api.ts) alone, so that the Lambda client stays out of the reconcile Lambda's bundle and role.
+   */
+  invoke: (functionName: string, event: unknown) => Promise<void>;
+}
+
+export function defaultDependencies(): Dependencies {
+  return {
+    clock: () => new Date(),
+    config,
+    modelCheck: defaultModelCheck,
+    builtins: { computes: builtinComputes, models: declaredModels },
+    store: {
+      computes,
+      models,
+      tenancy,
+      admissions,
+      passes,
+      idempotency,
+      workloads,
+      ledger: {
+        withLedger: ledger.withLedger,
+        commitChain: ledger.commitChain,
+        ledgerVersion: ledger.ledgerVersion,
+        inLedgerTurn: turn.inLedgerTurn,
+      },
+    },
+    invoke: async (functionName) => {
+      throw new Error(
+        `no Lambda invoker is wired here, so ${functionName} cannot be invoked; use createApiServices`,
+      );
+    },
+  };
+}
+
+export type Services = ReturnType<typeof wire>;
+/** What the scope and quota use cases answer with, for the handlers that render it. */
+export type { StoredQuota, StoredScope } from '../store/tenancy';
+
+function wire(deps: Dependencies) {
+  const access = accessService(deps);
+  const catalog = catalogService(deps);
+  const admission = admissionService(deps);
+  return {
+    deps,
+    access,
+    catalog,
+    admission,
+    models: modelService(deps, { catalog, admission }),
+    computes: computeService(deps, { catalog }),
+    scopes: scopeService(deps, { catalog }),
+    quotas: quotaService(deps),
+    capacity: capacityService(deps, { catalog, admission }),
+    passes: passService(deps),
+    idempotency: deps.store.idempotency,
+  };
+}
+
+/** The services of one container, from the default dependencies with any of them replaced. */
+export function createServices(over: Partial<Dependencies> = {}): Services {
+  return wire({ ...defaultDependencies(), ...over });
+}

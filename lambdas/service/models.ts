@@ -1,0 +1,116 @@
+import type { Caller } from '../domain/access';
+import {
+  applyChange,
+  type CatalogAccess,
+  type CatalogChange,
+  type ChangeResult,
+  checkRefusal,
+  sourcesIndex,
+} from '../domain/catalog';
+import { conflict, notFound } from '../domain/errors';
+import type { AdmissionSummary, Model } from '../domain/model';
+import type { Dependencies } from '.';
+import type { AdmissionService } from './admission';
+import type { CatalogService } from './catalog';
+
+/**
+ * The model use cases: add, replace, remove, scale, resources, class and owner (one catalog change each), and
+ * the reads. A change is decided against the whole catalog under the ledger: the next catalog is validated, the
+ * pre-add check may refuse it, admission decides the changed model, and the model, its admission and any
+ * victims' are written in one transaction with the ledger bump (or nothing is).
+ */
+
+/** Verbs whose result the pre-add check sees (a model that may no longer run). */
+const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resources']);
+
+// Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
+const visibleTo = (caller: Caller, m: Model) => m.declared || caller.canSee(m.owner);
+
+export function modelService(
+  deps: Dependencies,
+  svc: { catalog: CatalogService; admission: AdmissionService },
+) {
+  const { catalog, admission } = svc;
+
+  /** Applies one catalog change (refused, writing nothing, when it breaks a rule); the model before and after. */
+  async function change(
+    c: CatalogChange,
+    opts: { by: string; access?: CatalogAccess },
+  ): Promise<ChangeResult> {
+    // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
+    const checked = new Map<string, string[]>();
+    return deps.store.ledger.withLedger(
+      async () => {
+        const state = await catalog.load();
+        const now = deps.clock().toISOString();
+        const r = applyChange(state, c, { by: opts.by, now, access: opts.access });
+        if (r.after && CHECKED_VERBS.has(c.verb)) {
+          const candidate = { name: r.after.name, owner: r.after.owner, spec: r.after.spec };
+          const key = JSON.stringify(candidate);
+          let problems = checked.get(key);
+          if (!problems) {
+            problems = await deps.modelCheck(candidate, {
+              verb: c.verb as 'add' | 'replace' | 'resources',
+              computes: state.computes,
+            });
+            checked.set(key, problems);
+          }
+          if (problems.length) throw checkRefusal(r.after.name, problems);
+        }
+        const own = deps.store.models.changeItems(r, state.computes);
+        const admitted = await admission.forCatalogChange(state, r, now, own.length);
+        return { items: [...own, ...admitted], result: r };
+      },
+      {
+        by: opts.by,
+        groupable: true,
+        onItemConflict: (i) =>
+          i === 0
+            ? conflict(
+                `model ${c.name} changed while this request was deciding; read it again and retry`,
+                'ConcurrentUpdate',
+              )
+            : conflict(
+                `a compute that model ${c.name} pins changed meanwhile; retry the request`,
+                'ConcurrentUpdate',
+              ),
+      },
+    );
+  }
+
+  return {
+    change,
+
+    /** The admission part of each model's status (absent until admission decided something for it). */
+    statusOf(models: readonly Model[]): Promise<(AdmissionSummary | undefined)[]> {
+      return admission.summaries(models);
+    },
+
+    /** The catalog the caller can see, sorted; rows left out are an operator's concern (platform admins see them). */
+    async list(caller: Caller) {
+      const c = await catalog.load();
+      const items = c.models.filter((m) => visibleTo(caller, m)).sort((a, b) => a.name.localeCompare(b.name));
+      return { items, skipped: caller.isPlatformAdmin ? c.skipped : [] };
+    },
+
+    /** One model the caller can see; a stored row left out of the catalog says why. */
+    async get(name: string, caller: Caller): Promise<Model> {
+      const { model, skipped } = await catalog.get(name);
+      if (model && visibleTo(caller, model)) return model;
+      if (skipped && caller.canSee(skipped.owner)) {
+        throw notFound(
+          `model ${name} is stored but left out of the catalog because ${skipped.problem}; replace it with PUT /v1/models/${name} or remove it with DELETE`,
+        );
+      }
+      throw notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
+    },
+
+    /** Each weights source and the models the caller can see that use it. */
+    async sources(caller: Caller) {
+      const c = await catalog.load();
+      return sourcesIndex(c.models.filter((m) => visibleTo(caller, m)));
+    },
+  };
+}
+
+export type ModelService = ReturnType<typeof modelService>;

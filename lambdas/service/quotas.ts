@@ -1,0 +1,96 @@
+import type { Caller } from '../domain/access';
+import { conflict, notFound, versionMismatch } from '../domain/errors';
+import { assertQuotaWrite, type Quota, ScopeTree } from '../domain/quota';
+import type { StoredQuota } from '../store/tenancy';
+import type { Dependencies } from '.';
+import { requireVisibleScope } from './scopes';
+
+/**
+ * The quota use cases: apply and delete a scope's quota, through the ledger (admission reads every quota), and
+ * the reads. A quota is set from above: by an admin of the parent, an org's by a platform admin, so that nobody
+ * raises their own guarantee. The rules of the whole set of quotas are domain/quota/quota.ts's.
+ */
+export function quotaService(deps: Dependencies) {
+  const { tenancy, ledger } = deps.store;
+
+  const authorizeWrite = (caller: Caller<ScopeTree>, scope: string) => {
+    requireVisibleScope(caller, scope);
+    caller.authorize(caller.tenancy.parent(scope) ? 'set-quota' : 'platform', scope);
+  };
+
+  return {
+    /** The quotas of scopes the caller can see, sorted. */
+    async list(caller: Caller<ScopeTree>): Promise<StoredQuota[]> {
+      const quotas = await tenancy.listQuotas();
+      return quotas
+        .filter((q) => caller.tenancy.has(q.scope) && caller.can('read', q.scope))
+        .sort((a, b) => a.scope.localeCompare(b.scope));
+    },
+
+    /** Every stored quota (what scope manifests say `hasQuota` from). */
+    all: () => tenancy.listQuotas(),
+
+    async get(scope: string, caller: Caller<ScopeTree>): Promise<StoredQuota> {
+      requireVisibleScope(caller, scope);
+      const q = (await tenancy.listQuotas()).find((x) => x.scope === scope);
+      if (!q) {
+        throw notFound(
+          `scope ${scope} has no quota; it guarantees the sum of its children's and limits nothing`,
+        );
+      }
+      return q;
+    },
+
+    /** Sets a scope's guarantee and limit, checked against the tree and every other quota (409 naming numbers). */
+    async apply(
+      q: Quota,
+      expected: number | undefined,
+      caller: Caller<ScopeTree>,
+      by: string,
+    ): Promise<StoredQuota> {
+      authorizeWrite(caller, q.scope);
+      return ledger.withLedger(
+        async () => {
+          const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
+          const current = quotas.find((x) => x.scope === q.scope);
+          if (expected !== undefined && (current?.version ?? 0) !== expected) {
+            throw versionMismatch(
+              `quota of ${q.scope} is at version ${current?.version ?? 0}, not ${expected}`,
+            );
+          }
+          assertQuotaWrite(new ScopeTree(scopes), quotas, { ...q, delete: false });
+          const item: StoredQuota = {
+            scope: q.scope,
+            guarantee: q.guarantee,
+            ...(q.limit ? { limit: q.limit } : {}),
+            version: (current?.version ?? 0) + 1,
+            updatedAt: deps.clock().toISOString(),
+            updatedBy: by,
+          };
+          return { items: tenancy.quotaPutItems(item, current), result: item };
+        },
+        {
+          by,
+          groupable: true,
+          onItemConflict: () =>
+            conflict(`quota of ${q.scope} changed meanwhile; read it again and retry`, 'ConcurrentUpdate'),
+        },
+      );
+    },
+
+    async remove(scope: string, caller: Caller<ScopeTree>, by: string): Promise<void> {
+      authorizeWrite(caller, scope);
+      await ledger.withLedger(
+        async () => {
+          const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
+          if (!quotas.some((q) => q.scope === scope)) throw notFound(`scope ${scope} has no quota`);
+          assertQuotaWrite(new ScopeTree(scopes), quotas, { scope, delete: true });
+          return { items: [tenancy.quotaDeleteItem(scope)], result: undefined };
+        },
+        { by, groupable: true },
+      );
+    },
+  };
+}
+
+export type QuotaService = ReturnType<typeof quotaService>;
