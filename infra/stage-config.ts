@@ -69,6 +69,11 @@ export const StageConfigSchema = z.strictObject({
       message: `CloudWatch Logs keeps logs for one of ${LOG_RETENTION_DAYS.join(', ')} days`,
     })
     .default(90),
+  /**
+   * true: the reconciler runs the model servers of what is admitted (docs/workloads.md), through an EKS access
+   * entry the stack creates; false: it keeps the node groups only and the platform deploys the pods itself.
+   */
+  deployWorkloads: z.boolean().default(true),
 });
 
 export type StageConfig = z.output<typeof StageConfigSchema>;

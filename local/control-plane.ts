@@ -6,6 +6,7 @@ import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
 import { putAlarm } from '../lambdas/aws/alarms';
 import { resetHardwareFacts } from '../lambdas/aws/hardware';
+import { resetClusterClient } from '../lambdas/aws/kubernetes';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
 import { passesSettled } from '../lambdas/service/passes';
 import type { ReconcileSummary } from '../lambdas/service/reconcile';
@@ -16,7 +17,7 @@ import { startApiServer } from './api-server';
 import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
-import { writeLocalKubeconfig } from './k8s-sim/local';
+import { grantReconcilerAccess, writeLocalKubeconfig } from './k8s-sim/local';
 import { type Invocation, type LocalLambda, startLocalLambda } from './lambda';
 import { checkPortsFree, explainPortError, type PortName, resolvePorts } from './ports';
 import { reconcileFunction as reconcileFunctionConfig, shownLine } from './reconcile-function';
@@ -90,6 +91,8 @@ export interface ControlPlaneOptions {
    * one schedule period (60 s) on, so that alarm periods pass without waiting.
    */
   clock?: Clock;
+  /** false: the reconciler leaves the cluster's pods alone (LLMCAP_WORKLOADS=off); default it deploys them. */
+  workloads?: boolean;
   /** Where to write a kubeconfig for the simulated cluster (docs/k8s-sim.md); none by default. */
   kubeconfigPath?: string;
   log?: (line: string) => void;
@@ -222,8 +225,18 @@ async function start(
     LLMCAP_RECONCILE_FUNCTION: reconcileFunction,
     ...workflowEnv(sfn),
   });
+  // Issue 20: the reconciler deploys the model servers, with the access the stack gives it in AWS.
+  if (opts.workloads !== false && sim.kubernetes) {
+    process.env.LLMCAP_WORKLOADS = 'deploy';
+    await grantReconcilerAccess(sim, {
+      stage,
+      accessKeyId: process.env.AWS_ACCESS_KEY_ID!,
+      secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY!,
+    });
+  } else process.env.LLMCAP_WORKLOADS = 'off';
   resetConfig();
   resetClients();
+  resetClusterClient();
   resetHardwareFacts();
   resetApp();
   const client = dynamoClient(endpoint);

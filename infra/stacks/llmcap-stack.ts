@@ -26,6 +26,7 @@ import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain
 import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
+import { ReconcilerClusterAccess } from '../constructs/cluster-access';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
 import { NodegroupWorkflows } from '../constructs/nodegroup-workflows';
@@ -228,6 +229,7 @@ export class LlmcapStack extends Stack {
         LLMCAP_ALARM_TOPIC_ARN: this.onCall.topicArn,
         // The period of the per-scope and per-compute alarms the reconciler keeps: one pass per period.
         LLMCAP_RECONCILE_RATE_MINUTES: String(cfg.reconcileRate),
+        LLMCAP_WORKLOADS: cfg.deployWorkloads ? 'deploy' : 'off',
       },
       inline: inlinedConfig(),
       anyResourceActions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
@@ -236,6 +238,13 @@ export class LlmcapStack extends Stack {
     });
     this.table.grant(this.reconcileFunction, ...TABLE_ITEM_ACTIONS);
     this.workflows.grantStartWorkflows(this.reconcileFunction);
+    // Issue 20: the model servers. The reconciler's role reaches the cluster's API through an access entry.
+    if (cfg.deployWorkloads)
+      new ReconcilerClusterAccess(this, 'ReconcilerClusterAccess', {
+        clusterName: cfg.clusterName,
+        stage: cfg.stage,
+        role: this.reconcileFunction.role!,
+      });
     const nodegroups = `arn:${this.partition}:eks:${this.region}:${this.account}:nodegroup/${cfg.clusterName}/llmcap-${cfg.stage}-*/*`;
     this.reconcileFunction.addToRolePolicy(
       new PolicyStatement({ actions: ['eks:DescribeNodegroup'], resources: [nodegroups] }),
@@ -313,6 +322,8 @@ export class LlmcapStack extends Stack {
     // POST /v1/reconcile queues a pass and invokes the reconciler asynchronously (InvocationType Event, still
     // lambda:InvokeFunction), which holds the EKS and Step Functions permissions; only the unqualified function.
     this.apiFunction.addEnvironment('LLMCAP_RECONCILE_FUNCTION', this.reconcileFunction.functionName);
+    // A model's status shows its pods (status.running) only where llmcap runs them.
+    this.apiFunction.addEnvironment('LLMCAP_WORKLOADS', cfg.deployWorkloads ? 'deploy' : 'off');
     this.apiFunction.addToRolePolicy(
       new PolicyStatement({
         actions: ['lambda:InvokeFunction'],

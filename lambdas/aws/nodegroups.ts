@@ -1,4 +1,7 @@
-import { DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
+import {
+  DescribeAutoScalingGroupsCommand,
+  TerminateInstanceInAutoScalingGroupCommand,
+} from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
 import { needsObservation } from '../domain/compute-changes';
@@ -128,4 +131,17 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
 export async function observeAll(computes: ObservedCompute[], now: string): Promise<Observation[]> {
   const targets = computes.filter(needsObservation);
   return mapLimit(targets, MAX_CONCURRENCY, (c) => observeOne(c, now));
+}
+
+/**
+ * Removes one drained node's instance and lowers its group's desired size by exactly one
+ * (ShouldDecrementDesiredCapacity), so the group neither replaces it nor picks another instance itself.
+ */
+export async function terminateInstance(instanceId: string): Promise<void> {
+  await autoScalingClient().send(
+    new TerminateInstanceInAutoScalingGroupCommand({
+      InstanceId: instanceId,
+      ShouldDecrementDesiredCapacity: true,
+    }),
+  );
 }

@@ -254,10 +254,14 @@ export interface Taint {
   effect: 'NO_SCHEDULE';
 }
 
-/** GPU nodes repel everything that does not ask for a GPU; CPU computes repel everything not placed there. */
+/**
+ * Accelerator nodes repel everything that does not ask for their accelerator (keyed by its extended resource:
+ * nvidia.com/gpu, aws.amazon.com/neuron), as the device plugins' own tolerations expect; CPU computes repel
+ * everything not placed there.
+ */
 export function taint(name: string, spec: Pick<ComputeSpec, 'node'>): Taint {
   return spec.node.gpu
-    ? { key: 'nvidia.com/gpu', value: 'true', effect: 'NO_SCHEDULE' }
+    ? { key: spec.node.gpu.resource ?? 'nvidia.com/gpu', value: 'true', effect: 'NO_SCHEDULE' }
     : { key: 'llmcap.dev/compute', value: name, effect: 'NO_SCHEDULE' };
 }
 

@@ -1,7 +1,9 @@
 import * as z from 'zod';
 import type { Action, WorkflowKind } from './actions';
 import type { NodegroupStatus } from './compute';
+import type { DrainReport } from './drain';
 import type { ScopeSummary } from './quota';
+import type { WorkloadsReport } from './workloads';
 
 /**
  * A reconcile pass as a person follows it: requested (POST /v1/reconcile) or scheduled, QUEUED until the
@@ -160,5 +162,9 @@ export interface ReconcileSummary {
   };
   workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
   awsCalls: number;
+  /** The model servers (issue 20): absent when LLMCAP_WORKLOADS is off or the cluster could not be reached. */
+  workloads?: WorkloadsReport;
+  /** Scale-downs in progress: the nodes llmcap chose, cordoned, drained and removed (issue 20 §3). */
+  drains?: DrainReport[];
   errors: string[];
 }

@@ -3,6 +3,7 @@ import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
 import { modelStatus } from '../domain/quota';
+import type { WorkloadStatus } from '../domain/workloads';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
 import type { Dependencies } from '.';
@@ -14,7 +15,7 @@ import type { LoadedCatalog } from './catalog';
  * (docs/reference/quota-semantics.md §7). The API decides the changed model alone; reconcile every pending request.
  */
 export function admissionService(deps: Dependencies) {
-  const { tenancy, admissions } = deps.store;
+  const { tenancy, admissions, workloads } = deps.store;
 
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
@@ -61,13 +62,33 @@ export function admissionService(deps: Dependencies) {
 
     /**
      * The admission part of each model's status, for the models API: one read of the admission record for a
-     * single model, the (cached) admission partition for a list, never one read per model.
+     * single model, the (cached) admission partition for a list, never one read per model. Where llmcap runs
+     * the pods (LLMCAP_WORKLOADS=deploy), each also gets `running` (0 until a pod is Ready), the pods and their
+     * reasons, read the same way from what the reconciler last saw; elsewhere llmcap knows nothing of the pods
+     * and says nothing.
      */
     async summaries(models: readonly Model[]) {
-      if (models.length === 1)
-        return [modelStatus(models[0]!, await admissions.getAdmission(models[0]!.name))];
-      const byModel = new Map((await admissions.listAdmissions()).map((a) => [a.model, a]));
-      return models.map((m) => modelStatus(m, byModel.get(m.name)));
+      const deploy = deps.config().deployWorkloads;
+      const one = models.length === 1 ? models[0]! : undefined;
+      const [stored, seen] = await Promise.all([
+        one ? admissions.getAdmission(one.name).then((a) => (a ? [a] : [])) : admissions.listAdmissions(),
+        !deploy
+          ? []
+          : one
+            ? workloads.getWorkload(one.name).then((w) => (w ? [w] : []))
+            : workloads.listWorkloads(),
+      ]);
+      const byModel = new Map(stored.map((a) => [a.model, a]));
+      const podsOf = new Map(seen.map((w) => [w.model, w]));
+      return models.map((m) => {
+        const status = modelStatus(m, byModel.get(m.name));
+        if (!deploy) return status;
+        const w = podsOf.get(m.name);
+        const pods: WorkloadStatus & { observedAt?: string } = w
+          ? { running: w.running, pods: w.pods, podReasons: w.podReasons, observedAt: w.observedAt }
+          : { running: 0, pods: [], podReasons: [] };
+        return { ...status, ...pods };
+      });
     },
   };
 }

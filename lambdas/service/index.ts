@@ -11,6 +11,7 @@ import * as models from '../store/models';
 import * as passes from '../store/reconcile-passes';
 import * as tenancy from '../store/tenancy';
 import * as turn from '../store/turn';
+import * as workloads from '../store/workloads';
 import { accessService } from './access';
 import { admissionService } from './admission';
 import { capacityService } from './capacity';
@@ -36,6 +37,8 @@ export interface Stores {
   admissions: typeof admissions;
   passes: typeof passes;
   idempotency: typeof idempotency;
+  /** What the reconciler last saw of each model's pods (issue 20). */
+  workloads: typeof workloads;
   ledger: Pick<typeof ledger, 'withLedger' | 'commitChain' | 'ledgerVersion'> &
     Pick<typeof turn, 'inLedgerTurn'>;
 }
@@ -87,6 +90,7 @@ export function defaultDependencies(): Dependencies {
       admissions,
       passes,
       idempotency,
+      workloads,
       ledger: {
         withLedger: ledger.withLedger,
         commitChain: ledger.commitChain,

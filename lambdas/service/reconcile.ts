@@ -1,18 +1,24 @@
 import * as alarms from '../aws/alarms';
+import { type ClusterClient, clusterClient } from '../aws/kubernetes';
 import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
-import { decideAction, type WorkflowKind } from '../domain/actions';
+import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
-import { FAILED_NODEGROUP_STATUSES } from '../domain/compute';
+import { type Compute, FAILED_NODEGROUP_STATUSES } from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
+import type { DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import type { Decision } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
+import type { EnginesConfig, WorkloadsReport } from '../domain/workloads';
+import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
 import { createServices, type Dependencies, type Services } from '.';
+import { drainForScaleDown } from './drain';
 import { workflowService } from './workflows';
+import { reconcileWorkloads } from './workloads';
 
 /**
  * One reconcile pass (docs/design.md, Reconcile): observe what AWS runs, decide admission and placement, start
@@ -22,9 +28,16 @@ import { workflowService } from './workflows';
 
 export type { ComputeReport, ReconcileSummary };
 
-/** What a pass depends on beyond the services: EKS and Auto Scaling, Step Functions, CloudWatch. */
+/**
+ * What a pass depends on beyond the services: EKS and Auto Scaling, Step Functions, CloudWatch, and the
+ * cluster's Kubernetes API with the engines it deploys (docs/workloads.md).
+ */
 export interface ReconcileDependencies extends Dependencies {
-  nodegroups: Pick<typeof nodegroups, 'observeAll'>;
+  nodegroups: Pick<typeof nodegroups, 'observeAll' | 'terminateInstance'>;
+  /** A client of the cluster's API with a fresh EKS token (aws/kubernetes.ts), asked for once per pass. */
+  cluster: () => Promise<ClusterClient>;
+  /** config/engines.yaml, as the deploy inlined it. */
+  engines: () => EnginesConfig;
   stepFunctions: typeof stepFunctions;
   alarms: Pick<typeof alarms, 'syncAlarms'>;
 }
@@ -39,6 +52,8 @@ export function createReconciler(over: Partial<ReconcileDependencies> = {}) {
     nodegroups,
     stepFunctions,
     alarms,
+    cluster: () => clusterClient(),
+    engines: enginesConfig,
     ...over,
   };
   return reconciler(deps, services);
@@ -89,6 +104,60 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     }
   }
 
+  /** A scale-down of a live group, while llmcap runs the pods: it drains the nodes itself (drain.ts). */
+  function drainsFirst(action: Action, c: Compute): action is Extract<Action, { kind: 'scale' }> {
+    return (
+      deps.config().deployWorkloads &&
+      action.kind === 'scale' &&
+      c.status.nodegroupStatus === 'ACTIVE' &&
+      action.desired < c.status.desiredNodes
+    );
+  }
+
+  /**
+   * The model servers of what is admitted (issue 20), their pods read into status.running, then the drains of
+   * this pass's scale-downs. A pass that changed Deployments drains nothing: their pods are still going, and a
+   * node that empties by itself is cheaper to remove than one whose pods must move.
+   */
+  async function runWorkloads(
+    input: Pick<Parameters<typeof reconcileWorkloads>[0], 'models' | 'admissions' | 'computes' | 'now'>,
+    drainsWanted: { compute: Compute; keep: number }[],
+    errors: string[],
+  ): Promise<{ workloads?: WorkloadsReport; drains: DrainReport[] }> {
+    const drains: DrainReport[] = [];
+    const stage = deps.config().stage;
+    let workloads: WorkloadsReport | undefined;
+    try {
+      const w = await reconcileWorkloads({
+        ...input,
+        stage,
+        engines: deps.engines(),
+        client: await deps.cluster(),
+        record: store.workloads.recordWorkloads,
+      });
+      workloads = w.report;
+      if (w.report.applied.length === 0)
+        for (const d of drainsWanted) {
+          try {
+            drains.push(
+              await drainForScaleDown({
+                ...d,
+                pods: w.pods,
+                client: w.client,
+                stage,
+                terminateInstance: deps.nodegroups.terminateInstance,
+              }),
+            );
+          } catch (e) {
+            errors.push(`draining ${d.compute.name}: ${(e as Error).message}`);
+          }
+        }
+    } catch (e) {
+      errors.push(`workloads: ${(e as Error).message}`);
+    }
+    return { ...(workloads ? { workloads } : {}), drains };
+  }
+
   return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
 
   async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {
@@ -137,6 +206,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
     const launched: ReconcileSummary['workflows'] = [];
+    const drainsWanted: { compute: Compute; keep: number }[] = [];
     for (const c of all) {
       const deleting = c.deletionRequested === true;
       const planned = sized.get(c.name);
@@ -164,6 +234,10 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       try {
         if (action.kind === 'remove-item') {
           await store.computes.removeDeletedCompute(c.name);
+        } else if (drainsFirst(action, c)) {
+          // Issue 20 §3: llmcap removes the instances itself, after draining them (runWorkloads below).
+          drainsWanted.push({ compute: c, keep: action.desired });
+          note = `scaling down to ${action.desired} by draining the nodes llmcap chooses`;
         } else if (action.kind !== 'none') {
           const kind: WorkflowKind = action.kind;
           const desired = action.kind === 'delete' ? 0 : action.desired;
@@ -203,6 +277,15 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       });
     }
 
+    // 5. Workloads (issue 20): the model servers of what is admitted; their pods become status.running.
+    const { workloads, drains } = deps.config().deployWorkloads
+      ? await runWorkloads(
+          { models: world.models, admissions: decision.admissions, computes: all, now },
+          drainsWanted,
+          errors,
+        )
+      : { workloads: undefined, drains: [] };
+
     const pendingReplicas = decision.admissions.reduce(
       (n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0),
       0,
@@ -225,6 +308,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       },
       workflows: launched,
       awsCalls,
+      ...(workloads ? { workloads } : {}),
+      ...(drains.length ? { drains } : {}),
       errors,
     };
   }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
 import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
+import { type EnginesConfig, EnginesConfigSchema } from '../domain/workloads';
 import { config } from './config';
 
 /**
@@ -75,10 +76,38 @@ export function declaredModels(): DeclaredModel[] {
   return declared;
 }
 
+/**
+ * config/engines.yaml: the image, args and health endpoint of each engine, and per-model overrides
+ * (docs/workloads.md). Inlined at deploy as LLMCAP_CONFIG_ENGINES, like the other config files; read from the
+ * repository locally and in tests.
+ */
+
+export const ENGINES_FILE = 'config/engines.yaml';
+
+export function parseEngines(raw: unknown): EnginesConfig {
+  const r = EnginesConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`${ENGINES_FILE} is invalid: ${lines}`);
+  }
+  return r.data;
+}
+
+let engines: EnginesConfig | undefined;
+
+export function enginesConfig(): EnginesConfig {
+  if (!engines) {
+    const inlined = process.env.LLMCAP_CONFIG_ENGINES;
+    engines = parseEngines(inlined ? JSON.parse(inlined) : readConfigFile('engines.yaml'));
+  }
+  return engines;
+}
+
 /** The config files as the deploy inlines them into each bundle (see LlmcapFunction `inline`). */
 export function inlinedConfig(): Record<string, string> {
   return {
     LLMCAP_CONFIG_COMPUTES: JSON.stringify(builtinComputes()),
     LLMCAP_CONFIG_CATALOG: JSON.stringify(declaredModels()),
+    LLMCAP_CONFIG_ENGINES: JSON.stringify(enginesConfig()),
   };
 }

@@ -5,9 +5,10 @@ import { FORMS_SENTENCE, type Principal, parsePrincipal } from '../domain/princi
 /**
  * The runtime configuration of every Lambda and of the local control plane: every `LLMCAP_*` variable the Lambda
  * code reads, checked once (zod) at first use, so that a misconfigured deploy fails loudly on its first request
- * rather than half-working. Nothing else reads `process.env.LLMCAP_*`, except the two config files the deploy
- * inlines at bundle time (LLMCAP_CONFIG_COMPUTES and LLMCAP_CONFIG_CATALOG, builtin-config.ts): esbuild replaces
- * those expressions with the validated files, so they are not variables at run time. The local control plane's
+ * rather than half-working. Nothing else reads `process.env.LLMCAP_*`, except the three config files the deploy
+ * inlines at bundle time (LLMCAP_CONFIG_COMPUTES, LLMCAP_CONFIG_CATALOG, LLMCAP_CONFIG_ENGINES; builtin-config.ts,
+ * each validated by CDK at deploy): esbuild replaces those expressions with the validated files, so they are not
+ * variables at run time. The local control plane's
  * own settings (LLMCAP_PORT, LLMCAP_SIM_*, ...) are read by local/, which never runs in Lambda.
  */
 const csv = z
@@ -94,6 +95,11 @@ export const RuntimeConfigSchema = z.object({
   /** The stage's region, as the Lambda runtime sets it: where node groups run and prices are asked for. */
   AWS_REGION: z.string().min(1).optional(),
   AWS_DEFAULT_REGION: z.string().min(1).optional(),
+  /**
+   * `deploy`: the reconciler runs the model servers of what is admitted (docs/workloads.md); `off` (the default
+   * when unset): it keeps the node groups only and leaves the pods to the platform's own tooling.
+   */
+  LLMCAP_WORKLOADS: z.enum(['deploy', 'off']).default('off'),
 });
 
 export interface RuntimeConfig {
@@ -113,6 +119,7 @@ export interface RuntimeConfig {
   endpoints: { dynamodb?: string; eks?: string; sfn?: string };
   configDir?: string;
   region: string;
+  deployWorkloads: boolean;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -148,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     },
     ...(e.LLMCAP_CONFIG_DIR ? { configDir: e.LLMCAP_CONFIG_DIR } : {}),
     region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? 'us-east-1',
+    deployWorkloads: e.LLMCAP_WORKLOADS === 'deploy',
   };
 }
 

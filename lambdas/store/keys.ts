@@ -17,6 +17,9 @@ export const keys = {
   ledger: () => ({ pk: 'LEDGER', sk: 'STATE' }),
   /** Whose turn it is to decide against the ledger (see turn.ts); present only while someone holds it. */
   ledgerLease: () => ({ pk: 'LEDGER', sk: 'LEASE' }),
+  /** What the reconciler last saw of a model's pods (store/workloads.ts): status.running and its reasons. */
+  workload: (model: string) => ({ pk: 'WORKLOAD', sk: model }),
+  workloads: () => ({ pk: 'WORKLOAD' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
   /** One reconcile pass; ids start with the time, so the partition lists newest first (reconcile-passes.ts). */
   reconcilePass: (id: string) => ({ pk: 'RECONCILE', sk: id }),

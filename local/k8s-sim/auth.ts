@@ -254,13 +254,20 @@ function subjectMatches(subjects: JsonObject[] | undefined, user: User): boolean
   );
 }
 
+/** EKS access scopes name namespaces exactly or with `*` wildcards (`dev-*` is every namespace starting dev-). */
+export function namespaceMatches(pattern: string, namespace: string): boolean {
+  if (!pattern.includes('*')) return pattern === namespace;
+  const re = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${re.join('.*')}$`).test(namespace);
+}
+
 export function authorize(c: Cluster, user: User, r: Request): boolean {
   if (user.groups.includes('system:masters')) return true;
   for (const p of user.policies) {
     const scope = p.accessScope ?? { type: 'cluster' };
     const inScope =
       scope.type === 'cluster' ||
-      (r.namespace !== undefined && (scope.namespaces ?? []).includes(r.namespace));
+      (r.namespace !== undefined && (scope.namespaces ?? []).some((n) => namespaceMatches(n, r.namespace!)));
     if (inScope && policyAllows(p.policyArn, r)) return true;
   }
   const rulesOf = (ref: JsonObject | undefined, ns: string | undefined): Rule[] => {

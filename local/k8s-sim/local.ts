@@ -1,4 +1,13 @@
-import { relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import {
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+} from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { reconcilerAccess } from '../../lambdas/domain/workloads';
 import type { CloudSim } from '../cloud-sim';
 
 /**
@@ -10,4 +19,36 @@ export function writeLocalKubeconfig(sim: CloudSim, path: string): string | unde
   sim.kubernetes.writeKubeconfig(path);
   const shown = relative(process.cwd(), path) || path;
   return `Kubernetes API   ${sim.kubernetes.endpoint} (kubeconfig ${shown}: kubectl --kubeconfig ${shown} get nodes)`;
+}
+
+/**
+ * The reconciler's access to the simulated cluster, as the stack and a cluster admin grant it in AWS
+ * (docs/workloads.md#access-to-the-cluster): the local credentials are the reconciler role's session, its access
+ * entry is the stack's (`reconcilerAccess`), and the cluster-scoped RBAC is config/kubernetes/reconciler-rbac.yaml,
+ * applied with the admin token as `kubectl apply -f` would.
+ */
+export async function grantReconcilerAccess(
+  sim: CloudSim,
+  opts: { stage: string; accessKeyId: string; secretAccessKey: string; accountId?: string },
+): Promise<void> {
+  const k8s = sim.kubernetes;
+  if (!k8s) return;
+  const account = opts.accountId ?? '000000000000';
+  const role = `llmcap-${opts.stage}-reconciler`;
+  k8s.allow(
+    {
+      accessKeyId: opts.accessKeyId,
+      secretAccessKey: opts.secretAccessKey,
+      arn: `arn:aws:sts::${account}:assumed-role/${role}/llmcap-${opts.stage}-reconcile`,
+    },
+    { principalArn: `arn:aws:iam::${account}:role/${role}`, ...reconcilerAccess(opts.stage) },
+  );
+  const kc = new KubeConfig();
+  kc.loadFromString(k8s.kubeconfig());
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const file = join(__dirname, '..', '..', 'config', 'kubernetes', 'reconciler-rbac.yaml');
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const obj = doc.toJS() as KubernetesObject | null;
+    if (obj) await api.patch(obj, undefined, undefined, 'kubectl', true, PatchStrategy.ServerSideApply);
+  }
 }

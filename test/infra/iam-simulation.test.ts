@@ -127,6 +127,21 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-auto-scaling:DescribeAutoScalingGroupsCommand': [
         ['autoscaling:DescribeAutoScalingGroups', '*'],
       ],
+      // The cluster's endpoint and CA, for its Kubernetes API (lambdas/aws/kubernetes.ts).
+      'client-eks:DescribeClusterCommand': [
+        ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],
+      ],
+      // A drained node's instance (lambdas/reconcile/drain.ts), in this stage's group of this cluster.
+      'client-auto-scaling:TerminateInstanceInAutoScalingGroupCommand': [
+        [
+          'autoscaling:TerminateInstanceInAutoScalingGroup',
+          arn(
+            'autoscaling',
+            `autoScalingGroup:6a1b2c3d-0000-4000-8000-00000000a5c9:autoScalingGroupName/eks-${nodegroupName(env.LLMCAP_STAGE!, 'gpu-l4-1x')}-4ac7a1f2-0000-4000-8000-00000000a11c`,
+          ),
+          { 'aws:ResourceTag/eks:cluster-name': env.LLMCAP_CLUSTER! },
+        ],
+      ],
       'client-sfn:StartExecutionCommand': (['provision', 'scale', 'delete'] as const).map((k) => [
         'states:StartExecution',
         sm(k),

@@ -30,6 +30,10 @@ const SCOPED_WILDCARDS: { pattern: RegExp; why: string }[] = [
     why: 'CapacityAtLimit alarms per scope, created and deleted by the control plane, all prefixed llmcap-<stage>-',
   },
   {
+    pattern: /:autoscaling:[\w-]+:\d{12}:autoScalingGroup:\*:autoScalingGroupName\/eks-llmcap-[\w-]+-\*$/,
+    why: "the Auto Scaling groups of llmcap's node groups (EKS names them eks-<node group>-<uuid>), where a drained node's instance is removed; the cluster tag condition narrows it further",
+  },
+  {
     pattern: /^\$\{[\w]+\.Arn\}:\*$/,
     why: 'lambda:InvokeFunction on the function and its versions/aliases (CDK grantInvoke adds the qualifier form)',
   },

@@ -14,7 +14,7 @@ function sources(dir: string): string[] {
 }
 
 describe('the runtime configuration', () => {
-  it('is the only reader of process.env.LLMCAP_* in lambdas/ (the two inlined config files aside)', () => {
+  it('is the only reader of process.env.LLMCAP_* in lambdas/ (the three inlined config files aside)', () => {
     const raw = sources(join(ROOT, 'lambdas')).flatMap((p) =>
       [...readFileSync(p, 'utf8').matchAll(/process\.env\.(LLMCAP_[A-Z_]+)/g)].map(
         (m) => `${relative(ROOT, p)}: ${m[1]}`,
@@ -23,6 +23,7 @@ describe('the runtime configuration', () => {
     expect(raw).toEqual([
       'lambdas/shared/builtin-config.ts: LLMCAP_CONFIG_COMPUTES',
       'lambdas/shared/builtin-config.ts: LLMCAP_CONFIG_CATALOG',
+      'lambdas/shared/builtin-config.ts: LLMCAP_CONFIG_ENGINES',
     ]);
   });
 

@@ -1,0 +1,472 @@
+import { createHash } from 'node:crypto';
+import * as z from 'zod';
+import { type Compute, labels, taint } from './compute';
+import { ENGINES, type Model, type Profile } from './model';
+import { type ModelAdmission, modelStatus } from './quota';
+
+/**
+ * What llmcap runs on the node groups (docs/workloads.md): for every placement (model × profile × compute) a
+ * Deployment of the model's engine with as many replicas as are admitted there, and per model a Service and a
+ * PodDisruptionBudget, in a namespace per owner scope. Pure: the reconciler applies these with server-side
+ * apply, so the objects here are exactly the fields llmcap owns.
+ */
+
+export const FIELD_MANAGER = 'llmcap';
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const LABEL_STAGE = 'llmcap.dev/stage';
+export const LABEL_MODEL = 'llmcap.dev/model';
+export const LABEL_PROFILE = 'llmcap.dev/profile';
+export const LABEL_COMPUTE = 'llmcap.dev/compute';
+
+const EngineSchema = z.strictObject({
+  image: z.string().min(1).max(512),
+  command: z.array(z.string()).optional(),
+  args: z.array(z.string()).default([]),
+  port: z.number().int().min(1).max(65535),
+  health: z.string().regex(/^\//, 'a health path starts with /'),
+  startupSeconds: z.number().int().min(10).max(86400).default(1800),
+  env: z.record(z.string(), z.string()).optional(),
+});
+export type EngineConfig = z.output<typeof EngineSchema>;
+
+export const EnginesConfigSchema = z.strictObject({
+  engines: z.strictObject(
+    Object.fromEntries(ENGINES.map((e) => [e, EngineSchema])) as {
+      [K in (typeof ENGINES)[number]]: typeof EngineSchema;
+    },
+  ),
+  models: z.record(z.string(), EngineSchema.partial().strict()).default({}),
+});
+export type EnginesConfig = z.output<typeof EnginesConfigSchema>;
+
+/** The engine settings in force for one model: its engine's, with the model's overrides on top. */
+export function engineFor(cfg: EnginesConfig, model: Pick<Model, 'name' | 'spec'>): EngineConfig {
+  const base = cfg.engines[model.spec.engine];
+  const own = cfg.models[model.name] ?? {};
+  return { ...base, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
+}
+
+/** A DNS-1123 label of at most `max` characters: cut, with 8 hex digits of the full name so cuts stay apart. */
+export function dnsLabel(raw: string, max = 63): string {
+  let s = raw.toLowerCase().replace(/[^a-z0-9-]+/g, '-');
+  // Services must start with a letter (DNS-1035); model names may start with a digit.
+  if (!/^[a-z]/.test(s)) s = `m-${s}`;
+  s = s.replace(/-+$/, '');
+  if (s.length <= max) return s;
+  const hash = createHash('sha256').update(raw).digest('hex').slice(0, 8);
+  return `${s.slice(0, max - 9).replace(/-+$/, '')}-${hash}`;
+}
+
+/** `llmcap-<stage>-shared` for shared models, `llmcap-<stage>-team-ml` for a model owned by team:ml. */
+export function namespaceFor(stage: string, owner: string | undefined): string {
+  return dnsLabel(`llmcap-${stage}-${owner ? owner.replace(':', '-') : 'shared'}`);
+}
+
+/** Every namespace llmcap manages starts so; the access entry's namespace scope is this prefix and `*`. */
+export function namespacePrefix(stage: string): string {
+  return `llmcap-${stage}-`;
+}
+
+// Pod names add 17 characters (`-<hash>-<5 chars>`) to a Deployment's and should stay a 63-character label.
+const DEPLOYMENT_NAME_MAX = 46;
+
+export function deploymentName(model: string, profile: string, compute: string): string {
+  return dnsLabel(`${model}-${profile}-${compute}`, DEPLOYMENT_NAME_MAX);
+}
+
+export function serviceName(model: string): string {
+  return dnsLabel(model);
+}
+
+/** What the placeholders of an engine's args read (config/engines.yaml). */
+export function sourceFields(source: string): { model: string; hfRepo: string; hfFile: string } {
+  if (source.startsWith('hf://')) {
+    const parts = source.slice(5).split('/');
+    const hfRepo = parts.slice(0, 2).join('/');
+    return { model: hfRepo, hfRepo, hfFile: parts.slice(2).join('/') };
+  }
+  return { model: source, hfRepo: '', hfFile: '' };
+}
+
+/**
+ * Fills the placeholders. An argument that comes out empty is dropped with the flag before it, so that
+ * `--hf-file {hfFile}` disappears for a source that names no file.
+ */
+export function expandArgs(args: readonly string[], vars: Record<string, string>): string[] {
+  const fill = (a: string) => a.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m);
+  const out: string[] = [];
+  for (const a of args) {
+    const v = fill(a);
+    if (v === '' && a !== '') {
+      if (out.length && out[out.length - 1]!.startsWith('-')) out.pop();
+      continue;
+    }
+    out.push(v);
+  }
+  return out;
+}
+
+/** Kubernetes quantities in their canonical form, so what the cluster reports compares equal. */
+export function cpuQuantity(cores: number): string {
+  const m = Math.ceil(Math.round(cores * 1e6) / 1e3);
+  return m % 1000 === 0 ? String(m / 1000) : `${m}m`;
+}
+
+export function memoryQuantity(gb: number): string {
+  const mi = Math.ceil(Math.round(gb * 1024 * 1e3) / 1e3);
+  return mi % 1024 === 0 ? `${mi / 1024}Gi` : `${mi}Mi`;
+}
+
+export interface Placement {
+  model: Pick<Model, 'name' | 'owner' | 'spec'>;
+  profile: Profile;
+  compute: Pick<Compute, 'name' | 'spec'>;
+  replicas: number;
+}
+
+/** One object as server-side apply takes it. */
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [field: string]: unknown;
+}
+
+function commonLabels(stage: string, model: string): Record<string, string> {
+  return { [MANAGED_BY]: FIELD_MANAGER, [LABEL_STAGE]: stage, [LABEL_MODEL]: model };
+}
+
+export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): K8sObject {
+  const { model, profile, compute } = p;
+  const engine = engineFor(cfg, model);
+  const gpus = profile.gpus;
+  const vars = {
+    ...sourceFields(model.spec.source),
+    source: model.spec.source,
+    gpus: String(Math.max(1, gpus)),
+    port: String(engine.port),
+    name: model.name,
+  };
+  const selector = {
+    [LABEL_MODEL]: model.name,
+    [LABEL_PROFILE]: profile.name,
+    [LABEL_COMPUTE]: compute.name,
+  };
+  const gpuResource = compute.spec.node.gpu?.resource ?? 'nvidia.com/gpu';
+  const requests: Record<string, string> = { cpu: cpuQuantity(profile.cpuCores) };
+  const limits: Record<string, string> = {};
+  if (profile.minMemoryGb) {
+    requests.memory = memoryQuantity(profile.minMemoryGb);
+    // A replica that grows past what was admitted is killed rather than squeezing its neighbours.
+    limits.memory = requests.memory;
+  }
+  if (gpus > 0) {
+    requests[gpuResource] = String(gpus);
+    limits[gpuResource] = String(gpus);
+  }
+  const t = taint(compute.name, compute.spec);
+  const probe = (periodSeconds: number, failureThreshold: number) => ({
+    httpGet: { path: engine.health, port: 'http' },
+    periodSeconds,
+    failureThreshold,
+  });
+  const env = Object.entries(engine.env ?? {}).map(([name, value]) => ({
+    name,
+    value: expandArgs([value], vars)[0] ?? '',
+  }));
+  const container: Record<string, unknown> = {
+    name: 'server',
+    image: engine.image,
+    ...(engine.command ? { command: engine.command } : {}),
+    args: expandArgs(engine.args, vars),
+    ports: [{ name: 'http', containerPort: engine.port, protocol: 'TCP' }],
+    ...(env.length ? { env } : {}),
+    resources: { requests, ...(Object.keys(limits).length ? { limits } : {}) },
+    // Loading weights takes minutes; the startup probe holds the others off until the server answers.
+    startupProbe: probe(10, Math.ceil(engine.startupSeconds / 10)),
+    readinessProbe: probe(10, 3),
+    livenessProbe: probe(20, 3),
+  };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: deploymentName(model.name, profile.name, compute.name),
+      namespace: namespaceFor(stage, model.owner),
+      labels: {
+        ...commonLabels(stage, model.name),
+        [LABEL_PROFILE]: profile.name,
+        [LABEL_COMPUTE]: compute.name,
+      },
+    },
+    spec: {
+      replicas: p.replicas,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: { ...commonLabels(stage, model.name), ...selector } },
+        spec: {
+          nodeSelector: labels(compute.name),
+          tolerations: [{ key: t.key, operator: 'Equal', value: t.value, effect: 'NoSchedule' }],
+          containers: [container],
+        },
+      },
+    },
+  };
+}
+
+/** One Service per model over all its placements: clients call the model, wherever its replicas run. */
+export function serviceFor(stage: string, model: Placement['model']): K8sObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: serviceName(model.name),
+      namespace: namespaceFor(stage, model.owner),
+      labels: commonLabels(stage, model.name),
+    },
+    spec: {
+      selector: { [LABEL_MODEL]: model.name },
+      ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+}
+
+/** One replica of a model at a time may be disrupted by a drain, whichever computes its replicas are on. */
+export function disruptionBudgetFor(stage: string, model: Placement['model']): K8sObject {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: {
+      name: serviceName(model.name),
+      namespace: namespaceFor(stage, model.owner),
+      labels: commonLabels(stage, model.name),
+    },
+    spec: { maxUnavailable: 1, selector: { matchLabels: { [LABEL_MODEL]: model.name } } },
+  };
+}
+
+export function namespaceObject(stage: string, name: string): K8sObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, labels: { [MANAGED_BY]: FIELD_MANAGER, [LABEL_STAGE]: stage } },
+  };
+}
+
+/** The placements admission holds: replicas of units whose take-back has finished, per (profile, compute). */
+export function placementsOf(
+  models: readonly Pick<Model, 'name' | 'owner' | 'spec'>[],
+  admissions: readonly ModelAdmission[],
+  computes: readonly Pick<Compute, 'name' | 'spec'>[],
+): Placement[] {
+  const byModel = new Map(models.map((m) => [m.name, m]));
+  const byCompute = new Map(computes.map((c) => [c.name, c]));
+  const out: Placement[] = [];
+  for (const a of admissions) {
+    const model = byModel.get(a.model);
+    if (!model) continue;
+    for (const pl of modelStatus(model, a).placements) {
+      const profile = model.spec.profiles.find((p) => p.name === pl.profile);
+      const compute = byCompute.get(pl.compute);
+      if (!profile || !compute || pl.replicas <= 0) continue;
+      out.push({ model, profile, compute, replicas: pl.replicas });
+    }
+  }
+  return out;
+}
+
+export interface DesiredWorkloads {
+  namespaces: K8sObject[];
+  /** Deployments, Services and PodDisruptionBudgets, in the order they are applied. */
+  objects: K8sObject[];
+}
+
+/** Everything llmcap wants in the cluster for these placements. */
+export function desiredWorkloads(
+  stage: string,
+  placements: readonly Placement[],
+  cfg: EnginesConfig,
+): DesiredWorkloads {
+  const namespaces = new Map<string, K8sObject>();
+  const perModel = new Map<string, Placement['model']>();
+  const deployments: K8sObject[] = [];
+  for (const p of placements) {
+    const ns = namespaceFor(stage, p.model.owner);
+    if (!namespaces.has(ns)) namespaces.set(ns, namespaceObject(stage, ns));
+    perModel.set(p.model.name, p.model);
+    deployments.push(deploymentFor(stage, p, cfg));
+  }
+  const objects = [...deployments];
+  for (const m of perModel.values()) objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m));
+  const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
+  return {
+    namespaces: [...namespaces.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
+    objects: objects.sort((a, b) => key(a).localeCompare(key(b))),
+  };
+}
+
+/**
+ * True when every field llmcap sets is as it wants it in `live` (the object the cluster reports, with the
+ * defaults the API server filled in). Lists must have the same length, so a removed arg or toleration counts
+ * as a change; maps may carry more keys (defaults, other managers' labels).
+ */
+export function appliedAsWanted(want: unknown, live: unknown): boolean {
+  if (Array.isArray(want)) {
+    if (!Array.isArray(live) || live.length !== want.length) return false;
+    return want.every((w, i) => appliedAsWanted(w, live[i]));
+  }
+  if (want && typeof want === 'object') {
+    if (!live || typeof live !== 'object' || Array.isArray(live)) return false;
+    const l = live as Record<string, unknown>;
+    return Object.entries(want as Record<string, unknown>).every(
+      ([k, v]) => v === undefined || appliedAsWanted(v, l[k]),
+    );
+  }
+  return want === live;
+}
+
+/** The fields of a pod (V1Pod) that say whether it serves, and if not why. */
+export interface PodLike {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: unknown;
+  };
+  spec?: { nodeName?: string };
+  status?: {
+    phase?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: {
+      ready?: boolean;
+      restartCount?: number;
+      state?: { waiting?: { reason?: string; message?: string } };
+      lastState?: { terminated?: { reason?: string; message?: string; exitCode?: number } };
+    }[];
+  };
+}
+
+export const POD_REASONS = ['Unschedulable', 'CrashLoopBackOff', 'Unready', 'Starting'] as const;
+export type PodReason = (typeof POD_REASONS)[number];
+
+export interface PodView {
+  name: string;
+  model: string;
+  namespace: string;
+  compute: string;
+  profile: string;
+  node?: string;
+  phase: string;
+  ready: boolean;
+  restarts: number;
+  reason?: PodReason;
+  message?: string;
+}
+
+/** What a model's status says about its pods: Ready replicas apart from admitted ones, and why others are not. */
+export interface WorkloadStatus {
+  running: number;
+  pods: PodView[];
+  podReasons: { reason: PodReason; message: string; replicas: number }[];
+}
+
+/** At most this many pods are listed in a model's status (the counts always cover all). */
+export const MAX_PODS_SHOWN = 50;
+
+/**
+ * Why a pod does not serve, in the pod's own words: the scheduler's message, the crashed container's last
+ * message, or (for a running pod that is not ready) the latest failed probe's event when there is one.
+ */
+export function podView(pod: PodLike, probeMessage?: string): PodView {
+  const labelsOf = pod.metadata?.labels ?? {};
+  const conds = pod.status?.conditions ?? [];
+  const cond = (t: string) => conds.find((c) => c.type === t);
+  const containers = pod.status?.containerStatuses ?? [];
+  const ready = cond('Ready')?.status === 'True' && !pod.metadata?.deletionTimestamp;
+  const base: PodView = {
+    name: pod.metadata?.name ?? '',
+    model: labelsOf[LABEL_MODEL] ?? '',
+    namespace: pod.metadata?.namespace ?? '',
+    compute: labelsOf[LABEL_COMPUTE] ?? '',
+    profile: labelsOf[LABEL_PROFILE] ?? '',
+    ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
+    phase: pod.status?.phase ?? 'Pending',
+    ready,
+    restarts: containers.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+  };
+  if (ready) return base;
+  const scheduled = cond('PodScheduled');
+  if (scheduled?.status === 'False')
+    return {
+      ...base,
+      reason: 'Unschedulable',
+      message: scheduled.message ?? scheduled.reason ?? 'not scheduled',
+    };
+  const crashed = containers.find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
+  if (crashed) {
+    const t = crashed.lastState?.terminated;
+    const message =
+      t?.message ?? (t ? `exited with code ${t.exitCode} (${t.reason})` : crashed.state?.waiting?.message);
+    return { ...base, reason: 'CrashLoopBackOff', message: message ?? 'the container keeps exiting' };
+  }
+  if (base.phase === 'Running' && probeMessage) return { ...base, reason: 'Unready', message: probeMessage };
+  const waiting = containers.find((c) => c.state?.waiting)?.state?.waiting;
+  const message = waiting?.reason ?? cond('Ready')?.message ?? 'starting';
+  return { ...base, reason: base.phase === 'Running' ? 'Unready' : 'Starting', message };
+}
+
+/** Per model: Ready pods and the reasons of the others, grouped by reason and message. */
+export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
+  const reasons = new Map<string, { reason: PodReason; message: string; replicas: number }>();
+  for (const p of pods) {
+    if (p.ready || !p.reason) continue;
+    const key = `${p.reason}\u0000${p.message}`;
+    const r = reasons.get(key);
+    if (r) r.replicas++;
+    else reasons.set(key, { reason: p.reason, message: p.message ?? '', replicas: 1 });
+  }
+  const sorted = [...pods].sort((a, b) => Number(a.ready) - Number(b.ready) || a.name.localeCompare(b.name));
+  return {
+    running: pods.filter((p) => p.ready).length,
+    pods: sorted.slice(0, MAX_PODS_SHOWN),
+    podReasons: [...reasons.values()],
+  };
+}
+
+/** The Kubernetes group of the reconciler's access entry; config/kubernetes/reconciler-rbac.yaml binds it. */
+export const RECONCILER_GROUP = 'llmcap:reconciler';
+export const EDIT_POLICY_ARN = 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy';
+
+/**
+ * The reconciler's EKS access entry, as the stack creates it and the local control plane registers it with the
+ * simulated cluster: its group (for the cluster-scoped RBAC) and Edit in llmcap's own namespaces only.
+ */
+export function reconcilerAccess(stage: string) {
+  return {
+    kubernetesGroups: [RECONCILER_GROUP],
+    accessPolicies: [
+      {
+        policyArn: EDIT_POLICY_ARN,
+        accessScope: { type: 'namespace' as const, namespaces: [`${namespacePrefix(stage)}*`] },
+      },
+    ],
+  };
+}
+
+/** What the workloads step of a pass did, in its summary. */
+export interface WorkloadsReport {
+  /** Objects applied (created or restored) and removed this pass. */
+  applied: string[];
+  removed: string[];
+  /** Kubernetes API calls this pass. */
+  calls: number;
+  running: number;
+  /** Models with a replica that does not serve, and why (the first reason of each). */
+  notRunning: { model: string; reason: string; message: string; replicas: number }[];
+  storeWrites: number;
+}

@@ -1,0 +1,146 @@
+import type { ClusterClient, ListedObject } from '../aws/kubernetes';
+import { mapLimit } from '../aws/nodegroups';
+import type { Compute } from '../domain/compute';
+import type { Model } from '../domain/model';
+import type { ModelAdmission } from '../domain/quota';
+import {
+  appliedAsWanted,
+  desiredWorkloads,
+  type EnginesConfig,
+  FIELD_MANAGER,
+  type K8sObject,
+  LABEL_STAGE,
+  MANAGED_BY,
+  type PodLike,
+  type PodView,
+  placementsOf,
+  podView,
+  type WorkloadStatus,
+  type WorkloadsReport,
+  workloadStatus,
+} from '../domain/workloads';
+
+/**
+ * The workloads step of a pass (docs/workloads.md): apply what admission holds as model servers, remove what
+ * llmcap no longer wants, and read the pods back into each model's status. It compares with what the cluster
+ * reports first, so a steady pass lists and writes nothing else: at 10,000 models, a pass costs four lists per
+ * namespace.
+ */
+
+/** What llmcap owns in one stage; another stage's objects on the same cluster are never touched. */
+export function managedSelector(stage: string): string {
+  return `${MANAGED_BY}=${FIELD_MANAGER},${LABEL_STAGE}=${stage}`;
+}
+
+const KINDS = [
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'v1', kind: 'Service' },
+  { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
+] as const;
+
+const MAX_CONCURRENCY = 8;
+
+const keyOf = (o: { kind?: string; metadata?: { namespace?: string; name?: string } }) =>
+  `${o.kind}/${o.metadata?.namespace}/${o.metadata?.name}`;
+
+export async function reconcileWorkloads(input: {
+  models: readonly Pick<Model, 'name' | 'owner' | 'spec'>[];
+  admissions: readonly ModelAdmission[];
+  computes: readonly Pick<Compute, 'name' | 'spec'>[];
+  now: string;
+  stage: string;
+  engines: EnginesConfig;
+  client: ClusterClient;
+  /** Writes each model's pods where the models API reads them (store/workloads.ts); returns the writes. */
+  record: (seen: Map<string, WorkloadStatus>, now: string) => Promise<number>;
+}): Promise<{ report: WorkloadsReport; pods: PodView[]; client: ClusterClient }> {
+  const { stage } = input;
+  const want = desiredWorkloads(
+    stage,
+    placementsOf(input.models, input.admissions, input.computes),
+    input.engines,
+  );
+  const k = input.client;
+  const before = k.calls;
+  const selector = managedSelector(stage);
+  const applied: string[] = [];
+  const removed: string[] = [];
+
+  const liveNs = new Set(
+    (await k.list('v1', 'Namespace', undefined, { labelSelector: selector })).map((n) => n.metadata.name),
+  );
+  for (const ns of want.namespaces) {
+    if (liveNs.has(ns.metadata.name)) continue;
+    await k.apply(ns);
+    applied.push(`Namespace/${ns.metadata.name}`);
+  }
+  const namespaces = [...new Set([...liveNs, ...want.namespaces.map((n) => n.metadata.name)])].sort();
+  const wanted = new Map<string, K8sObject[]>();
+  for (const o of want.objects) {
+    const ns = o.metadata.namespace!;
+    wanted.set(ns, [...(wanted.get(ns) ?? []), o]);
+  }
+
+  const pods: PodView[] = [];
+  await mapLimit(namespaces, MAX_CONCURRENCY, async (ns) => {
+    const live = new Map<string, ListedObject>();
+    for (const kind of KINDS)
+      for (const o of await k.list(kind.apiVersion, kind.kind, ns, { labelSelector: selector }))
+        live.set(keyOf({ ...o, kind: kind.kind }), { ...o, apiVersion: kind.apiVersion, kind: kind.kind });
+    const mine = wanted.get(ns) ?? [];
+    for (const o of mine) {
+      const l = live.get(keyOf(o));
+      if (l && appliedAsWanted(o, l)) continue;
+      await k.apply(o);
+      applied.push(keyOf(o));
+    }
+    const keep = new Set(mine.map(keyOf));
+    for (const [key, o] of live) {
+      if (keep.has(key)) continue;
+      await k.remove(o);
+      removed.push(key);
+    }
+    const listed = (await k.list('v1', 'Pod', ns, { labelSelector: selector })) as PodLike[];
+    const notReadyRunning = listed.some(
+      (p) =>
+        p.status?.phase === 'Running' &&
+        p.status.conditions?.find((c) => c.type === 'Ready')?.status !== 'True',
+    );
+    // The probe's own words are in its Unhealthy event, not on the pod: read them only when a pod needs them.
+    const probes = new Map<string, string>();
+    if (notReadyRunning) {
+      const events = await k.list('v1', 'Event', ns, { fieldSelector: 'reason=Unhealthy' });
+      events.sort((a, b) => String(eventTime(a)).localeCompare(String(eventTime(b))));
+      for (const e of events) {
+        const name = (e.involvedObject as { name?: string } | undefined)?.name;
+        if (name) probes.set(name, String(e.message ?? ''));
+      }
+    }
+    for (const p of listed) pods.push(podView(p, probes.get(p.metadata?.name ?? '')));
+  });
+
+  const byModel = new Map<string, PodView[]>();
+  for (const p of pods) if (p.model) byModel.set(p.model, [...(byModel.get(p.model) ?? []), p]);
+  const statuses = new Map<string, WorkloadStatus>();
+  for (const [m, list] of byModel) statuses.set(m, workloadStatus(list));
+  const storeWrites = await input.record(statuses, input.now);
+  const notRunning = [...statuses].flatMap(([model, s]) =>
+    s.podReasons.slice(0, 1).map((r) => ({ model, ...r })),
+  );
+  return {
+    report: {
+      applied,
+      removed,
+      calls: k.calls - before,
+      running: [...statuses.values()].reduce((n, s) => n + s.running, 0),
+      notRunning,
+      storeWrites,
+    },
+    pods,
+    client: k,
+  };
+}
+
+function eventTime(e: ListedObject): unknown {
+  return e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp;
+}

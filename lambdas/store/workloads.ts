@@ -1,0 +1,60 @@
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { sameValue } from '../domain/compute';
+import type { WorkloadStatus } from '../domain/workloads';
+import { documentClient } from '../shared/clients';
+import { config } from '../shared/config';
+import { keys } from './keys';
+import { queryPartition } from './query';
+
+/**
+ * What the reconciler last saw of each model's pods, one item per model (keys.workload): the model's
+ * `status.running`, its pods and why the others do not serve. Written by reconcile only when it changed, read
+ * by the models API beside the admission record.
+ */
+
+export interface StoredWorkload extends WorkloadStatus {
+  model: string;
+  observedAt: string;
+}
+
+function fromItem(item: Record<string, unknown>): StoredWorkload {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest as unknown as StoredWorkload;
+}
+
+export async function listWorkloads(): Promise<StoredWorkload[]> {
+  return (await queryPartition(keys.workloads().pk)).map(fromItem);
+}
+
+export async function getWorkload(model: string): Promise<StoredWorkload | undefined> {
+  const out = await documentClient().send(
+    new GetCommand({ TableName: config().table, Key: keys.workload(model) }),
+  );
+  return out.Item ? fromItem(out.Item) : undefined;
+}
+
+/**
+ * Writes what changed since the last pass: a model whose pods are gone loses its item. Returns the writes made,
+ * so that a steady pass can be seen to write nothing.
+ */
+export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: string): Promise<number> {
+  const before = new Map((await listWorkloads()).map((w) => [w.model, w]));
+  let writes = 0;
+  for (const [model, w] of seen) {
+    const prev = before.get(model);
+    if (prev && sameValue({ ...prev, observedAt: undefined, model: undefined }, w)) continue;
+    writes++;
+    await documentClient().send(
+      new PutCommand({
+        TableName: config().table,
+        Item: { ...keys.workload(model), model, observedAt: now, ...w },
+      }),
+    );
+  }
+  for (const model of before.keys()) {
+    if (seen.has(model)) continue;
+    writes++;
+    await documentClient().send(new DeleteCommand({ TableName: config().table, Key: keys.workload(model) }));
+  }
+  return writes;
+}
