@@ -181,8 +181,16 @@ describe('transitions', () => {
     expect(refusal(base(), { verb: 'remove', name: 'decl' }).message).toBe(
       'decl is declared in config/catalog.yaml; remove it there, or it comes back on the next deploy',
     );
+    // Its own manifest applies as unchanged, writing nothing; a field that differs is named.
+    expect(applyChange(base(), { verb: 'replace', name: 'decl', spec: l4 }, ctx)).toMatchObject({
+      unchanged: true,
+    });
+    const changed = { ...l4, engine: 'sglang' as const };
+    const r = refusal(base(), { verb: 'replace', name: 'decl', spec: changed });
+    expect(r.message).toBe(
+      'decl is declared in config/catalog.yaml; spec.engine can only change there (or it reverts on the next deploy)',
+    );
     for (const change of [
-      { verb: 'replace', name: 'decl', spec: l4 },
       { verb: 'scale', name: 'decl', scaling: { min: 0, max: 1 } },
       { verb: 'resources', name: 'decl', memoryGb: 8, cpuCores: 2 },
       { verb: 'class', name: 'decl', class: 'critical' },
