@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { ApiError, type Client } from '../client';
 import {
   type Command,
@@ -264,7 +265,14 @@ async function applyOne(client: Client, m: Manifest, dryRun: boolean): Promise<O
  */
 function outcomeOf(status: number, before: Item | undefined, after: Item | undefined): Outcome {
   if (!before || status === 201) return 'created';
-  return before.metadata?.version === after?.metadata?.version ? 'unchanged' : 'configured';
+  const [a, b] = [before.metadata?.version, after?.metadata?.version];
+  // An answer without versions is compared by what apply sets: the spec and the owner.
+  const same =
+    a !== undefined && b !== undefined
+      ? a === b
+      : isDeepStrictEqual(before.spec, after?.spec) &&
+        (before.metadata?.owner ?? '') === (after?.metadata?.owner ?? '');
+  return same ? 'unchanged' : 'configured';
 }
 
 /** A manifest's metadata.version as If-Match, for the routes whose body is the spec alone. */
@@ -346,7 +354,8 @@ async function applyScope(client: Client, m: Manifest, dryRun: boolean): Promise
   if (m.body.spec?.members === undefined) return created ? 'created' : 'unchanged';
   const members = Object.fromEntries(membersOf(m.body).map((x) => [x.principal, x.role]));
   const r = await client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m));
-  if (created) return 'created';
+  const n = Object.keys(members).length;
+  if (created) return n ? `created (${n} member${n > 1 ? 's' : ''} set)` : 'created';
   return outcomeOf(r.status, before, r.body);
 }
 
