@@ -200,6 +200,8 @@ export function replaceModel(
   const { model, skipped } = locate(state, m.name, ctx);
   // What apply sends back after `get -o yaml` is what is there: unchanged, declared or not, writing nothing.
   if (model && (m.owner ?? '') === (model.owner ?? '') && sameValue(model.spec, m.spec)) {
+    // Nobody may change a declared model, so its own manifest needs no role; an added one needs the editor's.
+    if (!model.declared) ctx.access?.requireEditor(model.owner, `change model ${m.name}`);
     checkVersion(model, expectedVersion);
     return { next: [...state.models], before: model, after: model, unchanged: true };
   }

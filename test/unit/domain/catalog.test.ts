@@ -315,6 +315,25 @@ describe('transitions', () => {
     expect('owner' in shared.after!).toBe(false);
   });
 
+  it('an unchanged replace still needs the editor role of an added model, and none for a declared one', () => {
+    const required: (string | undefined)[] = [];
+    const access: CatalogAccess = { canSee: () => true, requireEditor: (o) => void required.push(o) };
+    const a = added('a', {}, { owner: 'team:a' });
+    const s = state([declared('decl'), a]);
+    const decl = s.models.find((m) => m.name === 'decl')!;
+    const same = applyChange(
+      s,
+      { verb: 'replace', name: 'a', owner: 'team:a', spec: a.spec },
+      { ...ctx, access },
+    );
+    expect(same).toMatchObject({ unchanged: true, after: { version: a.version, updatedBy: a.updatedBy } });
+    expect(required).toEqual(['team:a']);
+    expect(
+      applyChange(s, { verb: 'replace', name: 'decl', spec: decl.spec }, { ...ctx, access }).unchanged,
+    ).toBe(true);
+    expect(required).toEqual(['team:a']);
+  });
+
   it('a model the caller cannot see answers as missing; a declared one is visible to all', () => {
     const access: CatalogAccess = { canSee: (o) => !o, requireEditor: () => undefined };
     const s = state([declared('decl'), added('hidden', {}, { owner: 'team:x' })]);
