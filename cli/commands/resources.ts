@@ -12,17 +12,7 @@ import {
   UsageError,
 } from '../command';
 import { errorText, exitCodeOf } from '../errors';
-import {
-  type Item,
-  itemPath,
-  itemsOf,
-  KINDS,
-  type Kind,
-  kindNamed,
-  membersOf,
-  nameOf,
-  quotaParts,
-} from '../kinds';
+import { type Item, itemPath, itemsOf, KINDS, type Kind, kindNamed, membersOf, nameOf } from '../kinds';
 import { applyOrder, deleteOrder, type Manifest, readManifests } from '../manifests';
 import { table, toJson, toYaml, toYamlStream } from '../render';
 
@@ -201,17 +191,20 @@ export const apply: Command = {
   usage: ['apply -f FILE|DIR|- [-f ...] [--dry-run]'],
   help: `Applies computes, models, scopes and quotas in dependency order: scopes (parents first), quotas
 (parents first), computes, then models (fallbacks first). Each resource is reported as created,
-configured or unchanged; a failure is reported and the others are still applied.
+configured or unchanged (a manifest that is what is stored writes nothing: no new version); a failure
+is reported and the others are still applied. A metadata.version in any manifest makes its write
+conditional: 409 if the resource changed since (so a stale \`get -o yaml\` cannot overwrite a newer one).
 
-  Compute, Model   PUT /v1/computes|models/NAME (create or replace; a metadata.version in the manifest
-                   makes the write conditional: 409 if the resource changed since)
-  Scope            POST /v1/scopes {name, parent: spec.parent}; an existing scope is unchanged; then each
-                   member of spec.members ([{principal, role}] or {principal: role}) is set
+  Compute, Model   PUT /v1/computes|models/NAME (create or replace)
+  Scope            POST /v1/scopes {name, parent: spec.parent} when missing; then, if spec.members is
+                   given ([{principal, role}] or {principal: role}), PUT /v1/scopes/NAME/members sets
+                   them all in one write: members it no longer lists are removed
   Quota            PUT /v1/quotas/SCOPE {guarantee, limit} from spec (metadata.name is the scope)
 
 Options:
   -f, --filename FILE  manifests (repeatable; - is stdin; a directory means its *.yaml, *.yml, *.json)
-  --dry-run            print what would be applied, in order, and send nothing
+  --dry-run            send each write with ?dryRun=All: the server validates and decides (for a model:
+                       what it would be admitted, borrow, wait for, and take back) and writes nothing
 
 Example manifest (team-ml.yaml):
   apiVersion: llmcap/v1
@@ -240,55 +233,101 @@ Examples:
       return EXIT.ok;
     }
     const label = (m: Manifest) => `${m.kind.toLowerCase()}/${m.name}`;
-    if (ctx.args.values['dry-run']) {
-      ctx.out(ms.map((m) => `${label(m)} (dry run)`).join('\n'));
-      return EXIT.ok;
-    }
+    const dryRun = ctx.args.values['dry-run'] === true;
     const client = await ctx.client();
     return each(ctx, ms, label, async (m) => {
-      ctx.out(`${label(m)} ${await applyOne(client, m)}`);
+      const outcome = await applyOne(client, m, dryRun);
+      ctx.out(`${label(m)} ${outcome}${dryRun ? ' (dry run)' : ''}`);
     });
   },
 };
 
 type Outcome = string;
 
-async function applyOne(client: Client, m: Manifest): Promise<Outcome> {
+/** `?dryRun=All` (kubectl's convention): the server validates and decides, and writes nothing. */
+const DRY_RUN = '?dryRun=All';
+
+async function applyOne(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
   switch (m.kind) {
     case 'Compute':
     case 'Model':
-      return applyResource(client, kindNamed(m.kind), m);
+      return applyResource(client, kindNamed(m.kind), m, dryRun);
     case 'Scope':
-      return applyScope(client, m);
+      return applyScope(client, m, dryRun);
     case 'Quota':
-      return applyQuota(client, m);
+      return applyQuota(client, m, dryRun);
   }
 }
 
-async function applyResource(client: Client, kind: Kind, m: Manifest): Promise<Outcome> {
+/**
+ * What the server did, read from the versions: it writes nothing for a manifest that is what it stores, so
+ * the version stays; a dry run answers the next version without writing it.
+ */
+function outcomeOf(status: number, before: Item | undefined, after: Item | undefined): Outcome {
+  if (!before || status === 201) return 'created';
+  const [a, b] = [before.metadata?.version, after?.metadata?.version];
+  // An answer without versions is compared by what apply sets: the spec and the owner.
+  const same =
+    a !== undefined && b !== undefined
+      ? a === b
+      : isDeepStrictEqual(before.spec, after?.spec) &&
+        (before.metadata?.owner ?? '') === (after?.metadata?.owner ?? '');
+  return same ? 'unchanged' : 'configured';
+}
+
+/** A manifest's metadata.version as If-Match, for the routes whose body is the spec alone. */
+function ifMatch(m: Manifest): Record<string, string> {
+  const v = m.body.metadata?.version;
+  return v === undefined ? {} : { 'if-match': `"${v}"` };
+}
+
+async function applyResource(client: Client, kind: Kind, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = itemPath(kind, m.name);
   const before = await client.find(path);
   // status is output only; leaving it out keeps a `get -o yaml` file small on the wire.
   const { status: _status, ...body } = m.body;
-  const r = await client.request('PUT', path, body);
-  if (!before || r.status === 201) return 'created';
-  const same =
-    isDeepStrictEqual(before.spec, r.body?.spec) &&
-    (before.metadata?.owner ?? '') === (r.body?.metadata?.owner ?? '');
-  return same ? 'unchanged' : 'configured';
+  const r = await client.request('PUT', `${path}${dryRun ? DRY_RUN : ''}`, body);
+  return outcomeOf(r.status, before, r.body) + previewText(r.body);
 }
 
-async function applyScope(client: Client, m: Manifest): Promise<Outcome> {
+/** A model dry run's preview: what it would be admitted, borrow or wait for, and what it would take back. */
+function previewText(body: Item | undefined): string {
+  const st = body?.status;
+  if (!st?.preview) return '';
+  const parts = [`admitted ${st.admitted ?? 0}`];
+  if (st.borrowed) parts.push(`borrowed ${st.borrowed}`);
+  if (st.pending) {
+    const why = (st.reasons ?? []).map((r: { reason: string }) => r.reason).join(', ');
+    parts.push(`pending ${st.pending}${why ? ` (${why})` : ''}`);
+  }
+  for (const v of st.preview.takesBack ?? []) {
+    parts.push(`takes back ${v.replicas} of ${v.model} (${v.reason})`);
+  }
+  return `: ${parts.join(', ')}`;
+}
+
+/**
+ * A scope manifest is the desired state of the scope: created when missing (under spec.parent), then its
+ * members set as a whole in one write (those it no longer lists are removed), pinned to metadata.version.
+ */
+async function applyScope(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = `/v1/scopes/${seg(m.name)}`;
+  const q = dryRun ? DRY_RUN : '';
   const parent: string | undefined = m.body.spec?.parent || undefined;
-  let before = await client.find(path).catch(() => undefined);
-  let outcome: Outcome = 'unchanged';
+  let before: Item | undefined = await client.find(path).catch(() => undefined);
+  let created = false;
   if (!before) {
     try {
-      await client.request('POST', '/v1/scopes', { name: m.name, ...(parent ? { parent } : {}) });
-      outcome = 'created';
+      const r = await client.request('POST', `/v1/scopes${q}`, {
+        name: m.name,
+        ...(parent ? { parent } : {}),
+      });
+      created = true;
+      // A dry run stored nothing, so there are no members to set yet: the create is the whole answer.
+      if (dryRun) return 'created';
+      before = r.body;
     } catch (e) {
-      // It exists (perhaps invisible to us, or created meanwhile): an apply leaves it as it is.
+      // It exists (perhaps invisible to us, or created meanwhile): its members are still set below.
       const exists =
         e instanceof ApiError &&
         e.status === 409 &&
@@ -311,31 +350,24 @@ async function applyScope(client: Client, m: Manifest): Promise<Outcome> {
       '',
     );
   }
-  const current = new Map(before ? membersOf(before).map((x) => [x.principal, x.role]) : []);
-  const wanted = membersOf(m.body);
-  let changed = 0;
-  for (const { principal, role } of wanted) {
-    if (current.get(principal) === role) continue;
-    await client.request('PUT', `${path}/members/${seg(principal)}`, { role });
-    changed++;
-  }
-  if (changed && outcome === 'unchanged') outcome = 'configured';
-  return changed ? `${outcome} (${changed} member${changed > 1 ? 's' : ''} set)` : outcome;
+  // No spec.members leaves the members as they are; a list (even an empty one) is all of them.
+  if (m.body.spec?.members === undefined) return created ? 'created' : 'unchanged';
+  const members = Object.fromEntries(membersOf(m.body).map((x) => [x.principal, x.role]));
+  const r = await client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m));
+  const n = Object.keys(members).length;
+  if (created) return n ? `created (${n} member${n > 1 ? 's' : ''} set)` : 'created';
+  return outcomeOf(r.status, before, r.body);
 }
 
-async function applyQuota(client: Client, m: Manifest): Promise<Outcome> {
+async function applyQuota(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = `/v1/quotas/${seg(m.name)}`;
   const spec = m.body.spec ?? {};
   const before = await client.find(path);
-  const r = await client.request('PUT', path, {
-    guarantee: spec.guarantee,
-    ...(spec.limit !== undefined ? { limit: spec.limit } : {}),
-  });
-  if (!before || r.status === 201) return 'created';
-  const a = quotaParts(before);
-  const b = r.body ? quotaParts(r.body) : { guarantee: spec.guarantee, limit: spec.limit };
-  return isDeepStrictEqual(a.guarantee ?? {}, b.guarantee ?? {}) &&
-    isDeepStrictEqual(a.limit ?? {}, b.limit ?? {})
-    ? 'unchanged'
-    : 'configured';
+  const r = await client.request(
+    'PUT',
+    `${path}${dryRun ? DRY_RUN : ''}`,
+    { guarantee: spec.guarantee, ...(spec.limit !== undefined ? { limit: spec.limit } : {}) },
+    ifMatch(m),
+  );
+  return outcomeOf(r.status, before, r.body);
 }

@@ -4,6 +4,7 @@ import { createApiServices } from '../service/for-api';
 import { logger } from '../shared/logger';
 import {
   type ApiRequest,
+  dryRunOf,
   type Event,
   errorToResult,
   HttpError,
@@ -133,6 +134,7 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
     caller: caller.value,
     principal: caller.value.arn,
     requestId: event.requestContext.requestId,
+    dryRun: false,
   };
 }
 
@@ -154,8 +156,10 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
     try {
       const { route, params } = router.match(event.requestContext.http.method.toUpperCase(), event.rawPath);
       const req = parseRequest(event, params);
+      if (route.write) req.dryRun = dryRunOf(req.query);
       await ensureSeeded();
-      const idemKey = route.write ? req.headers['idempotency-key'] : undefined;
+      // A dry run writes nothing, so there is no outcome for an Idempotency-Key to remember.
+      const idemKey = route.write && !req.dryRun ? req.headers['idempotency-key'] : undefined;
       if (!idemKey) {
         const res = await route.handler(req);
         return toResult(res.status, res.body, res.headers);

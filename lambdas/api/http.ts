@@ -16,6 +16,21 @@ export interface ApiRequest {
   /** The caller's ARN as API Gateway presented it: what `createdBy` and idempotency keys record. */
   principal: string;
   requestId: string;
+  /** `?dryRun=All` on a write (kubectl's convention): decide everything, write nothing. */
+  dryRun: boolean;
+}
+
+/** The one value `dryRun` takes, as kubectl sends it; anything else is refused rather than guessed at. */
+export const DRY_RUN_VALUE = 'All';
+
+/** Reads `?dryRun`: absent is a real write, `All` a dry run, anything else a 400 naming the allowed value. */
+export function dryRunOf(query: ApiRequest['query']): boolean {
+  const v = query.dryRun;
+  if (v === undefined) return false;
+  if (v === DRY_RUN_VALUE) return true;
+  throw new HttpError(400, `dryRun must be ${DRY_RUN_VALUE} (validate and decide, write nothing), not ${v}`, {
+    errors: [{ path: 'dryRun', message: `allowed value: ${DRY_RUN_VALUE}` }],
+  });
 }
 
 export interface ApiResponse {

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { REFUSAL_REASONS } from '../domain/errors';
+import { DRY_RUN_VALUE } from './http';
 import type { Router } from './router';
 
 /**
@@ -46,6 +47,15 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
       required: !(s as z.ZodType).safeParse(undefined).success,
       schema: schemaOf(s as z.ZodType),
     }));
+    // Every write takes ?dryRun=All (app.ts): decided and validated as the write, nothing written.
+    if (r.write) {
+      query.push({
+        name: 'dryRun',
+        in: 'query',
+        required: false,
+        schema: { type: 'string', enum: [DRY_RUN_VALUE], description: 'validate and decide, write nothing' },
+      });
+    }
     const headers = r.write
       ? [
           {

@@ -108,6 +108,30 @@ export function admitCatalogChange(
   return decide({ ...input, headroom: restored.headroom }, { only: { models: [name] } });
 }
 
+/** What a dry run answers besides the model: its admission as decided, and what it would take back from others. */
+export interface ChangePreview {
+  /** The changed model's admission as this change would leave it (absent when the model is removed). */
+  admission?: ModelAdmission;
+  /** Replicas of other models this change would take back, each with why. */
+  takesBack: { model: string; scope: string; replicas: number; reason: string; message: string }[];
+}
+
+/** The preview of one catalog change from its decision (the decision the write would commit). */
+export function changePreview(change: ChangeResult, d: Decision): ChangePreview {
+  const name = change.after?.name;
+  const admission = name ? d.admissions.find((a) => a.model === name) : undefined;
+  return {
+    ...(admission ? { admission } : {}),
+    takesBack: d.victims.map((v) => ({
+      model: v.model,
+      scope: v.scope,
+      replicas: v.replicas,
+      reason: v.reason,
+      message: v.message,
+    })),
+  };
+}
+
 /** What a decision writes: the admissions it changed, and those of models no longer in the catalog. */
 export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: string[] } {
   const changed = new Set(d.changed);

@@ -69,6 +69,8 @@ export interface ComputeInput {
 /** What PUT /v1/computes/{name} does: create a missing compute, or replace one's spec and owner. */
 export type ApplyDecision =
   | { kind: 'create' }
+  /** The manifest is what is stored: nothing is written, so the version and updatedBy stay (apply is declarative). */
+  | { kind: 'unchanged' }
   | {
       kind: 'replace';
       expectedVersion: number;
@@ -106,6 +108,10 @@ export function decideApply(
   }
   if (expected !== undefined && expected !== current.version) {
     throw versionMismatch(`compute ${name} is at version ${current.version}, not ${expected}`);
+  }
+  // After the checks above, so that a stale version is still refused; a built-in stays config's to follow.
+  if ((input.owner ?? '') === (current.owner ?? '') && sameValue(current.spec, input.spec)) {
+    return { kind: 'unchanged' };
   }
   const frozen = frozenFieldChanges(current.spec, input.spec);
   if (frozen.length && hasNodegroupOrWork(current)) {

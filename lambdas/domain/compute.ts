@@ -303,6 +303,25 @@ export function frozenFieldChanges(before: ComputeSpec, after: ComputeSpec): str
   return changed;
 }
 
+/**
+ * The leaf paths where two values differ (`spec.scaling.max`, `spec.profiles[0].gpus`), for a refusal that
+ * names the field; arrays of different length differ as a whole.
+ */
+export function changedPaths(a: unknown, b: unknown, at = ''): string[] {
+  if (sameValue(a, b)) return [];
+  const isObj = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    return a.flatMap((x, i) => changedPaths(x, b[i], `${at}[${i}]`));
+  }
+  if (isObj(a) && isObj(b)) {
+    const ra = a as Record<string, unknown>;
+    const rb = b as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(ra), ...Object.keys(rb)])].sort();
+    return keys.flatMap((k) => changedPaths(ra[k], rb[k], at ? `${at}.${k}` : k));
+  }
+  return [at || '.'];
+}
+
 /** Deep equality that ignores key order: DynamoDB maps come back in any order. */
 export function sameValue(a: unknown, b: unknown): boolean {
   return canonical(a) === canonical(b);

@@ -2,7 +2,7 @@ import { admitCatalogChange, decisionWrites, type World } from '../domain/admiss
 import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
-import { modelStatus } from '../domain/quota';
+import { type Decision, modelStatus } from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
@@ -37,7 +37,7 @@ export function admissionService(deps: Dependencies) {
       change: ChangeResult,
       now: string,
       alongside: number,
-    ): Promise<TxItem[]> {
+    ): Promise<{ items: TxItem[]; decision: Decision }> {
       const [scopes, quotas, stored] = await Promise.all([
         tenancy.listScopes(),
         tenancy.listQuotas(),
@@ -57,7 +57,7 @@ export function admissionService(deps: Dependencies) {
           'TooLarge',
         );
       }
-      return items;
+      return { items, decision: d };
     },
 
     /**

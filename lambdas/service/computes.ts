@@ -15,6 +15,20 @@ import { type DeclaredSpec, decideComputeSpec, familyLimits } from '../domain/ha
 import { newComputeId } from '../domain/nodegroup';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
+import { committing, type WriteOptions } from './writes';
+
+/** The compute a replace would leave: the new spec and owner, the next version; what a dry run answers. */
+function replaced(current: StoredCompute, c: ComputeInput, by: string, at: string): StoredCompute {
+  const { owner: _old, ...rest } = current;
+  return {
+    ...rest,
+    ...(c.owner ? { owner: c.owner } : {}),
+    spec: c.spec,
+    version: current.version + 1,
+    updatedAt: at,
+    updatedBy: by,
+  };
+}
 
 /**
  * The compute use cases: create, apply, clone, rename and delete, and the reads. Each reads the compute, asks
@@ -26,8 +40,18 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
   const store = deps.store.computes;
   const now = () => deps.clock().toISOString();
 
-  const create = (c: ComputeInput, by: string) =>
-    store.createCompute({ ...c, builtin: false, by, uid: newComputeId() }, now());
+  /** A dry run checks the name is free (the create's condition) and answers the compute it would store. */
+  const create = async (c: ComputeInput, by: string, opts?: WriteOptions) => {
+    const item = { ...c, builtin: false, by, uid: newComputeId() };
+    if (!opts?.dryRun) return store.createCompute(item, now());
+    if (await store.getCompute(c.name)) {
+      throw conflict(
+        `compute ${c.name} already exists; use PUT /v1/computes/${c.name} to replace it`,
+        'AlreadyExists',
+      );
+    }
+    return store.previewCompute(item, now());
+  };
 
   /**
    * The manifest resolved against what AWS says (domain/hardware.ts decideComputeSpec): the facts are loaded
@@ -63,9 +87,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     },
 
     /** POST /v1/computes: 409 AlreadyExists when the name is taken. */
-    async create(declared: DeclaredComputeInput, caller: Caller, by: string): Promise<StoredCompute> {
+    async create(
+      declared: DeclaredComputeInput,
+      caller: Caller,
+      by: string,
+      opts?: WriteOptions,
+    ): Promise<StoredCompute> {
       requireComputeWrite(caller, { builtin: false, owner: declared.owner, name: declared.name }, 'create');
-      return create(await resolve(declared, caller, by), by);
+      return create(await resolve(declared, caller, by), by, opts);
     },
 
     /** PUT /v1/computes/{name}: creates a missing compute or replaces one; `created` says which. */
@@ -74,10 +103,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       expected: number | undefined,
       caller: Caller,
       by: string,
+      opts?: WriteOptions,
     ): Promise<{ compute: StoredCompute; created: boolean }> {
       const c = await resolve(declared, caller, by);
-      const d = decideApply(caller, await store.getCompute(c.name), c, expected);
-      if (d.kind === 'create') return { compute: await create(c, by), created: true };
+      const current = await store.getCompute(c.name);
+      const d = decideApply(caller, current, c, expected);
+      if (d.kind === 'create') return { compute: await create(c, by, opts), created: true };
+      if (d.kind === 'unchanged') return { compute: current!, created: false };
+      if (opts?.dryRun) return { compute: replaced(current!, c, by, now()), created: false };
       const compute = await store.replaceCompute(
         { ...c, by, expectedVersion: d.expectedVersion, requireNoNodegroup: d.requireNoNodegroup },
         now(),
@@ -94,10 +127,11 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       expected: number | undefined,
       caller: Caller,
       by: string,
+      opts?: WriteOptions,
     ): Promise<{ deleted: boolean; compute: StoredCompute }> {
       requireComputeWrite(caller, await visible(caller, name), 'delete');
       return deps.store.ledger.withLedger<{ deleted: boolean; compute: StoredCompute }>(
-        async () => {
+        committing<{ deleted: boolean; compute: StoredCompute }>(opts, async () => {
           const c = await store.getCompute(name);
           const how = decideDelete(c, name, expected, c ? await svc.catalog.modelsUsing(name) : []);
           if (how === 'remove-now')
@@ -106,7 +140,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
             items: [store.markForDeletionItem(c!, by, now())],
             result: { deleted: false, compute: { ...c!, deletionRequested: true } },
           };
-        },
+        }),
         {
           by,
           onItemConflict: () =>
@@ -119,10 +153,16 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     },
 
     /** Clones the spec of a compute the caller can see under a new name (never its node group or status). */
-    async clone(name: string, to: { name: string; owner?: string }, caller: Caller, by: string) {
+    async clone(
+      name: string,
+      to: { name: string; owner?: string },
+      caller: Caller,
+      by: string,
+      opts?: WriteOptions,
+    ) {
       const source = await visible(caller, name);
       // Resolved like any write: the clone's owner may be bound to other families, and its price to on-demand.
-      return create(await resolve(decideClone(caller, source, to), caller, by), by);
+      return create(await resolve(decideClone(caller, source, to), caller, by), by, opts);
     },
 
     /** Renames in one transaction (delete the old item, create the new one); the same name is no change. */
@@ -131,19 +171,20 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       to: string,
       caller: Caller,
       by: string,
+      opts?: WriteOptions,
     ): Promise<{ compute: StoredCompute; renamed: boolean }> {
       const source = await visible(caller, name);
       requireComputeWrite(caller, source, 'rename');
       if (to === source.name) return { compute: source, renamed: false };
       const compute = await deps.store.ledger.withLedger(
-        async () => {
+        committing(opts, async () => {
           const found = await store.getCompute(name);
           const users = found && !found.builtin ? await svc.catalog.modelsUsing(name) : [];
           const c = decideRename(found, name, to, users);
           // A new item, so a new incarnation id: its node group name and execution names are new as well.
           const { items, renamed } = store.renameItems(c, { name: to, by, uid: newComputeId() }, now());
           return { items, result: renamed };
-        },
+        }),
         {
           by,
           onItemConflict: (i) =>

@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/access';
+import { type ChangePreview, changePreview } from '../domain/admission-world';
 import {
   applyChange,
   type CatalogAccess,
@@ -12,6 +13,7 @@ import type { AdmissionSummary, Model } from '../domain/model';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
+import { committing, type WriteOptions } from './writes';
 
 /**
  * The model use cases: add, replace, remove, scale, resources, class and owner (one catalog change each), and
@@ -35,15 +37,16 @@ export function modelService(
   /** Applies one catalog change (refused, writing nothing, when it breaks a rule); the model before and after. */
   async function change(
     c: CatalogChange,
-    opts: { by: string; access?: CatalogAccess },
-  ): Promise<ChangeResult> {
+    opts: { by: string; access?: CatalogAccess } & WriteOptions,
+  ): Promise<ChangeResult & { preview?: ChangePreview }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, string[]>();
     return deps.store.ledger.withLedger(
-      async () => {
+      committing(opts, async () => {
         const state = await catalog.load();
         const now = deps.clock().toISOString();
         const r = applyChange(state, c, { by: opts.by, now, access: opts.access });
+        if (r.unchanged) return { items: [], result: r };
         if (r.after && CHECKED_VERBS.has(c.verb)) {
           const candidate = { name: r.after.name, owner: r.after.owner, spec: r.after.spec };
           const key = JSON.stringify(candidate);
@@ -59,8 +62,9 @@ export function modelService(
         }
         const own = deps.store.models.changeItems(r, state.computes);
         const admitted = await admission.forCatalogChange(state, r, now, own.length);
-        return { items: [...own, ...admitted], result: r };
-      },
+        const result = opts.dryRun ? { ...r, preview: changePreview(r, admitted.decision) } : r;
+        return { items: [...own, ...admitted.items], result };
+      }),
       {
         by: opts.by,
         groupable: true,

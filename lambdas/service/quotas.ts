@@ -1,9 +1,10 @@
 import type { Caller } from '../domain/access';
 import { conflict, notFound, versionMismatch } from '../domain/errors';
-import { assertQuotaWrite, type Quota, ScopeTree } from '../domain/quota';
+import { assertQuotaWrite, type Quota, ScopeTree, sameQuota } from '../domain/quota';
 import type { StoredQuota } from '../store/tenancy';
 import type { Dependencies } from '.';
 import { requireVisibleScope } from './scopes';
+import { committing, type WriteOptions } from './writes';
 
 /**
  * The quota use cases: apply and delete a scope's quota, through the ledger (admission reads every quota), and
@@ -47,10 +48,11 @@ export function quotaService(deps: Dependencies) {
       expected: number | undefined,
       caller: Caller<ScopeTree>,
       by: string,
+      opts?: WriteOptions,
     ): Promise<StoredQuota> {
       authorizeWrite(caller, q.scope);
       return ledger.withLedger(
-        async () => {
+        committing(opts, async () => {
           const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
           const current = quotas.find((x) => x.scope === q.scope);
           if (expected !== undefined && (current?.version ?? 0) !== expected) {
@@ -58,6 +60,8 @@ export function quotaService(deps: Dependencies) {
               `quota of ${q.scope} is at version ${current?.version ?? 0}, not ${expected}`,
             );
           }
+          // The quota asked for is the one stored: nothing to write, so its version and updatedBy stay.
+          if (current && sameQuota(current, q)) return { items: [], result: current };
           assertQuotaWrite(new ScopeTree(scopes), quotas, { ...q, delete: false });
           const item: StoredQuota = {
             scope: q.scope,
@@ -68,7 +72,7 @@ export function quotaService(deps: Dependencies) {
             updatedBy: by,
           };
           return { items: tenancy.quotaPutItems(item, current), result: item };
-        },
+        }),
         {
           by,
           groupable: true,
@@ -78,15 +82,15 @@ export function quotaService(deps: Dependencies) {
       );
     },
 
-    async remove(scope: string, caller: Caller<ScopeTree>, by: string): Promise<void> {
+    async remove(scope: string, caller: Caller<ScopeTree>, by: string, opts?: WriteOptions): Promise<void> {
       authorizeWrite(caller, scope);
       await ledger.withLedger(
-        async () => {
+        committing(opts, async () => {
           const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
           if (!quotas.some((q) => q.scope === scope)) throw notFound(`scope ${scope} has no quota`);
           assertQuotaWrite(new ScopeTree(scopes), quotas, { scope, delete: true });
           return { items: [tenancy.quotaDeleteItem(scope)], result: undefined };
-        },
+        }),
         { by, groupable: true },
       );
     },

@@ -1,10 +1,26 @@
 import type { Caller, Role } from '../domain/access';
-import { conflict, invalid, notFound } from '../domain/errors';
+import { conflict, invalid, notFound, versionMismatch } from '../domain/errors';
 import { unknownFamilyIssues } from '../domain/hardware';
-import { planMemberWrite, ScopeTree, validateScopeCreate, validateScopeDelete } from '../domain/quota';
+import {
+  type MemberWrite,
+  planMembers,
+  planMemberWrite,
+  ScopeTree,
+  validateScopeCreate,
+  validateScopeDelete,
+} from '../domain/quota';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
+import { committing, type WriteOptions } from './writes';
+
+/** The scope a member write would leave: what a dry run answers. */
+function planned(current: StoredScope, plan: MemberWrite, by: string, at: string): StoredScope {
+  const members = { ...(current.members ?? {}) };
+  for (const k of plan.remove) delete members[k];
+  if (plan.set) members[plan.set.principal] = plan.set.role;
+  return { ...current, members, version: current.version + 1, updatedAt: at, updatedBy: by };
+}
 
 /**
  * The scope use cases: create and delete a scope (through the ledger, since admission reads the tree), grant and
@@ -30,6 +46,7 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
     principal: string,
     role: Role | undefined,
     by: string,
+    opts?: WriteOptions,
   ): Promise<StoredScope> {
     for (let attempt = 1; ; attempt++) {
       const current = await tenancy.getScope(scope);
@@ -37,6 +54,7 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       const plan = planMemberWrite(scope, current.members ?? {}, principal, role);
       // Removing someone who is not a member changes nothing, not even the version.
       if (!plan.set && plan.remove.length === 0) return current;
+      if (opts?.dryRun) return planned(current, plan, by, now());
       const written = await tenancy.writeMembers(current, plan, by, now());
       if (written) return written;
       if (attempt >= MEMBER_ATTEMPTS) {
@@ -64,13 +82,14 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       s: { name: string; parent?: string },
       caller: Caller<ScopeTree>,
       by: string,
+      opts?: WriteOptions,
     ): Promise<StoredScope> {
       if (s.parent) {
         if (!caller.tenancy.has(s.parent)) throw notFound(`parent scope ${s.parent} does not exist`);
         caller.authorize('create-scope', s.parent);
       } else caller.authorize('platform', undefined);
       return ledger.withLedger(
-        async () => {
+        committing(opts, async () => {
           const tree = await loadTree();
           validateScopeCreate(tree, s);
           const at = now();
@@ -85,22 +104,22 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
             updatedBy: by,
           };
           return { items: tenancy.scopeCreateItems(item), result: item };
-        },
+        }),
         { by, onItemConflict: () => conflict(`scope ${s.name} already exists`, 'AlreadyExists') },
       );
     },
 
     /** A scope with children or models cannot be deleted; an org's deletion needs a platform admin. */
-    async remove(name: string, caller: Caller<ScopeTree>, by: string): Promise<void> {
+    async remove(name: string, caller: Caller<ScopeTree>, by: string, opts?: WriteOptions): Promise<void> {
       requireVisibleScope(caller, name);
       caller.authorize(caller.tenancy.parent(name) ? 'delete-scope' : 'platform', name);
       await ledger.withLedger(
-        async () => {
+        committing(opts, async () => {
           const tree = await loadTree();
           if (!tree.has(name)) throw notFound(`scope ${name} does not exist`);
           validateScopeDelete(tree, name, await svc.catalog.ownedBy(name));
           return { items: tenancy.scopeDeleteItems(name), result: undefined };
-        },
+        }),
         { by },
       );
     },
@@ -112,10 +131,49 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       role: Role | undefined,
       caller: Caller<ScopeTree>,
       by: string,
+      opts?: WriteOptions,
     ): Promise<StoredScope> {
       requireVisibleScope(caller, scope);
       caller.authorize('manage-members', scope);
-      return setMember(scope, principal, role, by);
+      return setMember(scope, principal, role, by, opts);
+    },
+
+    /**
+     * Sets the members as a whole (a scope manifest's desired state): those it no longer lists are removed and
+     * new ones added in one conditional write; `expected` (If-Match, the manifest's version) pins the version read.
+     */
+    async replaceMembers(
+      scope: string,
+      members: Record<string, Role>,
+      expected: number | undefined,
+      caller: Caller<ScopeTree>,
+      by: string,
+      opts?: WriteOptions,
+    ): Promise<StoredScope> {
+      requireVisibleScope(caller, scope);
+      caller.authorize('manage-members', scope);
+      const current = await tenancy.getScope(scope);
+      if (!current) throw notFound(`scope ${scope} does not exist`);
+      if (expected !== undefined && expected !== current.version) {
+        throw versionMismatch(`scope ${scope} is at version ${current.version}, not ${expected}`);
+      }
+      const plan = planMembers(scope, current.members ?? {}, members);
+      if (plan.unchanged) return current;
+      const at = now();
+      if (opts?.dryRun) {
+        return {
+          ...current,
+          members: plan.members,
+          version: current.version + 1,
+          updatedAt: at,
+          updatedBy: by,
+        };
+      }
+      const written = await tenancy.replaceMembers(current, plan.members, by, at);
+      if (!written) {
+        throw versionMismatch(`the members of ${scope} changed meanwhile; read the scope again and retry`);
+      }
+      return written;
     },
 
     /**

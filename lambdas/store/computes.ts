@@ -71,6 +71,11 @@ function newItem(c: NewCompute, now: string): Item {
   };
 }
 
+/** The compute a create would store, built as createCompute builds it: what a dry run answers. */
+export function previewCompute(c: NewCompute, now: string): StoredCompute {
+  return toCompute(newItem(c, now) as unknown as Record<string, unknown>);
+}
+
 /** Condition (and its values) that the compute owns no node group: ABSENT, or FOREIGN (someone else's). */
 const NO_GROUP_CONDITION = '#status.nodegroupStatus IN (:absent, :foreign)';
 const NO_GROUP_VALUES = { ':absent': 'ABSENT', ':foreign': 'FOREIGN' };

@@ -84,6 +84,38 @@ export function scopeDeleteItems(name: string): TxItem[] {
  * Applies a member write to the scope as read (`current`): conditional on its version, so that a write that lost
  * a race is planned again. Returns the scope as written, or undefined when the version moved meanwhile.
  */
+/** Replaces a scope's members as a whole, if it is still at the version read; undefined when it moved on. */
+export async function replaceMembers(
+  current: StoredScope,
+  members: Record<string, string>,
+  by: string,
+  now: string,
+): Promise<StoredScope | undefined> {
+  try {
+    const out = await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.scope(current.name),
+        UpdateExpression: 'SET #m = :members, #v = #v + :one, updatedAt = :now, updatedBy = :by',
+        ConditionExpression: '#v = :v',
+        ExpressionAttributeNames: { '#m': 'members', '#v': 'version' },
+        ExpressionAttributeValues: {
+          ':members': members,
+          ':one': 1,
+          ':now': now,
+          ':by': by,
+          ':v': current.version,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return strip<StoredScope>(out.Attributes ?? {});
+  } catch (e) {
+    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
+    return undefined;
+  }
+}
+
 export async function writeMembers(
   current: StoredScope,
   plan: MemberWrite,

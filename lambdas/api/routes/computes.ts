@@ -58,6 +58,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
         { name: m.metadata.name, owner: m.metadata.owner, spec: m.spec },
         caller,
         req.principal,
+        { dryRun: req.dryRun },
       );
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
@@ -87,7 +88,9 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const name = req.params.name!;
       requireNameFromPath(m.metadata.name, name);
       const input = { name, owner: m.metadata.owner, spec: m.spec };
-      const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal);
+      const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
+        dryRun: req.dryRun,
+      });
       return withEtag(r.created ? 201 : 200, r.compute);
     },
     {
@@ -102,7 +105,9 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal);
+      const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal, {
+        dryRun: req.dryRun,
+      });
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
       return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
     },
@@ -118,7 +123,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
-      const c = await computes.clone(req.params.name!, body, caller, req.principal);
+      const c = await computes.clone(req.params.name!, body, caller, req.principal, { dryRun: req.dryRun });
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
     },
     {
@@ -139,6 +144,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
         body.name,
         caller,
         req.principal,
+        { dryRun: req.dryRun },
       );
       if (!renamed) return withEtag(200, c);
       return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { scopeName } from '../../domain/compute';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
+import { modelStatus } from '../../domain/quota';
 import type { Services } from '../../service';
 import { type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
 import type { Router } from '../router';
@@ -37,6 +38,28 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     extra: Record<string, string> = {},
   ): Promise<ApiResponse> => json(status, (await manifests([m]))[0], { etag: `"${m.version}"`, ...extra });
 
+  /**
+   * The answer to a catalog change. A dry run's model carries the admission the change would get (admitted,
+   * borrowed, pending and why) and status.preview lists what it would take back from others; nothing was written.
+   */
+  const changed = async (
+    status: number,
+    r: Awaited<ReturnType<typeof changeCatalog>>,
+    extra: Record<string, string> = {},
+  ): Promise<ApiResponse> => {
+    if (!r.preview) return withEtag(status, r.after!, extra);
+    const m = r.after!;
+    const body = modelManifest(m, r.preview.admission && modelStatus(m, r.preview.admission));
+    return json(
+      status,
+      { ...body, status: { ...body.status, preview: { takesBack: r.preview.takesBack } } },
+      {
+        etag: `"${m.version}"`,
+        ...extra,
+      },
+    );
+  };
+
   router.add(
     'GET',
     '/v1/models',
@@ -63,9 +86,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const m = parseBody(ModelBody, req.body);
       const r = await changeCatalog(
         { verb: 'add', name: m.metadata.name, owner: m.metadata.owner || undefined, spec: m.spec },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
-      return withEtag(201, r.after!, { location: `/v1/models/${r.after!.name}` });
+      return changed(201, r, { location: `/v1/models/${r.after!.name}` });
     },
     {
       summary: 'Add a model (409 if declared or it exists)',
@@ -100,10 +123,10 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           spec: m.spec,
           expectedVersion: expectedVersion(req, m.metadata.version),
         },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
       const created = !r.before && !r.replacesSkipped;
-      return withEtag(created ? 201 : 200, r.after!, created ? { location: `/v1/models/${name}` } : {});
+      return changed(created ? 201 : 200, r, created ? { location: `/v1/models/${name}` } : {});
     },
     {
       summary: 'Replace an added model (adds it when missing)',
@@ -119,7 +142,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const caller = await callerOf(req);
       await changeCatalog(
         { verb: 'remove', name: req.params.name!, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
       return { status: 204 };
     },
@@ -134,9 +157,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const scaling = parseBody(ScalingBody, req.body);
       const r = await changeCatalog(
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
-      return withEtag(200, r.after!);
+      return changed(200, r);
     },
     { summary: 'Scale: min, max, target', body: ScalingBody, responses: { 200: 'the model' } },
   );
@@ -149,9 +172,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const body = parseBody(ResourcesBody, req.body);
       const r = await changeCatalog(
         { verb: 'resources', name: req.params.name!, ...body, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
-      return withEtag(200, r.after!);
+      return changed(200, r);
     },
     {
       summary: 'Memory and cores of one profile, or of every profile',
@@ -173,9 +196,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           class: body.class || undefined,
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
-      return withEtag(200, r.after!);
+      return changed(200, r);
     },
     {
       summary: 'Set the class, or clear it (implied by scaling)',
@@ -197,9 +220,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           owner: body.owner || undefined,
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller },
+        { by: req.principal, access: caller, dryRun: req.dryRun },
       );
-      return withEtag(200, r.after!);
+      return changed(200, r);
     },
     {
       summary: 'Hand a model to a scope, or make it shared',

@@ -32,7 +32,13 @@ export function reconcileRoutes(router: Router, svc: Services, callerOf: CallerO
     'POST',
     '/v1/reconcile',
     async (req) => {
-      const r = await passes.request(await callerOf(req), req.principal);
+      const caller = await callerOf(req);
+      if (req.dryRun) {
+        // A dry run checks who may queue a pass and queues none: 200, since nothing was accepted.
+        caller.requirePlatformAdmin('running a reconcile');
+        return json(200, { dryRun: true, message: 'a reconcile pass would be queued' });
+      }
+      const r = await passes.request(caller, req.principal);
       if (r.kind === 'no-reconciler') {
         throw new HttpError(
           503,

@@ -19,6 +19,10 @@ export const ScopeBody = z.strictObject({
 export const MemberBody = z.strictObject({ role: z.enum(ROLES) });
 /** null lifts the limit; a list (possibly empty: no computes of their own) sets it. */
 export const InstanceFamiliesBody = z.strictObject({ instanceFamilies: InstanceFamiliesSchema.nullable() });
+
+export const MembersBody = z.strictObject({
+  members: z.record(z.string().min(1).max(1024), z.enum(ROLES)).describe('principal → role, all of them'),
+});
 export const QuotaBody = QuotaSpecSchema;
 
 /** A member is a principal in one of the forms of docs/security.md; anything else would name nobody. */
@@ -85,7 +89,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/scopes',
     async (req) => {
       const body = parseBody(ScopeBody, req.body);
-      const s = await scopes.create(body, await callerOf(req), req.principal);
+      const s = await scopes.create(body, await callerOf(req), req.principal, { dryRun: req.dryRun });
       return json(201, scopeManifest(s, await scopes.loadTree()), { location: `/v1/scopes/${s.name}` });
     },
     {
@@ -110,7 +114,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'DELETE',
     '/v1/scopes/{name}',
     async (req) => {
-      await scopes.remove(req.params.name!, await callerOf(req), req.principal);
+      await scopes.remove(req.params.name!, await callerOf(req), req.principal, { dryRun: req.dryRun });
       return { status: 204 };
     },
     { summary: 'Delete a scope that has no children and owns no models', responses: { 204: 'deleted' } },
@@ -144,7 +148,9 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const body = parseBody(MemberBody, req.body);
       const principal = memberPrincipal(req);
       const caller = await callerOf(req);
-      const s = await scopes.setMember(req.params.name!, principal, body.role, caller, req.principal);
+      const s = await scopes.setMember(req.params.name!, principal, body.role, caller, req.principal, {
+        dryRun: req.dryRun,
+      });
       return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },
     {
@@ -152,6 +158,30 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
         'Give a principal (an IAM role, assumed-role session, user or root ARN, URL-encoded) a role in a scope, ' +
         'inherited by the scopes beneath; at most 200 members per scope',
       body: MemberBody,
+      responses: { 200: 'the scope' },
+    },
+  );
+
+  router.add(
+    'PUT',
+    '/v1/scopes/{name}/members',
+    async (req) => {
+      const body = parseBody(MembersBody, req.body);
+      const caller = await callerOf(req);
+      const s = await scopes.replaceMembers(
+        req.params.name!,
+        body.members,
+        expectedVersion(req),
+        caller,
+        req.principal,
+        { dryRun: req.dryRun },
+      );
+      return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)), { etag: `"${s.version}"` });
+    },
+    {
+      summary:
+        'Set all the members of a scope at once (those not listed are removed), in one write; If-Match pins the version',
+      body: MembersBody,
       responses: { 200: 'the scope' },
     },
   );
@@ -167,6 +197,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
         undefined,
         await callerOf(req),
         req.principal,
+        { dryRun: req.dryRun },
       );
       return { status: 204 };
     },
@@ -204,6 +235,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
         expectedVersion(req),
         await callerOf(req),
         req.principal,
+        { dryRun: req.dryRun },
       );
       return json(200, quotaManifest(q), { etag: `"${q.version}"` });
     },
@@ -219,7 +251,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'DELETE',
     '/v1/quotas/{scope}',
     async (req) => {
-      await quotas.remove(req.params.scope!, await callerOf(req), req.principal);
+      await quotas.remove(req.params.scope!, await callerOf(req), req.principal, { dryRun: req.dryRun });
       return { status: 204 };
     },
     { summary: "Remove a scope's quota", responses: { 204: 'removed' } },

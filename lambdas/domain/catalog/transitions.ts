@@ -1,3 +1,4 @@
+import { changedPaths, sameValue } from '../compute';
 import { DomainError, notFound } from '../errors';
 import type { Model, ModelClass, ModelSpec, Scaling } from '../model';
 import type { ComputeLike } from '../placement';
@@ -40,6 +41,8 @@ export interface ChangeResult {
   replacesSkipped?: SkippedModel;
   /** The model as it will be (absent when removed). */
   after?: Model;
+  /** The change asks for what is already there: nothing is written (no version bump, no new updatedBy). */
+  unchanged?: boolean;
 }
 
 export interface NewModel {
@@ -72,6 +75,22 @@ function declaredRefusal(name: string, verb: 'add' | 'remove' | 'change'): Domai
         ? `${name} is declared in ${DECLARED_FILE}; remove it there, or it comes back on the next deploy`
         : `${name} is declared in ${DECLARED_FILE}; change it there, or it reverts on the next deploy`;
   return new DomainError('conflict', msg, { reason: 'Declared' });
+}
+
+/** A replace of a declared model that differs: 409 naming the file and each field that would change. */
+function declaredFieldRefusal(model: Model, m: NewModel): DomainError {
+  const paths = [
+    ...((m.owner ?? '') !== (model.owner ?? '') ? ['metadata.owner'] : []),
+    ...changedPaths(model.spec, m.spec, 'spec'),
+  ];
+  return new DomainError(
+    'conflict',
+    `${model.name} is declared in ${DECLARED_FILE}; ${listed(paths)} can only change there (or it reverts on the next deploy)`,
+    {
+      reason: 'Declared',
+      errors: paths.map((path) => ({ path, message: `set in ${DECLARED_FILE}` })),
+    },
+  );
 }
 
 function skippedRefusal(s: SkippedModel): DomainError {
@@ -179,7 +198,14 @@ export function replaceModel(
   expectedVersion?: number,
 ): ChangeResult {
   const { model, skipped } = locate(state, m.name, ctx);
-  if (model?.declared) throw declaredRefusal(m.name, 'change');
+  // What apply sends back after `get -o yaml` is what is there: unchanged, declared or not, writing nothing.
+  if (model && (m.owner ?? '') === (model.owner ?? '') && sameValue(model.spec, m.spec)) {
+    // Nobody may change a declared model, so its own manifest needs no role; an added one needs the editor's.
+    if (!model.declared) ctx.access?.requireEditor(model.owner, `change model ${m.name}`);
+    checkVersion(model, expectedVersion);
+    return { next: [...state.models], before: model, after: model, unchanged: true };
+  }
+  if (model?.declared) throw declaredFieldRefusal(model, m);
   if (!model && !skipped) {
     if (expectedVersion !== undefined) {
       throw notFound(`model ${m.name} does not exist, so version ${expectedVersion} cannot match`);

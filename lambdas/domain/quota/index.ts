@@ -21,6 +21,7 @@ export {
   modelStatus,
   type ScopeCapacity,
 } from './capacity';
+export { planMembers } from './members';
 export {
   amount,
   assertQuotaWrite,
@@ -32,6 +33,7 @@ export {
   QuotaSpecSchema,
   type QuotaWrite,
   type QuotaWriteResult,
+  sameQuota,
   validateQuotas,
 } from './quota';
 export {

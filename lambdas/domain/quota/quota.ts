@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { sameValue } from '../compute';
 import { DomainError, type FieldIssue } from '../errors';
 import { RESOURCES, type Resource, type Resources } from '../resources';
 import type { ScopeTree } from './tenancy';
@@ -27,6 +28,11 @@ export interface Quota {
   scope: string;
   guarantee: Partial<Resources>;
   limit?: Partial<Resources>;
+}
+
+/** The same guarantee and limit (a missing limit and an empty one both limit nothing): an apply that writes nothing. */
+export function sameQuota(a: Quota, b: Quota): boolean {
+  return sameValue(a.guarantee, b.guarantee) && sameValue(a.limit ?? {}, b.limit ?? {});
 }
 
 /** "12 gpus", "16 cores", "64 GB of memory": amounts as a person reads them, without float noise. */

@@ -332,7 +332,7 @@ describe('races', () => {
     await api.call('POST', '/v1/computes', manifest('raced-put'));
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        api.call('PUT', '/v1/computes/raced-put', manifest('raced-put', { nodeGroup: { maxNodes: i + 1 } }), {
+        api.call('PUT', '/v1/computes/raced-put', manifest('raced-put', { nodeGroup: { maxNodes: i + 4 } }), {
           headers: { 'if-match': '"1"' },
         }),
       ),

@@ -169,8 +169,13 @@ describe('configuration wins every conflict', () => {
   it('refuses every change to a declared model: it would revert on the next deploy', async () => {
     const reverts =
       'qwen3-8b is declared in config/catalog.yaml; change it there, or it reverts on the next deploy';
+    // A replace names the fields that differ from config/catalog.yaml.
+    expect(
+      (await refused(409, () => api.call('PUT', '/v1/models/qwen3-8b', manifest('qwen3-8b')))).detail,
+    ).toMatch(
+      /^qwen3-8b is declared in config\/catalog\.yaml; .*spec\.source can only change there \(or it reverts on the next deploy\)$/,
+    );
     for (const [path, body] of [
-      ['/v1/models/qwen3-8b', manifest('qwen3-8b')],
       ['/v1/models/qwen3-8b/scaling', { min: 0, max: 1 }],
       ['/v1/models/qwen3-8b/resources', { memoryGb: 20, cpuCores: 2 }],
       ['/v1/models/qwen3-8b/class', { class: 'critical' }],

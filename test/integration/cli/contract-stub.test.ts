@@ -48,7 +48,7 @@ describe('llmcap against the contract stub', () => {
     expect(writes).toEqual([
       'POST /v1/scopes',
       'POST /v1/scopes',
-      'PUT /v1/scopes/team%3Aml/members/arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fml-leads',
+      'PUT /v1/scopes/team%3Aml/members',
       'POST /v1/scopes',
       'PUT /v1/quotas/org%3Aacme',
       'PUT /v1/quotas/team%3Aml',

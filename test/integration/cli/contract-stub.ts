@@ -173,6 +173,21 @@ export async function startContractStub() {
         s.version++;
         return { status: 200, body: scopeManifest(s) };
       }
+      // All the members at once, as a scope manifest applies them; an unchanged set keeps the version.
+      if (sub === 'members' && !member && m === 'PUT') {
+        const ifMatch = req.headers['if-match'];
+        if (ifMatch && ifMatch !== `"${s.version}"`) {
+          return problem(409, `scope ${s.name} is at version ${s.version}, not ${ifMatch}`, {
+            reason: 'VersionMismatch',
+          });
+        }
+        const next = req.body?.members ?? {};
+        if (JSON.stringify(next) !== JSON.stringify(s.members)) {
+          s.members = { ...next };
+          s.version++;
+        }
+        return { status: 200, body: scopeManifest(s) };
+      }
       if (sub === 'members' && member && m === 'DELETE') {
         if (!(member in s.members)) return problem(404, `${member} is not a member of ${s.name}`);
         delete s.members[member];
@@ -209,11 +224,15 @@ export async function startContractStub() {
           .filter(([k, v]) => typeof g[k] === 'number' && (v as number) < g[k])
           .map(([k]) => ({ path: `limit.${k}`, message: `below the guarantee of ${g[k]}` }));
         if (errors.length) return problem(409, `${name}: a limit is at least the guarantee`, { errors });
-        const next = {
-          guarantee: g,
-          ...(req.body.limit ? { limit: req.body.limit } : {}),
-          version: (q?.version ?? 0) + 1,
-        };
+        const spec = { guarantee: g, ...(req.body.limit ? { limit: req.body.limit } : {}) };
+        // What is stored already: nothing written, the version stays (apply is declarative).
+        if (
+          q &&
+          JSON.stringify({ guarantee: q.guarantee, ...(q.limit ? { limit: q.limit } : {}) }) ===
+            JSON.stringify(spec)
+        )
+          return { status: 200, body: quotaManifest(name, q) };
+        const next = { ...spec, version: (q?.version ?? 0) + 1 };
         quotas.set(name, next);
         return { status: q ? 200 : 201, body: quotaManifest(name, next) };
       }

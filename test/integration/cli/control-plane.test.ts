@@ -99,7 +99,7 @@ describe('llmcap against the local control plane', () => {
     expect(again.stdout).toContain('model/cli-chat unchanged');
 
     const dry = await run(['apply', '-f', f, '--dry-run']);
-    expect(dry.stdout.trim().split('\n')[0]).toBe('compute/cli-cpu (dry run)');
+    expect(dry.stdout.trim().split('\n')[0]).toBe('compute/cli-cpu unchanged (dry run)');
   });
 
   it('round-trips get -o yaml through apply, and reads JSON from stdin', async () => {

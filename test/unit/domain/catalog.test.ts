@@ -181,8 +181,16 @@ describe('transitions', () => {
     expect(refusal(base(), { verb: 'remove', name: 'decl' }).message).toBe(
       'decl is declared in config/catalog.yaml; remove it there, or it comes back on the next deploy',
     );
+    // Its own manifest applies as unchanged, writing nothing; a field that differs is named.
+    expect(applyChange(base(), { verb: 'replace', name: 'decl', spec: l4 }, ctx)).toMatchObject({
+      unchanged: true,
+    });
+    const changed = { ...l4, engine: 'sglang' as const };
+    const r = refusal(base(), { verb: 'replace', name: 'decl', spec: changed });
+    expect(r.message).toBe(
+      'decl is declared in config/catalog.yaml; spec.engine can only change there (or it reverts on the next deploy)',
+    );
     for (const change of [
-      { verb: 'replace', name: 'decl', spec: l4 },
       { verb: 'scale', name: 'decl', scaling: { min: 0, max: 1 } },
       { verb: 'resources', name: 'decl', memoryGb: 8, cpuCores: 2 },
       { verb: 'class', name: 'decl', class: 'critical' },
@@ -305,6 +313,25 @@ describe('transitions', () => {
     expect(required).toEqual(['team:a', 'team:b']);
     const shared = applyChange(s, { verb: 'owner', name: 'a' }, ctx);
     expect('owner' in shared.after!).toBe(false);
+  });
+
+  it('an unchanged replace still needs the editor role of an added model, and none for a declared one', () => {
+    const required: (string | undefined)[] = [];
+    const access: CatalogAccess = { canSee: () => true, requireEditor: (o) => void required.push(o) };
+    const a = added('a', {}, { owner: 'team:a' });
+    const s = state([declared('decl'), a]);
+    const decl = s.models.find((m) => m.name === 'decl')!;
+    const same = applyChange(
+      s,
+      { verb: 'replace', name: 'a', owner: 'team:a', spec: a.spec },
+      { ...ctx, access },
+    );
+    expect(same).toMatchObject({ unchanged: true, after: { version: a.version, updatedBy: a.updatedBy } });
+    expect(required).toEqual(['team:a']);
+    expect(
+      applyChange(s, { verb: 'replace', name: 'decl', spec: decl.spec }, { ...ctx, access }).unchanged,
+    ).toBe(true);
+    expect(required).toEqual(['team:a']);
   });
 
   it('a model the caller cannot see answers as missing; a declared one is visible to all', () => {

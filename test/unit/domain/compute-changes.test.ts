@@ -170,6 +170,18 @@ describe('apply (PUT)', () => {
       requireNoNodegroup: true,
     });
   });
+
+  it("writes nothing for what is stored (a built-in stays config's), after the same refusals", () => {
+    // Key order differs, as DynamoDB returns maps: the comparison is of values.
+    const reordered = Object.fromEntries(Object.entries(spec).reverse()) as ComputeSpec;
+    const builtin = compute({ builtin: true, owner: undefined, updatedBy: 'config' });
+    expect(decideApply(admin, builtin, { name: 'l4', spec: reordered }, 2)).toEqual({ kind: 'unchanged' });
+    expect(() => decideApply(admin, builtin, { name: 'l4', spec }, 1)).toThrow(/at version 2, not 1/);
+    expect(() => decideApply(as('ml-viewer'), compute(), input(), undefined)).toThrow(
+      /change compute l4 needs/,
+    );
+    expect(decideApply(admin, compute(), input({ owner: 'project:chat' }), undefined).kind).toBe('replace');
+  });
 });
 
 describe('delete', () => {

@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
+import { llmcap } from './run';
+
+/**
+ * `llmcap get KIND -o yaml | llmcap apply -f -` against the local control plane (issue 18 §1, §2): every kind
+ * reports unchanged and writes nothing, a stale manifest is refused, a declared model names the file, and
+ * --dry-run decides on the server without writing.
+ */
+
+let cp: ControlPlane;
+const run = (args: string[], input?: string) => llmcap(args, { endpoint: cp.apiUrl, input });
+
+beforeAll(async () => {
+  cp = await startControlPlane({
+    port: 0,
+    simPort: 0,
+    reconcileSeconds: 0,
+    dynamodbEndpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT,
+    table: `cli-apply-${randomUUID().slice(0, 8)}`,
+  });
+  const setup = [
+    ['scope', 'create', 'org:rt'],
+    ['scope', 'create', 'team:rt', '--parent', 'org:rt'],
+    ['scope', 'members', 'team:rt', '--add', 'arn:aws:iam::000000000000:role/rt-lead=admin'],
+    ['quota', 'set', 'team:rt', '--guarantee', 'gpus=2', '--limit', 'gpus=4'],
+  ];
+  for (const a of setup) expect((await run(a)).code).toBe(0);
+});
+afterAll(() => cp.stop());
+
+describe('get -o yaml | apply -f -', () => {
+  it.each(['computes', 'models', 'quotas', 'scopes'])(
+    'reports every %s unchanged and writes nothing',
+    async (kind) => {
+      const y = await run(['get', kind, '-o', 'yaml']);
+      expect(y.code).toBe(0);
+      const a = await run(['apply', '-f', '-'], y.stdout);
+      expect(a.stderr).toBe('');
+      expect(a.code).toBe(0);
+      const lines = a.stdout.trim().split('\n');
+      expect(lines.length).toBeGreaterThan(0);
+      for (const l of lines) expect(l).toMatch(/ unchanged$/);
+      expect((await run(['get', kind, '-o', 'yaml'])).stdout).toBe(y.stdout);
+    },
+  );
+
+  it('refuses a changed declared model with 409 naming config/catalog.yaml and the field', async () => {
+    const y = await run(['get', 'model', 'qwen3-8b', '-o', 'yaml']);
+    const edited = y.stdout.replace(/max: 4/, 'max: 3');
+    expect(edited).not.toBe(y.stdout);
+    const a = await run(['apply', '-f', '-'], edited);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toContain('config/catalog.yaml');
+    expect(a.stderr).toContain('spec.scaling.max');
+  });
+
+  it('refuses a quota edited from a stale read (409) and keeps the newer one', async () => {
+    const stale = (await run(['get', 'quota', 'team:rt', '-o', 'yaml'])).stdout;
+    expect((await run(['quota', 'set', 'team:rt', '--limit', 'gpus=6'])).code).toBe(0);
+    const a = await run(['apply', '-f', '-'], stale.replace(/gpus: 2/, 'gpus: 3'));
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/409|version/);
+    const now = JSON.parse((await run(['get', 'quota', 'team:rt', '-o', 'json'])).stdout);
+    expect(now.spec).toEqual({ guarantee: { gpus: 2 }, limit: { gpus: 6 } });
+  });
+
+  it('removes the members a scope manifest no longer lists', async () => {
+    const y = (await run(['get', 'scope', 'team:rt', '-o', 'yaml'])).stdout;
+    const edited = y.replace(/members:\n(\s+.*\n)+?(?=\S)/, 'members: {}\n');
+    expect(edited).not.toBe(y);
+    const a = await run(['apply', '-f', '-'], edited);
+    expect(a.stdout.trim()).toBe('scope/team:rt configured');
+    expect(JSON.parse((await run(['get', 'scope', 'team:rt', '-o', 'json'])).stdout).spec.members).toEqual(
+      {},
+    );
+  });
+
+  it('--dry-run decides on the server and changes nothing', async () => {
+    const before = (await run(['get', 'computes', '-o', 'yaml'])).stdout;
+    const edited = before.replace(/maxNodes: 4/, 'maxNodes: 3');
+    const a = await run(['apply', '-f', '-', '--dry-run'], edited);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toMatch(/ configured \(dry run\)$/m);
+    expect((await run(['get', 'computes', '-o', 'yaml'])).stdout).toBe(before);
+    const bad = await run(['apply', '-f', '-', '--dry-run'], edited.replace(/cpu: \d+/, 'cpu: -1'));
+    expect(bad.code).toBe(2);
+  });
+});
