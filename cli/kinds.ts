@@ -218,6 +218,16 @@ const model: Kind = {
       out.push('', 'Waiting:');
       for (const r of s.reasons) out.push(`  ${r.replicas ?? '?'} replica(s) ${r.reason}: ${r.message}`);
     }
+    // Kept until those replicas run again, beside what they wait for now (Waiting above).
+    if (Array.isArray(s.takenBack) && s.takenBack.length) {
+      out.push('', 'Taken back:');
+      for (const t of s.takenBack) {
+        const by = t.by ?? {};
+        out.push(
+          `  ${t.replicas ?? '?'} replica(s) ${t.reason} at ${t.at} by ${by.class ?? '?'} model ${by.model ?? '?'} of ${by.scope ?? '?'}`,
+        );
+      }
+    }
     return out.join('\n');
   },
 };

@@ -120,6 +120,14 @@ export interface AdmissionSummary {
   pending: number;
   placements: { compute: string; profile: string; replicas: number }[];
   reasons: { reason: string; message: string; replicas: number }[];
+  /** Replicas taken back or displaced that have not run again (docs/quotas.md). */
+  takenBack?: {
+    reason: string;
+    message: string;
+    replicas: number;
+    by: { model: string; unitId: string; scope: string; class: string };
+    at: string;
+  }[];
 }
 
 /** A model's status: catalog facts always; admission facts when the caller has an admission summary. */

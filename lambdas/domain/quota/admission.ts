@@ -25,6 +25,7 @@ import type {
   ModelAdmission,
   PendingEntry,
   PendingReason,
+  TakenBack,
   Victim,
   VictimRef,
 } from './types';
@@ -159,6 +160,7 @@ class Pass implements RoomHost {
         ...(prev ? { prev } : {}),
         held: [],
         pending: [],
+        takenBack: prev?.takenBack?.map((t) => ({ ...t, by: { ...t.by } })) ?? [],
         since,
         active: only ? only.has(m.name) : true,
         dirty: prev === undefined && (only ? only.has(m.name) : true),
@@ -475,6 +477,8 @@ class Pass implements RoomHost {
     const h = this.hold(ms, unit, true);
     unit.borrowed = this.borrowing(h.scope, o.tot);
     ms.dirty = true;
+    // Replicas that run again settle the oldest take-back first.
+    consumeTakenBack(ms.takenBack, r.replicas);
     this.admitted.push({
       model: ms.m.name,
       unitId: r.id,
@@ -561,6 +565,13 @@ class Pass implements RoomHost {
     const behind = { model: r.ms.m.name, unitId: r.id };
     const entry = { reason: p.reason, message, binding: { kind: 'victim' as const, scope: owner }, behind };
     this.addPending(vm, { ...entry, replicas: p.h.unit.replicas });
+    this.recordTakenBack(vm, {
+      reason: p.reason,
+      message,
+      replicas: p.h.unit.replicas,
+      by: { model: r.ms.m.name, unitId: r.id, scope: owner, class: r.ms.cls },
+      at: this.input.now,
+    });
     // It waits behind the request that took it: no retry in this pass.
     vm.blocked ??= entry;
     this.victims.push({
@@ -625,6 +636,16 @@ class Pass implements RoomHost {
     this.addPending(ms, { reason, message, binding, replicas: r.replicas });
   }
 
+  /** One record per request that took from the model in a pass: its units merge. */
+  private recordTakenBack(ms: MState, t: TakenBack): void {
+    const same = ms.takenBack.find(
+      (x) =>
+        x.reason === t.reason && x.at === t.at && x.by.model === t.by.model && x.by.unitId === t.by.unitId,
+    );
+    if (same) same.replicas += t.replicas;
+    else ms.takenBack.push(t);
+  }
+
   addPending(ms: MState, e: Omit<PendingEntry, 'since'>): void {
     const same = ms.pending.find((p) => p.reason === e.reason && p.message === e.message);
     if (same) same.replicas += e.replicas;
@@ -673,13 +694,22 @@ class Pass implements RoomHost {
     const admissions: ModelAdmission[] = [];
     const changed: string[] = [];
     for (const ms of this.states) {
+      const units = ms.held.map((h) => h.unit);
+      // A model scaled down (or whose replicas all run) has nothing taken left waiting: no record outlives that.
+      if (ms.active) consumeTakenBack(ms.takenBack, -missingReplicas(ms, units));
       const a: ModelAdmission = {
         model: ms.m.name,
-        units: ms.held.map((h) => h.unit),
+        units,
         pending: ms.pending,
+        ...(ms.takenBack.length > 0 ? { takenBack: ms.takenBack } : {}),
       };
       admissions.push(a);
-      if (ms.dirty || !samePending(ms.prev?.pending ?? [], a.pending)) changed.push(ms.m.name);
+      if (
+        ms.dirty ||
+        !samePending(ms.prev?.pending ?? [], a.pending) ||
+        !sameTakenBack(ms.prev?.takenBack ?? [], ms.takenBack)
+      )
+        changed.push(ms.m.name);
     }
     const scopes = this.summaries();
     return {
@@ -724,6 +754,33 @@ function samePending(a: readonly PendingEntry[], b: readonly PendingEntry[]): bo
       return false;
   }
   return true;
+}
+
+/**
+ * Settles `n` replicas of the oldest take-backs first; a negative `n` keeps only that many replicas on record
+ * (the newest), for a model that no longer waits for more.
+ */
+function consumeTakenBack(list: TakenBack[], n: number): void {
+  if (n < 0) {
+    const total = list.reduce((s, t) => s + t.replicas, 0);
+    n = total + n;
+  }
+  while (n > 0 && list.length > 0) {
+    const t = list[0]!;
+    const k = Math.min(n, t.replicas);
+    t.replicas -= k;
+    n -= k;
+    if (t.replicas === 0) list.shift();
+  }
+}
+
+/** Replicas the model wants and does not hold: `target` (at least its min). */
+function missingReplicas(ms: MState, units: readonly AdmittedUnit[]): number {
+  return Math.max(0, ms.target - units.reduce((n, u) => n + u.replicas, 0));
+}
+
+function sameTakenBack(a: readonly TakenBack[], b: readonly TakenBack[]): boolean {
+  return a.length === b.length && a.every((x, i) => JSON.stringify(x) === JSON.stringify(b[i]));
 }
 
 const round = (n: number) => Math.round(n * 1000) / 1000;

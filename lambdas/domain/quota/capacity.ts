@@ -4,7 +4,7 @@ import { scale } from '../resources';
 import { Accounting, type ScopeFigures, scopeFigures } from './accounting';
 import { type Quota, QuotaBook } from './quota';
 import { type Scope, ScopeTree } from './tenancy';
-import type { AdmissionModel, ModelAdmission, PendingReason } from './types';
+import type { AdmissionModel, ModelAdmission, PendingReason, TakenBack } from './types';
 
 /**
  * Read views (docs/design.md §4, GET /v1/capacity and a model's status), computed from the stored admissions so
@@ -20,6 +20,8 @@ export interface ModelStatus {
   pending: number;
   placements: UnitPlacement[];
   reasons: { reason: PendingReason; message: string; replicas: number }[];
+  /** Replicas taken back or displaced that have not run again: what took them and when, beside `reasons`. */
+  takenBack: TakenBack[];
 }
 
 export function modelStatus(model: Pick<AdmissionModel, 'spec'>, admission?: ModelAdmission): ModelStatus {
@@ -48,6 +50,7 @@ export function modelStatus(model: Pick<AdmissionModel, 'spec'>, admission?: Mod
       a.compute < b.compute ? -1 : a.compute > b.compute ? 1 : 0,
     ),
     reasons,
+    takenBack: (admission?.takenBack ?? []).map((t) => ({ ...t, by: { ...t.by } })),
   };
 }
 

@@ -7,6 +7,7 @@ import type {
   ModelAdmission,
   PendingEntry,
   PendingReason,
+  TakenBack,
   VictimReason,
   VictimRef,
 } from './types';
@@ -37,6 +38,8 @@ export interface MState {
   prev?: ModelAdmission;
   held: Held[];
   pending: PendingEntry[];
+  /** Replicas taken from the model that have not run again (stored across passes, unlike `pending`). */
+  takenBack: TakenBack[];
   since: string;
   /** Set when a request of the model failed or was taken: later requests of the model wait with it. */
   blocked?: { reason: PendingReason; message: string; binding?: Binding; behind?: VictimRef };

@@ -1,5 +1,5 @@
 import type { UnitPlacement } from '../headroom';
-import type { ModelSpec } from '../model';
+import type { ModelClass, ModelSpec } from '../model';
 import type { Resource, Resources } from '../resources';
 
 /**
@@ -73,11 +73,28 @@ export interface PendingEntry {
   behind?: VictimRef;
 }
 
+/**
+ * Replicas a model lost to a take-back or a displacement, kept with its admission until they run again, beside
+ * what they wait for now (as Kueue keeps a workload's Preempted condition next to its pending message): the
+ * pending entry of the pass that took them is replaced on the next pass by the constraint that then binds.
+ */
+export interface TakenBack {
+  reason: VictimReason;
+  message: string;
+  replicas: number;
+  /** What took them: the request's model and unit, its owner scope and class. */
+  by: { model: string; unitId: string; scope: string; class: ModelClass };
+  /** ISO time of the pass that took them. */
+  at: string;
+}
+
 /** One item per model in the store. */
 export interface ModelAdmission {
   model: string;
   units: AdmittedUnit[];
   pending: PendingEntry[];
+  /** Absent or empty when nothing taken from the model still waits to run again. */
+  takenBack?: TakenBack[];
 }
 
 /** The fields of a catalog Model the decision reads (a stored Model satisfies it). */

@@ -114,6 +114,7 @@ describe('add, and who may', () => {
       pending: 0,
       placements: [],
       reasons: [],
+      takenBack: [],
     });
     const again = await refused(409, () => api.call('POST', '/v1/models', manifest('mistral-7b')));
     expect(again.reason).toBe('AlreadyExists');

@@ -605,3 +605,31 @@ describe('lifecycle', () => {
     ).toEqual([]);
   });
 });
+
+describe('take-back records that stay (docs/quotas.md "Taken back")', () => {
+  test('a displaced replica keeps what took it and when, beside what it waits for, until it runs again', () => {
+    const w = new World(['org:o', 'project:p<org:o'], { 'project:p': { g: 4, l: 4 } });
+    w.model('opp', 'project:p', { gpus: 1, min: 0, target: 3, max: 3 });
+    w.model('std-old', 'project:p', { gpus: 1, min: 1 });
+    w.pass();
+    w.model('crit', 'project:p', { gpus: 2, cls: 'critical' });
+    w.pass();
+    const at = w.status('opp').takenBack[0]!.at;
+    // The next pass: what opp waits for now is the limit; why it lost the replicas stays beside it.
+    w.pass();
+    expect(w.reasons('opp')).toEqual(['LimitExceeded']);
+    expect(w.status('opp').takenBack).toEqual([
+      expect.objectContaining({
+        reason: 'DisplacedByHigherClass',
+        replicas: 2,
+        by: { model: 'crit', unitId: 'crit#min', scope: 'project:p', class: 'critical' },
+        at,
+      }),
+    ]);
+    // crit goes: opp runs again and the record is cleared.
+    w.remove('crit');
+    w.pass();
+    expect(w.admitted('opp')).toBe(3);
+    expect(w.status('opp').takenBack).toEqual([]);
+  });
+});

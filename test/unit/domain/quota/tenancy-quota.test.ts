@@ -216,6 +216,7 @@ describe('capacity view and model status', () => {
           replicas: 2,
         },
       ],
+      takenBack: [],
     });
     expect(w.status('s')).toMatchObject({ admitted: 2, borrowed: 0 });
     expect(w.last!.atLimit).toEqual(['project:a']);
