@@ -5,7 +5,7 @@ import { decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
 import { FAILED_NODEGROUP_STATUSES } from '../domain/compute';
 import { nextSizing, planPlacement } from '../domain/placement';
-import type { Decision } from '../domain/quota';
+import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import { logger } from '../shared/logger';
 import type { TxItem } from '../store/ledger';
@@ -128,7 +128,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
     const plan = planPlacement(
       all.filter((c) => !c.deletionRequested),
-      unitsOf(decision.admissions, world.models),
+      unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes)),
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
 
