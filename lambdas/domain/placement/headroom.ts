@@ -330,12 +330,7 @@ export class PlacementHeadroom implements Headroom {
    * new pass starts from the cluster as it is. Returns false, holding nothing, when it no longer fits there
    * (the compute was removed or shrunk): the caller then treats the unit as not placed.
    */
-  restore(
-    unitId: string,
-    profile: Profile,
-    placements: readonly UnitPlacement[],
-    reach?: Reach,
-  ): boolean {
+  restore(unitId: string, profile: Profile, placements: readonly UnitPlacement[], reach?: Reach): boolean {
     if (this.units.get(unitId)) return false;
     const cand = this.shared.candidates(profile, reach);
     if (!cand.ok) return false;

@@ -105,11 +105,7 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
  * this cut nodes by a quarter), then to the lower perHour, then to the name, so the order is total. A
  * CPU-only replica ranks every CPU compute before any GPU compute: GPU nodes are kept for GPU work.
  */
-export function rankCandidates(
-  all: readonly ComputeInfo[],
-  p: Profile,
-  reach?: Reach,
-): Candidates {
+export function rankCandidates(all: readonly ComputeInfo[], p: Profile, reach?: Reach): Candidates {
   const request = replicaRequest(p);
   // Another tenant's compute is not there at all for this model: the same refusal as a name that does not exist.
   const infos = all.some((c) => c.owner) ? all.filter((c) => mayUse(c.owner, reach)) : all;

@@ -64,8 +64,16 @@ const refusal = (r: { status: number; body: any }, name: string) => ({
 
 describe("a tenant's compute is its own", () => {
   it("refuses a pin to another tenant's compute exactly as a pin to one that does not exist", async () => {
-    const other = await call('POST', '/v1/models', model('a-pin', 'team:a', { gpuType: 'L4', compute: 'b-l4' }));
-    const none = await call('POST', '/v1/models', model('a-pin', 'team:a', { gpuType: 'L4', compute: 'nope-l4' }));
+    const other = await call(
+      'POST',
+      '/v1/models',
+      model('a-pin', 'team:a', { gpuType: 'L4', compute: 'b-l4' }),
+    );
+    const none = await call(
+      'POST',
+      '/v1/models',
+      model('a-pin', 'team:a', { gpuType: 'L4', compute: 'nope-l4' }),
+    );
     expect(other.status).toBe(409);
     expect(refusal(other, 'b-l4')).toEqual(refusal(none, 'nope-l4'));
     expect((await call('GET', '/v1/models/a-pin')).status).toBe(404);
@@ -104,7 +112,9 @@ describe("a tenant's compute is its own", () => {
     const after = await call('POST', '/v1/models', model('a-a100', 'team:a', { gpuType: 'A100' }));
     expect(after).toEqual(before);
     expect(JSON.stringify(after.body)).not.toContain('b-a100');
-    expect((await call('POST', '/v1/models', model('b-a100', 'team:b', { gpuType: 'A100' }))).status).toBe(201);
+    expect((await call('POST', '/v1/models', model('b-a100', 'team:b', { gpuType: 'A100' }))).status).toBe(
+      201,
+    );
   });
 
   it("admission and reconcile place an unpinned replica on the platform's compute, never on team:b's cheaper one", async () => {

@@ -68,7 +68,11 @@ describe("a tenant cannot use another tenant's computes", () => {
     expect(pinned('a-h100')).toEqual([]);
     expect(pinned('acme-a10g')).toEqual([]);
     expect(
-      validateCatalog([model('b-model', 'team:b', [gpu('p', { compute: 'b-l40s' })])] as never, COMPUTES, reach),
+      validateCatalog(
+        [model('b-model', 'team:b', [gpu('p', { compute: 'b-l40s' })])] as never,
+        COMPUTES,
+        reach,
+      ),
     ).toEqual([]);
   });
 
@@ -90,7 +94,11 @@ describe("a tenant cannot use another tenant's computes", () => {
   it("refuses an unpinned profile whose GPU type only another tenant's compute has, as if none had it", () => {
     const l40s = [model('a-model', 'team:a', [gpu('p', { gpuType: 'L40S' })])];
     const issues = validateCatalog(l40s as never, COMPUTES, reach);
-    const none = validateCatalog(l40s as never, COMPUTES.filter((c) => c.name !== 'b-l40s'), reach);
+    const none = validateCatalog(
+      l40s as never,
+      COMPUTES.filter((c) => c.name !== 'b-l40s'),
+      reach,
+    );
     expect(issues.map((i) => i.message)).toEqual(none.map((i) => i.message));
     expect(issues).toHaveLength(1);
     expect(issues[0]!.message).not.toContain('b-l40s');
