@@ -203,7 +203,10 @@ class Shared {
   candidates(p: Profile, reach?: Reach): Candidates {
     const r = reach?.join(' ') ?? '';
     let ids = this.byReach.get(r);
-    if (!ids) this.byReach.set(r, (ids = new WeakMap()));
+    if (!ids) {
+      ids = new WeakMap();
+      this.byReach.set(r, ids);
+    }
     let c = ids.get(p);
     if (c) return c;
     // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.

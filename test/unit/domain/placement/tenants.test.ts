@@ -1,6 +1,6 @@
 import { validateCatalog } from '../../../../lambdas/domain/catalog';
 import type { Profile } from '../../../../lambdas/domain/model';
-import { PlacementHeadroom, planPlacement } from '../../../../lambdas/domain/placement';
+import { type ComputeLike, PlacementHeadroom, planPlacement } from '../../../../lambdas/domain/placement';
 import { checkStart, ScopeTree } from '../../../../lambdas/domain/quota';
 
 /**
@@ -19,12 +19,16 @@ const compute = (name: string, owner: string | undefined, gpu?: string) => ({
   name,
   ...(owner ? { owner } : {}),
   spec: {
-    node: { cpu: 32, memoryGb: 256, ...(gpu ? { gpu: { type: gpu, count: 4 } } : {}) },
+    node: {
+      cpu: 32,
+      memoryGb: 256,
+      ...(gpu ? { gpu: { type: gpu, count: 4, memoryGb: 80, resource: 'nvidia.com/gpu' } } : {}),
+    },
     nodeGroup: { maxNodes: 2 },
     cost: { perHour: 1 },
   },
 });
-const COMPUTES = [
+const COMPUTES: ComputeLike[] = [
   compute('shared-cpu', undefined),
   compute('a-h100', 'team:a', 'H100'),
   compute('acme-a10g', 'org:acme', 'A10G'),
