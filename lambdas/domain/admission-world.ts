@@ -36,13 +36,17 @@ export interface World {
 export function restoreHeadroom(
   computes: readonly Compute[],
   admissions: readonly ModelAdmission[],
-  models: readonly Pick<Model, 'name' | 'spec'>[],
+  models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
+  tree: ScopeTree,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
   const headroom = PlacementHeadroom.create(computes);
-  const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
+  const byModel = new Map(models.map((m) => [m.name, m]));
   const kept = admissions.map((a) => {
+    const m = byModel.get(a.model);
+    // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
+    const reach = tree.reach(m?.owner);
     const units = a.units.filter((u) =>
-      headroom.restore(u.id, unitProfile(byModel.get(a.model), u), u.placements),
+      headroom.restore(u.id, unitProfile(m?.spec.profiles, u), u.placements, reach),
     );
     return units.length === a.units.length ? a : { ...a, units };
   });
@@ -52,7 +56,7 @@ export function restoreHeadroom(
 /** One decision over the world; `only` restricts it to some models' requests. */
 export function decideWorld(world: World, now: string, only?: string[]): Decision {
   const tree = new ScopeTree(world.scopes);
-  const restored = restoreHeadroom(world.computes, world.admissions, world.models);
+  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree);
   return decide(
     {
       scopes: tree,
@@ -86,7 +90,7 @@ export function admitCatalogChange(
       'UnknownScope',
     );
   }
-  const restored = restoreHeadroom(world.computes, world.admissions, change.next);
+  const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree);
   const input = {
     scopes: tree,
     quotas: world.quotas,
@@ -141,19 +145,23 @@ export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: 
 /** Admitted units as placement units, each pinned to where admission placed it, so sizing follows admission. */
 export function unitsOf(
   admissions: readonly ModelAdmission[],
-  models: readonly Pick<Model, 'name' | 'spec'>[],
+  models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
+  tree: ScopeTree,
 ): ReplicaUnit[] {
-  const byModel = new Map(models.map((m) => [m.name, m.spec.profiles]));
+  const byModel = new Map(models.map((m) => [m.name, m]));
   const units: ReplicaUnit[] = [];
   for (const a of admissions) {
+    const m = byModel.get(a.model);
+    const reach = tree.reach(m?.owner);
     for (const u of a.units) {
-      const base = unitProfile(byModel.get(a.model), u);
+      const base = unitProfile(m?.spec.profiles, u);
       for (const pl of u.placements) {
         units.push({
           id: `${u.id}@${pl.compute}`,
           model: a.model,
           profiles: [{ ...base, compute: pl.compute }],
           replicas: pl.replicas,
+          reach,
         });
       }
     }

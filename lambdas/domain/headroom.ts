@@ -15,6 +15,8 @@ export interface ReplicaUnit {
   profiles: Profile[];
   /** Identical replicas placed together, all or none. */
   replicas: number;
+  /** Owners whose computes the unit may use besides platform ones (placement's Reach); absent: none. */
+  reach?: readonly string[];
 }
 
 export interface UnitPlacement {

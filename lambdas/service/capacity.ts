@@ -22,11 +22,24 @@ export function capacityService(
         { scopes: world.scopes, quotas: world.quotas, models: world.models, admissions: world.admissions },
         scope ? { scope } : {},
       );
-      const { headroom } = restoreHeadroom(world.computes, world.admissions, world.models);
-      const cluster = headroom.usage().map((u) => ({ ...u, freeNodes: u.maxNodes - u.usedNodes }));
+      const { headroom } = restoreHeadroom(world.computes, world.admissions, world.models, caller.tenancy);
+      const owners = new Map(world.computes.map((c) => [c.name, c.owner]));
+      const usage = headroom.usage().map((u) => ({ ...u, freeNodes: u.maxNodes - u.usedNodes }));
+      // Computes the caller cannot see count in the cluster's totals only: no name, owner or count of their own.
+      const computes = usage.filter((u) => caller.canSee(owners.get(u.compute)));
+      const sum = (k: 'usedNodes' | 'replicas' | 'maxNodes' | 'freeNodes') =>
+        usage.reduce((n, u) => n + u[k], 0);
       return {
         scopes: view.scopes.filter((s) => caller.can('read', s.scope)),
-        cluster: { computes: cluster },
+        cluster: {
+          computes,
+          totals: {
+            usedNodes: sum('usedNodes'),
+            replicas: sum('replicas'),
+            maxNodes: sum('maxNodes'),
+            freeNodes: sum('freeNodes'),
+          },
+        },
       };
     },
   };

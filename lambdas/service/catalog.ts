@@ -3,10 +3,12 @@ import {
   buildCatalog,
   declaredToModel,
   modelsUsingCompute,
+  type ReachOf,
   type SkippedModel,
 } from '../domain/catalog';
 import type { Compute } from '../domain/compute';
 import type { Model } from '../domain/model';
+import { ScopeTree } from '../domain/quota';
 import { logger } from '../shared/logger';
 import type { Dependencies } from '.';
 
@@ -18,6 +20,7 @@ import type { Dependencies } from '.';
 export interface LoadedCatalog extends BuiltCatalog {
   /** The computes the catalog was validated against (those not being deleted), with their versions. */
   computes: Compute[];
+  reach: ReachOf;
 }
 
 // Declared models are as old as the configuration this container loaded.
@@ -39,12 +42,16 @@ export function catalogService(deps: Dependencies) {
   };
 
   async function load(): Promise<LoadedCatalog> {
-    const [rows, all] = await Promise.all([
+    const [rows, all, scopes] = await Promise.all([
       deps.store.models.listModelRows(),
       deps.store.computes.listComputes(),
+      deps.store.tenancy.listScopes(),
     ]);
     const computes = all.filter((c) => !c.deletionRequested);
-    const built = buildCatalog(declared(), rows, computes);
+    // A model may use platform computes and those of its owner or a scope above it (docs/security.md).
+    const tree = new ScopeTree(scopes);
+    const reach: ReachOf = (owner) => tree.reach(owner);
+    const built = buildCatalog(declared(), rows, computes, reach);
     for (const s of built.skipped) {
       warnOnce(`${s.name}|${s.version}|${s.problem}`, 'stored model skipped: it is left out of the catalog', {
         model: s.name,
@@ -61,7 +68,7 @@ export function catalogService(deps: Dependencies) {
         },
       );
     }
-    return { ...built, computes };
+    return { ...built, computes, reach };
   }
 
   return {
@@ -78,7 +85,7 @@ export function catalogService(deps: Dependencies) {
     /** The models a compute cannot be deleted or renamed under (domain/catalog modelsUsingCompute). */
     async modelsUsing(computeName: string): Promise<string[]> {
       const c = await load();
-      return modelsUsingCompute(c.models, c.computes, computeName);
+      return modelsUsingCompute(c.models, c.computes, computeName, c.reach);
     },
 
     /** The models a scope owns: it cannot be deleted while it owns any. */

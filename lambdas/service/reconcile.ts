@@ -8,7 +8,7 @@ import { type Compute, FAILED_NODEGROUP_STATUSES } from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
-import type { Decision } from '../domain/quota';
+import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import type { EnginesConfig, WorkloadsReport } from '../domain/workloads';
 import { enginesConfig } from '../shared/builtin-config';
@@ -199,7 +199,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
     const plan = planPlacement(
       all.filter((c) => !c.deletionRequested),
-      unitsOf(decision.admissions, world.models),
+      unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes)),
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
 

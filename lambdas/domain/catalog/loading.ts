@@ -4,7 +4,7 @@ import { deepFreeze } from '../freeze';
 import { type Model, ModelSpecSchema, modelName } from '../model';
 import type { ComputeLike } from '../placement';
 import { DECLARED_FILE } from './declared';
-import { type CatalogIssue, validateCatalog } from './validation';
+import { type CatalogIssue, OWN_REACH, type ReachOf, validateCatalog } from './validation';
 
 /**
  * The catalog in force, built from the declared models and the stored rows: a row that does not parse, collides
@@ -87,6 +87,7 @@ export function buildCatalog(
   declared: readonly Model[],
   stored: readonly Record<string, unknown>[],
   computes: readonly ComputeLike[],
+  reach: ReachOf = OWN_REACH,
 ): BuiltCatalog {
   const skipped: SkippedModel[] = [];
   const declaredNames = new Set(declared.map((d) => d.name));
@@ -109,7 +110,7 @@ export function buildCatalog(
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   let models: Model[] = [...declared, ...kept];
   for (;;) {
-    const issues = validateCatalog(models, computes);
+    const issues = validateCatalog(models, computes, reach);
     const offenders = new Map<string, CatalogIssue[]>();
     for (const i of issues) {
       for (const name of i.involves ?? [i.model]) {

@@ -1,6 +1,6 @@
 import type { Model } from '../model';
 import type { ComputeLike } from '../placement';
-import { type CatalogIssue, newIssues, validateModel } from './validation';
+import { type CatalogIssue, newIssues, OWN_REACH, type ReachOf, validateModel } from './validation';
 
 /** Questions asked of the catalog in force: sources, and who depends on a compute. */
 
@@ -20,17 +20,18 @@ export function sourcesIndex(
  * hold. Deleting or renaming the compute is refused while this is not empty.
  */
 export function modelsUsingCompute(
-  models: readonly Pick<Model, 'name' | 'spec'>[],
+  models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   computes: readonly ComputeLike[],
   name: string,
+  reach: ReachOf = OWN_REACH,
 ): string[] {
   const users = new Set(
     models.filter((m) => m.spec.profiles.some((p) => p.compute === name)).map((m) => m.name),
   );
   const without = computes.filter((c) => c.name !== name);
   const fitIssue = (i: CatalogIssue) => i.kind === 'conflict' && i.path.startsWith('spec.profiles');
-  const before = models.flatMap((m) => validateModel(m, computes)).filter(fitIssue);
-  const after = models.flatMap((m) => validateModel(m, without)).filter(fitIssue);
+  const before = models.flatMap((m) => validateModel(m, computes, reach)).filter(fitIssue);
+  const after = models.flatMap((m) => validateModel(m, without, reach)).filter(fitIssue);
   for (const i of newIssues(before, after)) users.add(i.model);
   return [...users].sort();
 }

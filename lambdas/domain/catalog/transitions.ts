@@ -5,7 +5,7 @@ import type { ComputeLike } from '../placement';
 import { listed } from '../text';
 import { DECLARED_FILE } from './declared';
 import type { SkippedModel } from './loading';
-import { issuesError, newIssues, validateCatalog } from './validation';
+import { issuesError, newIssues, type ReachOf, validateCatalog } from './validation';
 
 /**
  * The catalog's transitions: each verb takes the catalog in force and returns the whole next catalog, validated,
@@ -17,6 +17,8 @@ export interface CatalogState {
   models: readonly Model[];
   skipped: readonly SkippedModel[];
   computes: readonly ComputeLike[];
+  /** Whose computes and fallbacks each owner's models may use (the tenancy tree's reach). */
+  reach?: ReachOf;
 }
 
 /** What a transition needs to know about the caller; the API's Caller satisfies it. */
@@ -132,8 +134,8 @@ function locate(
 /** Validates the next catalog as a whole and refuses it for anything it breaks. */
 function commit(state: CatalogState, next: Model[], result: Omit<ChangeResult, 'next'>): ChangeResult {
   const fresh = newIssues(
-    validateCatalog(state.models, state.computes),
-    validateCatalog(next, state.computes),
+    validateCatalog(state.models, state.computes, state.reach),
+    validateCatalog(next, state.computes, state.reach),
   );
   if (fresh.length) throw issuesError(fresh);
   return { next, ...result };

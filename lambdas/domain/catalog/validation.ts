@@ -1,6 +1,22 @@
 import { DomainError, type FieldIssue } from '../errors';
 import type { Model } from '../model';
-import { type ComputeInfo, type ComputeLike, computeInfos, rankCandidates } from '../placement';
+import {
+  type ComputeInfo,
+  type ComputeLike,
+  computeInfos,
+  mayUse,
+  type Reach,
+  rankCandidates,
+} from '../placement';
+
+/**
+ * The owners whose computes and fallbacks a model of `owner` may use (the tenancy tree's `reach`). Without a
+ * tree only the owner's own and platform ones: stricter, never wider.
+ */
+export type ReachOf = (owner: string | undefined) => Reach;
+export const OWN_REACH: ReachOf = (owner) => (owner ? [owner] : []);
+
+type Checked = Pick<Model, 'name' | 'spec' | 'owner'>;
 
 /**
  * The rules of a catalog (docs/design.md, The model catalog): each model's own, and those of the whole catalog
@@ -17,7 +33,7 @@ export interface CatalogIssue {
   involves?: string[];
 }
 
-function modelIssues(m: Pick<Model, 'name' | 'spec'>, infos: readonly ComputeInfo[]): CatalogIssue[] {
+function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): CatalogIssue[] {
   const issues: CatalogIssue[] = [];
   const at = (path: string, message: string, kind: CatalogIssue['kind'] = 'invalid') =>
     issues.push({ model: m.name, path, message: `model ${m.name}: ${message}`, kind });
@@ -49,7 +65,7 @@ function modelIssues(m: Pick<Model, 'name' | 'spec'>, infos: readonly ComputeInf
         `profile ${p.name} names gpuType ${p.gpuType} but asks for 0 gpus; set gpus or drop gpuType`,
       );
     }
-    const fit = rankCandidates(infos, p);
+    const fit = rankCandidates(infos, p, reach);
     if (!fit.ok) {
       const todo =
         p.compute !== undefined
@@ -63,20 +79,22 @@ function modelIssues(m: Pick<Model, 'name' | 'spec'>, infos: readonly ComputeInf
 
 /** The rules one model must meet on its own and against the computes; messages say what to do. */
 export function validateModel(
-  m: Pick<Model, 'name' | 'spec'>,
+  m: Checked,
   computes: readonly ComputeLike[],
+  reachOf: ReachOf = OWN_REACH,
 ): CatalogIssue[] {
-  return modelIssues(m, computeInfos(computes));
+  return modelIssues(m, computeInfos(computes), reachOf(m.owner));
 }
 
 /** Every rule of the whole catalog: each model's own, unique names, fallbacks that exist and form no cycle. */
 export function validateCatalog(
-  models: readonly Pick<Model, 'name' | 'spec'>[],
+  models: readonly Checked[],
   computes: readonly ComputeLike[],
+  reachOf: ReachOf = OWN_REACH,
 ): CatalogIssue[] {
   const infos = computeInfos(computes);
   const issues: CatalogIssue[] = [];
-  const byName = new Map<string, Pick<Model, 'name' | 'spec'>>();
+  const byName = new Map<string, Checked>();
   for (const m of models) {
     if (byName.has(m.name)) {
       issues.push({
@@ -88,12 +106,14 @@ export function validateCatalog(
     }
     byName.set(m.name, m);
   }
-  for (const m of models) issues.push(...modelIssues(m, infos));
+  for (const m of models) issues.push(...modelIssues(m, infos, reachOf(m.owner)));
   const cycles = new Set<string>();
   for (const m of models) {
     const fb = m.spec.fallback;
     if (fb === undefined) continue;
-    if (!byName.has(fb)) {
+    const target = byName.get(fb);
+    // Another tenant's model is not in this model's catalog: the same refusal as a name that does not exist.
+    if (!target || !mayUse(target.owner, reachOf(m.owner))) {
       issues.push({
         model: m.name,
         path: 'spec.fallback',

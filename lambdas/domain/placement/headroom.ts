@@ -6,6 +6,7 @@ import {
   type ComputeLike,
   computeInfos,
   describeReplicas,
+  type Reach,
   type ReplicaRequest,
   rankCandidates,
 } from './request';
@@ -194,21 +195,28 @@ class ForkableMap<V> {
 
 /** State shared by every clone: the computes and the ranked candidates per profile, both immutable. */
 class Shared {
-  readonly byIdentity = new WeakMap<Profile, Candidates>();
   readonly byKey = new Map<string, Candidates>();
   constructor(readonly infos: ComputeInfo[]) {}
 
-  candidates(p: Profile): Candidates {
-    let c = this.byIdentity.get(p);
+  private readonly byReach = new Map<string, WeakMap<Profile, Candidates>>();
+
+  candidates(p: Profile, reach?: Reach): Candidates {
+    const r = reach?.join(' ') ?? '';
+    let ids = this.byReach.get(r);
+    if (!ids) {
+      ids = new WeakMap();
+      this.byReach.set(r, ids);
+    }
+    let c = ids.get(p);
     if (c) return c;
     // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.
-    const key = `${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}`;
+    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}`;
     c = this.byKey.get(key);
     if (!c) {
-      c = rankCandidates(this.infos, p);
+      c = rankCandidates(this.infos, p, reach);
       this.byKey.set(key, c);
     }
-    this.byIdentity.set(p, c);
+    ids.set(p, c);
     return c;
   }
 }
@@ -253,7 +261,7 @@ export class PlacementHeadroom implements Headroom {
     const computes = new Int32Array(n);
     const slots = new Int32Array(n);
     for (const profile of unit.profiles) {
-      const cand = this.shared.candidates(profile);
+      const cand = this.shared.candidates(profile, unit.reach);
       if (!cand.ok) {
         reasons.push(cand.reason);
         continue;
@@ -325,9 +333,9 @@ export class PlacementHeadroom implements Headroom {
    * new pass starts from the cluster as it is. Returns false, holding nothing, when it no longer fits there
    * (the compute was removed or shrunk): the caller then treats the unit as not placed.
    */
-  restore(unitId: string, profile: Profile, placements: readonly UnitPlacement[]): boolean {
+  restore(unitId: string, profile: Profile, placements: readonly UnitPlacement[], reach?: Reach): boolean {
     if (this.units.get(unitId)) return false;
-    const cand = this.shared.candidates(profile);
+    const cand = this.shared.candidates(profile, reach);
     if (!cand.ok) return false;
     const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
     const n = placements.reduce((k, pl) => k + pl.replicas, 0);
@@ -383,7 +391,7 @@ export class PlacementHeadroom implements Headroom {
   candidateComputes(unit: ReplicaUnit): string[] {
     const seen = new Set<string>();
     for (const p of unit.profiles) {
-      const cand = this.shared.candidates(p);
+      const cand = this.shared.candidates(p, unit.reach);
       if (cand.ok) for (const c of cand.computes) seen.add(c.name);
     }
     return [...seen];

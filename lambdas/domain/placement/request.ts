@@ -9,11 +9,24 @@ import type { Profile } from '../model';
 /** The fields of a compute placement reads; a stored Compute and a `{name, spec}` built-in both satisfy it. */
 export interface ComputeLike {
   name: string;
+  /** The scope that owns the compute; absent for platform computes, which every model may use. */
+  owner?: string;
   spec: {
     node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'>;
     nodeGroup: Pick<ComputeSpec['nodeGroup'], 'maxNodes'>;
     cost: Pick<ComputeSpec['cost'], 'perHour'>;
   };
+}
+
+/**
+ * The scopes whose computes a model may use: its owner and every scope above it (docs/security.md, Tenant
+ * isolation). Platform computes (no owner) are everyone's; a shared model (no owner) has an empty reach.
+ */
+export type Reach = readonly string[];
+
+/** True when a model with this reach may use a compute with this owner. */
+export function mayUse(computeOwner: string | undefined, reach: Reach | undefined): boolean {
+  return !computeOwner || (reach?.includes(computeOwner) ?? false);
 }
 
 /** One replica's request, in the units of allocatable: whole GPUs, millicores, MiB. */
@@ -55,6 +68,7 @@ export interface ComputeInfo {
   maxNodes: number;
   perHour: number;
   gpuType?: string;
+  owner?: string;
 }
 
 export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
@@ -65,6 +79,7 @@ export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
     maxNodes: c.spec.nodeGroup.maxNodes,
     perHour: c.spec.cost.perHour,
     gpuType: c.spec.node.gpu?.type,
+    ...(c.owner ? { owner: c.owner } : {}),
   }));
 }
 
@@ -81,7 +96,8 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
 }
 
 /**
- * The computes a profile's replica may use, best first. A pinned compute is the only candidate. Otherwise
+ * The computes a profile's replica may use, best first; only those `reach` allows (platform computes and
+ * those of the model's owner or a scope above it). A pinned compute is the only candidate. Otherwise
  * every compute whose GPU type matches and whose allocatable node holds one replica in every dimension,
  * ranked by cost per replica = perHour / (replicas of this profile one empty node holds), so an 8-GPU node
  * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the node that holds more
@@ -89,8 +105,10 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
  * this cut nodes by a quarter), then to the lower perHour, then to the name, so the order is total. A
  * CPU-only replica ranks every CPU compute before any GPU compute: GPU nodes are kept for GPU work.
  */
-export function rankCandidates(infos: readonly ComputeInfo[], p: Profile): Candidates {
+export function rankCandidates(all: readonly ComputeInfo[], p: Profile, reach?: Reach): Candidates {
   const request = replicaRequest(p);
+  // Another tenant's compute is not there at all for this model: the same refusal as a name that does not exist.
+  const infos = all.some((c) => c.owner) ? all.filter((c) => mayUse(c.owner, reach)) : all;
   if (p.compute !== undefined) {
     const c = infos.find((i) => i.name === p.compute);
     if (!c)

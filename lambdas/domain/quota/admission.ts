@@ -377,7 +377,13 @@ class Pass implements RoomHost {
   }
 
   unitFor(r: Request, profiles: Profile[]): ReplicaUnit {
-    return { id: r.id, model: r.ms.m.name, profiles, replicas: r.replicas };
+    return {
+      id: r.id,
+      model: r.ms.m.name,
+      profiles,
+      replicas: r.replicas,
+      reach: this.tree.reach(r.ms.m.owner),
+    };
   }
 
   evaluate(r: Request): void {
@@ -861,6 +867,7 @@ export function checkStart(
         model: model.name,
         profiles: model.spec.profiles,
         replicas: model.spec.scaling.min,
+        reach: tree.reach(model.owner),
       };
       if (input.headroom.candidateComputes(unit).length === 0) {
         return {

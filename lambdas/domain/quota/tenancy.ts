@@ -115,6 +115,15 @@ export class ScopeTree implements Tenancy {
     return this.childrenOf[this.id(name)]!.map((c) => this.names[c]!);
   }
 
+  /**
+   * The owners whose computes and fallbacks a model owned by `owner` may use (placement's Reach): the owner and
+   * every scope above it. A shared model reaches none; an owner that is not a scope only itself.
+   */
+  reach(owner: string | undefined): string[] {
+    if (!owner) return [];
+    return this.has(owner) ? this.ancestors(owner) : [owner];
+  }
+
   /** Self first, root last. */
   ancestors(name: string): string[] {
     return Array.from(this.pathOf[this.id(name)]!, (i) => this.names[i]!);

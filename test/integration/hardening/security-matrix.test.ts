@@ -19,6 +19,10 @@ import { reconcilerLambda } from '../../helpers/lambda';
  * editor and a viewer of project:a, a stranger, and an unauthenticated caller, against the outcome the
  * design calls for. The route list comes from the router, so a route added without a row fails here.
  *
+ * A second tenant (org:beta > team:ops > project:b, its own admin, editor and viewer, its own compute and
+ * model) tries every route too, on the first tenant's resources: it gets exactly what the stranger gets, and
+ * no answer to either tenant names a scope, compute or model of the other (issue 17 §1, §3).
+ *
  * Each principal works on resources of its own (c-put-editor, m-del-viewer, ...) made beforehand by the
  * platform admin, so the order of the cases does not matter. A resource a caller may not see answers 404,
  * like a missing one (names do not leak); one it sees but may not change answers 403.
@@ -238,6 +242,50 @@ const MATRIX: Record<string, Case> = {
   },
 };
 
+/** The second tenant's principals, and the stranger whose outcome they must get on the first tenant's things. */
+const B = {
+  teamAdminB: 'arn:aws:iam::333333333333:role/ops-lead',
+  editorB: 'arn:aws:iam::333333333333:role/b-dev',
+  viewerB: 'arn:aws:iam::333333333333:role/b-reader',
+} as const;
+type TenantB = keyof typeof B;
+const TENANT_B = Object.keys(B) as TenantB[];
+const SCOPES_A = ['org:acme', 'team:ml', 'project:a'];
+const SCOPES_B = ['org:beta', 'team:ops', 'project:b'];
+/** Names of resources each tenant owns, filled in setup: the other tenant's answers must not contain them. */
+const owned: Record<'a' | 'b', string[]> = { a: [...SCOPES_A], b: [...SCOPES_B, 'c-b', 'm-b'] };
+
+async function setupTenantB(admin: JsonClient): Promise<void> {
+  for (const [name, parent] of [
+    ['org:beta', undefined],
+    ['team:ops', 'org:beta'],
+    ['project:b', 'team:ops'],
+  ] as const)
+    expectOk(name, await admin('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) }), 201);
+  for (const [scope, who, role] of [
+    ['team:ops', B.teamAdminB, 'admin'],
+    ['project:b', B.editorB, 'editor'],
+    ['project:b', B.viewerB, 'viewer'],
+  ] as const)
+    expectOk(who, await admin('PUT', `/v1/scopes/${enc(scope)}/members/${enc(who)}`, { role }), 200);
+  expectOk('c-b', await admin('POST', '/v1/computes', l4Compute('c-b', 'project:b', 2)), 201);
+  expectOk('m-b', await admin('POST', '/v1/models', l4Model('m-b', 'project:b', 1, 'c-b')), 201);
+}
+
+/** Every quoted string in an answer, so a leak is a name that appears as a value, not a substring of one. */
+const strings = (body: unknown): Set<string> => {
+  const out = new Set<string>();
+  JSON.stringify(body ?? null, (_k, v) => {
+    if (typeof v === 'string') out.add(v);
+    return v;
+  });
+  return out;
+};
+const leaked = (body: unknown, names: string[]) => {
+  const s = strings(body);
+  return names.filter((n) => s.has(n));
+};
+
 let admin: JsonClient;
 let lambda: LocalLambda;
 const routes = buildRouter()
@@ -252,6 +300,14 @@ beforeAll(async () => {
   expectOk('c-a', await admin('POST', '/v1/computes', compute('c-a')), 201);
   expectOk('m-a', await admin('POST', '/v1/models', model('m-a')), 201);
   for (const c of Object.values(MATRIX)) for (const p of PRINCIPALS) await c.setup?.(admin, p);
+  await setupTenantB(admin);
+  const mine = (items: { metadata: { name: string; owner?: string } }[]) =>
+    items.filter((i) => SCOPES_A.includes(i.metadata.owner ?? '')).map((i) => i.metadata.name);
+  owned.a.push(
+    ...mine((await admin('GET', '/v1/computes')).body.items),
+    ...mine((await admin('GET', '/v1/models')).body.items),
+  );
+  expect(owned.a).toEqual(expect.arrayContaining(['c-a', 'm-a', 'c-put-editor']));
 });
 afterAll(() => lambda.stop());
 
@@ -278,6 +334,42 @@ describe('security matrix', () => {
       detail: c.expect[p] >= 400 ? r.body?.detail : undefined,
     });
     if (r.status >= 400) expect(r.headers['content-type']).toBe('application/problem+json');
+    // The first tenant's members never see the second tenant's names (the platform admin sees all).
+    if (p !== 'platform')
+      expect({ route, principal: p, leaked: leaked(r.body, owned.b) }).toEqual({
+        route,
+        principal: p,
+        leaked: [],
+      });
+  });
+
+  const tenantCases = Object.keys(MATRIX).flatMap((route) => TENANT_B.map((p) => [route, p] as const));
+  it.each(tenantCases)("%s as %s, on the other tenant's resources", async (route, p) => {
+    const c = MATRIX[route]!;
+    const [method] = route.split(' ') as [string];
+    // The stranger's own resources (made in setup, owned by project:a): the other tenant must fare no better.
+    const { path, body } = c.req('stranger');
+    const r = await jsonClient(invokeInProcess, B[p])(method, path, body);
+    expect({ route, principal: p, status: r.status }).toEqual({
+      route,
+      principal: p,
+      status: c.expect.stranger,
+    });
+    // Whatever it may read (lists, capacity) holds nothing of the first tenant's, which it did not name itself.
+    const named = strings(body);
+    const own = owned.a.filter((n) => !named.has(n) && !path.includes(n));
+    expect({ route, principal: p, leaked: leaked(r.body, own) }).toEqual({ route, principal: p, leaked: [] });
+  });
+
+  it('lets the second tenant see and use its own resources', async () => {
+    for (const p of TENANT_B) {
+      const call = jsonClient(invokeInProcess, B[p]);
+      expect((await call('GET', '/v1/computes/c-b')).status).toBe(200);
+      expect((await call('GET', '/v1/models/m-b')).status).toBe(200);
+      const cap = await call('GET', '/v1/capacity');
+      expect(cap.body.scopes.map((s: { scope: string }) => s.scope).sort()).toEqual([...SCOPES_B].sort());
+      expect(cap.body.cluster.computes.map((c: { compute: string }) => c.compute)).toContain('c-b');
+    }
   });
 
   it.each(routes)('%s refuses a caller without an IAM identity (401)', async (route) => {
