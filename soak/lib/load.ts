@@ -48,7 +48,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
     model: (await admin('GET', '/v1/models/ld-shared')).body.metadata.version as number,
     quota: (await admin('GET', '/v1/quotas/project:a')).body.metadata.version as number,
   };
-  const okWrites = { model: 0, quota: 0 };
+  // Versions the acknowledged writes answered with: a write that changed something has a version of its own,
+  // an unchanged one (apply is declarative) answers a version already counted, so distinct versions count changes.
+  const okVersions = { model: new Set<number>(), quota: new Set<number>() };
   const created = new Set<string>();
   /** Writes answered 5xx or not at all: they may or may not have been committed (a timeout is ambiguous). */
   const ambiguous = { creates: new Set<string>(), deletes: new Set<string>(), model: 0, quota: 0 };
@@ -105,9 +107,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
       const t = performance.now();
       let status: number;
       let detail = '';
+      let version: number | undefined;
       try {
         const r = await call(method, path, body);
         status = r.status;
+        version = r.body?.metadata?.version;
         if (status >= 400) detail = r.body?.detail ?? '';
       } catch (e) {
         status = 599;
@@ -136,8 +140,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
         mine.push(n);
       }
       if (op === 'remove-model' && status === 204) deleted.add(mine.shift()!);
-      if (op === 'scale-shared' && status === 200) okWrites.model++;
-      if (op === 'set-quota' && status === 200) okWrites.quota++;
+      if (op === 'scale-shared' && status === 200 && version !== undefined) okVersions.model.add(version);
+      if (op === 'set-quota' && status === 200 && version !== undefined) okVersions.quota.add(version);
     }
   };
   await Promise.all(Array.from({ length: o.clients }, (_, k) => client(k)));
@@ -160,6 +164,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   // Each resource's version grew by the writes acknowledged, plus at most the ambiguous ones.
   const within = (v: number, base: number, ok: number, maybe: number) =>
     v >= base + ok && v <= base + ok + maybe;
+  const okWrites = {
+    model: [...okVersions.model].filter((v) => v > v0.model).length,
+    quota: [...okVersions.quota].filter((v) => v > v0.quota).length,
+  };
   const shared = have.get('ld-shared');
   if (!within(shared?.metadata.version, v0.model, okWrites.model, ambiguous.model))
     inconsistencies.push(
