@@ -138,10 +138,15 @@ describe('llmcap against the local control plane', () => {
     expect(c.stdout).toContain('class set to opportunistic');
     // The owner must be a scope that exists.
     expect((await run(['scope', 'create', 'org:cli-owner'])).code).toBe(0);
-    const o = await run(['model', 'owner', 'cli-small', 'org:cli-owner', '-o', 'yaml']);
+    // A shared model falls back on cli-small: giving cli-small to one tenant would put it out of cli-chat's reach.
+    const refused = await run(['model', 'owner', 'cli-small', 'org:cli-owner']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/fallback cli-small is not in the catalog/);
+    const o = await run(['model', 'owner', 'cli-chat', 'org:cli-owner', '-o', 'yaml']);
     expect(o.stderr).toBe('');
     expect(o.code).toBe(0);
     expect(o.stdout).toContain('owner: org:cli-owner');
+    expect((await run(['model', 'owner', 'cli-chat', 'none'])).stdout).toContain('shared');
     const cleared = await run(['model', 'class', 'cli-small', 'none', '-o', 'json']);
     expect(JSON.parse(cleared.stdout).spec.class).toBeUndefined();
     const stale = await run(['model', 'scale', 'cli-small', '--min', '1', '--max', '2', '--if-version', '1']);
