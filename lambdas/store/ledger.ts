@@ -151,6 +151,8 @@ interface Job {
   /** Being decided in another job's group: its own turn's timeout must wait for the group's outcome. */
   claimed: boolean;
   expired?: unknown;
+  /** Hands the settled outcome to the caller; called once the turn that settled the job has ended. */
+  deliver: () => void;
 }
 
 // The writers of this process waiting for the turn, oldest first.
@@ -165,6 +167,7 @@ const pending: Job[] = [];
 export function withLedger<T>(decide: Decide<T>, opts: LedgerOptions): Promise<T> {
   if (isInTurn()) return decideAndCommit(decide, opts);
   return new Promise<T>((resolve, reject) => {
+    let settled: { ok: true; value: unknown } | { ok: false; error: unknown } | undefined;
     const job: Job = {
       decide,
       opts,
@@ -175,11 +178,19 @@ export function withLedger<T>(decide: Decide<T>, opts: LedgerOptions): Promise<T
         job.done = true;
         const i = pending.indexOf(job);
         if (i >= 0) pending.splice(i, 1);
-        if (o.ok) resolve(o.value as T);
-        else reject(o.error);
+        settled = o;
+      },
+      deliver: () => {
+        if (!settled) return;
+        if (settled.ok) resolve(settled.value as T);
+        else reject(settled.error);
       },
     };
     pending.push(job);
+    // The caller hears the outcome only after the turn has ended, lease released: a Lambda container is frozen
+    // once its handler answers, and a release still in flight then leaves the lease to block every other
+    // container until it expires.
+    const group = new Set<Job>([job]);
     inWriterTurn(async () => {
       // An earlier turn may have committed this job with its own group; then there is nothing left to do.
       if (job.done) return;
@@ -187,11 +198,16 @@ export function withLedger<T>(decide: Decide<T>, opts: LedgerOptions): Promise<T
         job.settle(await outcome(() => decideAndCommit(decide, opts)));
         return;
       }
-      await groupCommit(job);
-    }, opts).catch((error) => {
-      if (job.claimed) job.expired = error;
-      else job.settle({ ok: false, error });
-    });
+      await groupCommit(job, group);
+    }, opts)
+      .catch((error) => {
+        if (job.claimed) job.expired = error;
+        else job.settle({ ok: false, error });
+      })
+      .finally(() => {
+        // This turn's job and those its group settled; a job another turn settles is delivered by that turn.
+        for (const j of group) if (!j.claimed) j.deliver();
+      });
   });
 }
 
@@ -224,8 +240,7 @@ function itemKey(it: TxItem): string {
  * was made against the state that transaction creates. Two writes to one item merge (see merge); a job that
  * cannot join (it checks an item the group writes, or the group is full) is left for its own turn.
  */
-async function groupCommit(first: Job): Promise<void> {
-  const claimed = new Set<Job>();
+async function groupCommit(first: Job, claimed: Set<Job>): Promise<void> {
   try {
     await decideGroup(first, claimed);
   } finally {

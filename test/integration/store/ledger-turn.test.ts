@@ -291,3 +291,29 @@ it('a free turn commits a decision of 99 items, which leaves no room in the tran
   expect(out.Item).toBeDefined();
   expect(await lease()).toBeUndefined();
 });
+
+it('a writer hears its answer only once its turn has released the lease, however slow the release', async () => {
+  // A Lambda container is frozen once its handler answers: a release still in flight then would leave the lease
+  // to hold every other container up for its 10 s. Here the release is slow (DynamoDB under load).
+  let clients!: typeof import('../../../lambdas/shared/clients');
+  let ledger!: typeof import('../../../lambdas/store/ledger');
+  jest.isolateModules(() => {
+    clients = require('../../../lambdas/shared/clients');
+    ledger = require('../../../lambdas/store/ledger');
+  });
+  const leaseKey = keys.ledgerLease();
+  clients.documentClient().middlewareStack.add(
+    (next) => async (args) => {
+      const input = args.input as { Key?: { pk?: unknown; sk?: unknown } };
+      if (input.Key?.pk === leaseKey.pk && input.Key?.sk === leaseKey.sk && !('ConsistentRead' in input))
+        await sleep(500);
+      return next(args);
+    },
+    { step: 'initialize', name: 'slowLeaseWrites' },
+  );
+  const items = Array.from({ length: 99 }, (_, i) => ({
+    Put: { TableName: process.env.LLMCAP_TABLE!, Item: { pk: 'TEST', sk: `slow-${i}` } },
+  }));
+  await ledger.withLedger(async () => ({ items, result: undefined }), { by: 'slow' });
+  expect(await lease()).toBeUndefined();
+});
