@@ -29,6 +29,8 @@ export const REFUSAL_REASONS = [
   'Deleting',
   /** The model is another model's fallback. */
   'FallbackInUse',
+  /** Computes use an instance family the scope's new family list leaves out. */
+  'FamilyInUse',
   /** A start that no compute can hold, even with nothing else running. */
   'Headroom',
   /** The Idempotency-Key is taken by a request still running. */

@@ -597,6 +597,35 @@ export function familyLimits(
   return out;
 }
 
+/**
+ * The computes a new family list for `scope` would strand: those owned by the scope or a scope beneath it
+ * (`within`) whose instance type's family the list leaves out. Narrowing a limit is refused while any exists
+ * (409 FamilyInUse): a running compute that breaks its scope's limit is a surprise no admin asked for, and
+ * every later write of it would fail; the admin deletes or changes those computes first, or keeps the family.
+ * A compute already being deleted strands nothing.
+ */
+export function strandedComputes(
+  scope: string,
+  allowed: readonly string[],
+  computes: readonly {
+    name: string;
+    owner?: string;
+    deletionRequested?: boolean;
+    spec: { node: { instanceType: string } };
+  }[],
+  within: (owner: string) => boolean,
+): FieldIssue[] {
+  return computes
+    .filter((c) => c.owner !== undefined && !c.deletionRequested && within(c.owner))
+    .map((c) => ({ c, family: splitInstanceType(c.spec.node.instanceType).family }))
+    .filter(({ family }) => !allowed.includes(family))
+    .sort((a, b) => a.c.name.localeCompare(b.c.name))
+    .map(({ c, family }) => ({
+      path: `computes.${c.name}`,
+      message: `compute ${c.name} (owned by ${c.owner}) uses ${c.spec.node.instanceType}, family ${family}, which ${scope} would no longer allow: delete it or change its instance type first, or keep ${family} in the list`,
+    }));
+}
+
 /** The families of a list that EC2 does not offer in the region: each an issue, so that a typo limits nobody by surprise. */
 export function unknownFamilyIssues(
   families: readonly string[],

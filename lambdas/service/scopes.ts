@@ -1,6 +1,6 @@
 import type { Caller, Role } from '../domain/access';
-import { conflict, invalid, notFound, versionMismatch } from '../domain/errors';
-import { unknownFamilyIssues } from '../domain/hardware';
+import { conflict, DomainError, invalid, notFound, versionMismatch } from '../domain/errors';
+import { strandedComputes, unknownFamilyIssues } from '../domain/hardware';
 import {
   type MemberWrite,
   planMembers,
@@ -9,6 +9,7 @@ import {
   validateScopeCreate,
   validateScopeDelete,
 } from '../domain/quota';
+import { listed } from '../domain/text';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -185,6 +186,7 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       families: string[] | null,
       caller: Caller<ScopeTree>,
       by: string,
+      opts?: WriteOptions,
     ): Promise<StoredScope> {
       requireVisibleScope(caller, name);
       caller.authorize('platform', undefined);
@@ -192,6 +194,33 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
         const hw = deps.hardware();
         const issues = unknownFamilyIssues(families, await hw.offeredFamilies(families), hw.region);
         if (issues.length) throw invalid('fix the instance families listed', issues);
+        const tree = caller.tenancy;
+        const stranded = strandedComputes(
+          name,
+          families,
+          await deps.store.computes.listComputes(),
+          (owner) => tree.has(owner) && tree.ancestors(owner).includes(name),
+        );
+        if (stranded.length) {
+          const names = stranded.map((i) => i.path.slice('computes.'.length));
+          throw new DomainError(
+            'conflict',
+            `${listed(names)} ${names.length === 1 ? 'uses' : 'use'} an instance family the new list for ${name} leaves out: delete or change ${names.length === 1 ? 'it' : 'them'} first, or keep the family (each is listed in errors)`,
+            { reason: 'FamilyInUse', errors: stranded },
+          );
+        }
+      }
+      if (opts?.dryRun) {
+        const current = await tenancy.getScope(name);
+        if (!current) throw notFound(`scope ${name} does not exist`);
+        const { instanceFamilies: _old, ...rest } = current;
+        return {
+          ...rest,
+          ...(families ? { instanceFamilies: families } : {}),
+          version: current.version + 1,
+          updatedAt: now(),
+          updatedBy: by,
+        };
       }
       const s = await tenancy.writeInstanceFamilies(name, families ?? undefined, by, now());
       if (!s) throw notFound(`scope ${name} does not exist`);

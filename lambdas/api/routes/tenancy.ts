@@ -131,6 +131,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
         body.instanceFamilies,
         caller,
         req.principal,
+        { dryRun: req.dryRun },
       );
       return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },

@@ -214,4 +214,36 @@ describe('the instance type is the truth', () => {
     expect((await set(undefined, 'org:acme', null)).body.spec.instanceFamilies).toBeUndefined();
     expect((await team('team-p5', 'p5.48xlarge')).status).toBe(201);
   });
+
+  it("refuses to narrow a scope's families while its computes (or those beneath) use one left out, naming each", async () => {
+    // team:ml (beneath org:acme) owns g6 computes (l4-team, team-g6) and a p5 one (team-p5); the platform owns p5 too.
+    const narrow = (families: string[], dryRun = false) =>
+      api.call('PUT', `/v1/scopes/org:acme/instance-families${dryRun ? '?dryRun=All' : ''}`, {
+        instanceFamilies: families,
+      });
+    const before = await dumpTable();
+    for (const dryRun of [true, false]) {
+      const r = await narrow(['g6', 'm7i'], dryRun);
+      expect(r.status).toBe(409);
+      expect(r.body.reason).toBe('FamilyInUse');
+      expect(r.body.detail).toMatch(/^team-p5 uses an instance family the new list for org:acme leaves out/);
+      expect(r.body.errors).toEqual([
+        {
+          path: 'computes.team-p5',
+          message:
+            'compute team-p5 (owned by team:ml) uses p5.48xlarge, family p5, which org:acme would no longer allow: delete it or change its instance type first, or keep p5 in the list',
+        },
+      ]);
+    }
+    // The preview of an acceptable list answers the scope it would leave and writes nothing.
+    const preview = await narrow(['g6', 'p5'], true);
+    expect(preview.status).toBe(200);
+    expect(preview.body.spec.instanceFamilies).toEqual(['g6', 'p5']);
+    expect(await dumpTable()).toEqual(before);
+    expect((await narrow(['g6', 'p5'])).status).toBe(200);
+    expect((await api.call('GET', '/v1/scopes/org:acme')).body.spec.instanceFamilies).toEqual(['g6', 'p5']);
+    // Once the p5 compute is gone, the narrower list is accepted.
+    expect((await api.call('DELETE', '/v1/computes/team-p5')).status).toBe(204);
+    expect((await narrow(['g6'])).status).toBe(200);
+  });
 });
