@@ -132,12 +132,17 @@ function locate(
 }
 
 /** Validates the next catalog as a whole and refuses it for anything it breaks. */
-function commit(state: CatalogState, next: Model[], result: Omit<ChangeResult, 'next'>): ChangeResult {
+function commit(
+  state: CatalogState,
+  ctx: ChangeContext,
+  next: Model[],
+  result: Omit<ChangeResult, 'next'>,
+): ChangeResult {
   const fresh = newIssues(
     validateCatalog(state.models, state.computes, state.reach),
     validateCatalog(next, state.computes, state.reach),
   );
-  if (fresh.length) throw issuesError(fresh);
+  if (fresh.length) throw issuesError(fresh, ctx.access);
   return { next, ...result };
 }
 
@@ -189,7 +194,7 @@ export function addModel(state: CatalogState, m: NewModel, ctx: ChangeContext): 
     updatedAt: ctx.now,
     updatedBy: ctx.by,
   };
-  return commit(state, [...state.models, after], { after });
+  return commit(state, ctx, [...state.models, after], { after });
 }
 
 /** PUT: replaces an added model (or a skipped row of that name); a missing one is added, as apply does. */
@@ -222,7 +227,7 @@ export function replaceModel(
   if (model) {
     const { owner: _drop, ...base } = model;
     const after = touched(base, ctx, { spec: m.spec, ...(m.owner ? { owner: m.owner } : {}) });
-    return commit(state, replaceIn(state.models, after), { before: model, after });
+    return commit(state, ctx, replaceIn(state.models, after), { before: model, after });
   }
   const after: Model = {
     name: m.name,
@@ -235,7 +240,7 @@ export function replaceModel(
     updatedAt: ctx.now,
     updatedBy: ctx.by,
   };
-  return commit(state, [...state.models, after], { replacesSkipped: skipped, after });
+  return commit(state, ctx, [...state.models, after], { replacesSkipped: skipped, after });
 }
 
 export function removeModel(
@@ -261,6 +266,7 @@ export function removeModel(
   }
   return commit(
     state,
+    ctx,
     state.models.filter((m) => m.name !== name),
     { before: model },
   );
@@ -275,7 +281,7 @@ export function scaleModel(
 ): ChangeResult {
   const before = existing(state, name, ctx, 'scale', expectedVersion);
   const after = touched(before, ctx, { spec: { ...before.spec, scaling } });
-  return commit(state, replaceIn(state.models, after), { before, after });
+  return commit(state, ctx, replaceIn(state.models, after), { before, after });
 }
 
 /** Memory and cores of one profile (by name) or of every profile; GPUs are the profile's identity and stay. */
@@ -300,7 +306,7 @@ export function setResources(
       : p,
   );
   const after = touched(before, ctx, { spec: { ...before.spec, profiles } });
-  return commit(state, replaceIn(state.models, after), { before, after });
+  return commit(state, ctx, replaceIn(state.models, after), { before, after });
 }
 
 /** Sets the class, or clears it (undefined) so that scaling implies it again. */
@@ -314,7 +320,7 @@ export function setClass(
   const before = existing(state, name, ctx, 'change the class of', expectedVersion);
   const { class: _old, ...rest } = before.spec;
   const after = touched(before, ctx, { spec: cls ? { ...rest, class: cls } : rest });
-  return commit(state, replaceIn(state.models, after), { before, after });
+  return commit(state, ctx, replaceIn(state.models, after), { before, after });
 }
 
 /** Hands a model to another scope (or makes it shared): the caller must edit in both the old and new owner. */
@@ -329,7 +335,7 @@ export function setOwner(
   ctx.access?.requireEditor(owner, `hand model ${name} to ${owner ?? 'shared'}`);
   const { owner: _old, ...rest } = before;
   const after = touched(rest, ctx, owner ? { owner } : {});
-  return commit(state, replaceIn(state.models, after), { before, after });
+  return commit(state, ctx, replaceIn(state.models, after), { before, after });
 }
 
 /** One entry point for every verb, so the store wraps each the same way. */

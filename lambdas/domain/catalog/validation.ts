@@ -31,12 +31,41 @@ export interface CatalogIssue {
   kind: 'invalid' | 'conflict';
   /** Every model the issue implicates, when more than `model` (the members of a fallback cycle). */
   involves?: string[];
+  /**
+   * The issue is a compute or model that exists but lies outside the reach of the model's owner. The message
+   * reads as if it did not exist (so that a caller who cannot see it learns nothing); issuesError says what is
+   * true to a caller who may see it.
+   */
+  outOfReach?: OutOfReach;
+}
+
+export interface OutOfReach {
+  kind: 'compute' | 'model';
+  name: string;
+  /** The scope that owns it. */
+  owner: string;
+  /** The model whose reach it is outside, and that model's owner (absent: shared). */
+  model: string;
+  modelOwner?: string;
+  /** The profile that pins the compute. */
+  profile?: string;
 }
 
 function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): CatalogIssue[] {
   const issues: CatalogIssue[] = [];
-  const at = (path: string, message: string, kind: CatalogIssue['kind'] = 'invalid') =>
-    issues.push({ model: m.name, path, message: `model ${m.name}: ${message}`, kind });
+  const at = (
+    path: string,
+    message: string,
+    kind: CatalogIssue['kind'] = 'invalid',
+    outOfReach?: OutOfReach,
+  ) =>
+    issues.push({
+      model: m.name,
+      path,
+      message: `model ${m.name}: ${message}`,
+      kind,
+      ...(outOfReach ? { outOfReach } : {}),
+    });
   const { min, max, target } = m.spec.scaling;
   if (min > max)
     at('spec.scaling.min', `scaling.min (${min}) is above scaling.max (${max}); raise max or lower min`);
@@ -71,7 +100,12 @@ function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): C
         p.compute !== undefined
           ? `pin a compute that can hold it (GET /v1/computes lists them), or drop the pin`
           : 'lower the request, or create a compute whose node can hold it';
-      at(p.compute !== undefined ? `${path}.compute` : path, `${fit.reason}; ${todo}`, 'conflict');
+      const pinned = p.compute !== undefined ? infos.find((c) => c.name === p.compute) : undefined;
+      const hidden =
+        pinned?.owner !== undefined && !mayUse(pinned.owner, reach)
+          ? outOfReach('compute', pinned.name, pinned.owner, m, p.name)
+          : undefined;
+      at(p.compute !== undefined ? `${path}.compute` : path, `${fit.reason}; ${todo}`, 'conflict', hidden);
     }
   });
   return issues;
@@ -119,6 +153,7 @@ export function validateCatalog(
         path: 'spec.fallback',
         message: `model ${m.name}: fallback ${fb} is not in the catalog; add ${fb} first, or drop the fallback`,
         kind: 'conflict',
+        ...(target?.owner ? { outOfReach: outOfReach('model', fb, target.owner, m) } : {}),
       });
       continue;
     }
@@ -158,8 +193,54 @@ export function newIssues(before: readonly CatalogIssue[], after: readonly Catal
   return after.filter((i) => !known.has(issueKey(i)));
 }
 
-/** A refusal listing every issue: 400 when some model is invalid on its own, else 409. */
-export function issuesError(issues: readonly CatalogIssue[]): DomainError {
+function outOfReach(
+  kind: OutOfReach['kind'],
+  name: string,
+  owner: string,
+  m: Checked,
+  profile?: string,
+): OutOfReach {
+  return {
+    kind,
+    name,
+    owner,
+    model: m.name,
+    ...(m.owner ? { modelOwner: m.owner } : {}),
+    ...(profile !== undefined ? { profile } : {}),
+  };
+}
+
+/**
+ * What is true of a compute or model out of a model's reach, for a caller who may see it: who owns it, whose
+ * reach it is outside, and the ways out.
+ */
+export function outOfReachMessage(r: OutOfReach): string {
+  const whose = r.modelOwner
+    ? `the reach of its owner ${r.modelOwner} (a model uses only shared computes and models and those of its owner or a scope above it)`
+    : 'the reach of a shared model (a shared model uses only shared computes and models)';
+  const to = r.modelOwner ? `share it or give it to ${r.modelOwner} or a scope above` : 'share it';
+  const what =
+    r.kind === 'compute'
+      ? `profile ${r.profile} pins compute ${r.name}, which is owned by scope ${r.owner}`
+      : `fallback ${r.name} is owned by scope ${r.owner}`;
+  const other = r.kind === 'compute' ? 'pin another compute, or drop the pin' : 'or drop the fallback';
+  return `model ${r.model}: ${what}, outside ${whose}; ${to}, give ${r.model} an owner at or beneath ${r.owner}, ${other}`;
+}
+
+/**
+ * A refusal listing every issue: 400 when some model is invalid on its own, else 409. An issue about a compute
+ * or model out of reach keeps its does-not-exist wording unless `access` may see what it names (or the
+ * caller is trusted: no `access`).
+ */
+export function issuesError(
+  found: readonly CatalogIssue[],
+  access?: { canSee(owner: string | undefined): boolean },
+): DomainError {
+  const issues = found.map((i) =>
+    i.outOfReach && (!access || access.canSee(i.outOfReach.owner))
+      ? { ...i, message: outOfReachMessage(i.outOfReach) }
+      : i,
+  );
   const invalid = issues.some((i) => i.kind === 'invalid');
   const detail =
     issues.length === 1

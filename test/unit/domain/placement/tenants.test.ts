@@ -1,4 +1,4 @@
-import { validateCatalog } from '../../../../lambdas/domain/catalog';
+import { issuesError, validateCatalog } from '../../../../lambdas/domain/catalog';
 import type { Profile } from '../../../../lambdas/domain/model';
 import { type ComputeLike, PlacementHeadroom, planPlacement } from '../../../../lambdas/domain/placement';
 import { checkStart, ScopeTree } from '../../../../lambdas/domain/quota';
@@ -93,6 +93,27 @@ describe("a tenant cannot use another tenant's computes", () => {
     expect(
       validateCatalog([acme, model('a-model', 'team:a', [gpu('p')], 'acme-model')] as never, COMPUTES, reach),
     ).toEqual([]);
+  });
+
+  it('says what is true only to a caller who may see the model or compute out of reach', () => {
+    const b = model('b-model', 'team:b', [gpu('p', { gpuType: 'L40S' })]);
+    const issues = validateCatalog(
+      [b, model('a-model', 'team:a', [gpu('p', { compute: 'b-l40s' })], 'b-model')] as never,
+      COMPUTES,
+      reach,
+    );
+    const seen = (canSee: boolean) =>
+      issuesError(issues, { canSee: () => canSee }).details.errors!.map((e) => e.message);
+    expect(seen(false)).toEqual(issues.map((i) => i.message));
+    expect(seen(false).join()).not.toContain('team:b');
+    expect(seen(true)).toEqual([
+      expect.stringMatching(
+        /^model a-model: profile p pins compute b-l40s, which is owned by scope team:b, outside the reach of its owner team:a/,
+      ),
+      expect.stringMatching(
+        /^model a-model: fallback b-model is owned by scope team:b, outside the reach of its owner team:a/,
+      ),
+    ]);
   });
 
   it("refuses an unpinned profile whose GPU type only another tenant's compute has, as if none had it", () => {
