@@ -141,7 +141,9 @@ describe('llmcap against the local control plane', () => {
     // A shared model falls back on cli-small: giving cli-small to one tenant would put it out of cli-chat's reach.
     const refused = await run(['model', 'owner', 'cli-small', 'org:cli-owner']);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/fallback cli-small is owned by scope org:cli-owner, outside the reach of a shared model/);
+    expect(refused.stderr).toMatch(
+      /fallback cli-small is owned by scope org:cli-owner, outside the reach of a shared model/,
+    );
     const o = await run(['model', 'owner', 'cli-chat', 'org:cli-owner', '-o', 'yaml']);
     expect(o.stderr).toBe('');
     expect(o.code).toBe(0);
