@@ -8,6 +8,7 @@ import { putAlarm } from '../lambdas/aws/alarms';
 import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { resetClusterClient } from '../lambdas/aws/kubernetes';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
+import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
 import type { ReconcileSummary } from '../lambdas/service/reconcile';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
@@ -242,6 +243,9 @@ async function start(
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
   client.destroy();
+  // The built-ins are loaded now, resolved against the simulator's DescribeInstanceTypes as in AWS, so that a
+  // config/computes.yaml that disagrees with EC2 stops `npm start` with its error, not a later request.
+  await createServices().computes.seedBuiltins();
 
   const clock = sim.metricsClock;
   const driven = clock instanceof DrivenClock ? clock : undefined;

@@ -232,7 +232,13 @@ export class LlmcapStack extends Stack {
         LLMCAP_WORKLOADS: cfg.deployWorkloads ? 'deploy' : 'off',
       },
       inline: inlinedConfig(),
-      anyResourceActions: ['autoscaling:DescribeAutoScalingGroups', 'cloudwatch:DescribeAlarms'],
+      // Each pass loads the built-ins resolved against EC2's instance types and the Price List (hardware.ts).
+      anyResourceActions: [
+        'autoscaling:DescribeAutoScalingGroups',
+        'cloudwatch:DescribeAlarms',
+        'ec2:DescribeInstanceTypes',
+        'pricing:GetProducts',
+      ],
       // Passes are safe to overlap, but one at a time is all a schedule needs and keeps AWS calls predictable.
       extra: { reservedConcurrentExecutions: 1 },
     });

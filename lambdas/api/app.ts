@@ -1,3 +1,4 @@
+import { BuiltinsInvalid } from '../domain/hardware';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import type { Services } from '../service';
 import { createApiServices } from '../service/for-api';
@@ -57,6 +58,9 @@ function seeder(svc: Services): () => Promise<unknown> {
   return () =>
     (seeded ??= svc.computes.seedBuiltins().catch((e) => {
       seeded = undefined;
+      // A wrong config/computes.yaml is the operator's to fix: every answer says so until it is.
+      if (e instanceof BuiltinsInvalid)
+        throw new HttpError(503, `the built-in computes cannot be loaded: ${e.message}`);
       throw e;
     }));
 }

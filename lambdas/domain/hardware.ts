@@ -497,6 +497,46 @@ export function resolveComputeSpec(input: ResolveInput): ResolveResult {
   return { spec: resolved, costSource: cost.source, priceOverride: cost.priceOverride, issues };
 }
 
+// ------------------------------------------------------------------------------------------ the built-ins
+
+/** Where the built-in computes are declared; named in every refusal of them. */
+export const BUILTINS_FILE = 'config/computes.yaml';
+
+/** config/computes.yaml does not match what AWS says: the built-ins cannot be loaded until the file is fixed. */
+export class BuiltinsInvalid extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BuiltinsInvalid';
+  }
+}
+
+/**
+ * The built-in computes as stored: each one of config/computes.yaml resolved against what AWS says of its
+ * instance type, exactly as a compute write is (the file may leave the facts out; a price it sets is a platform
+ * decision, recorded as set by the file; without one the region's on-demand price). Any disagreement refuses
+ * them all, naming the file, each compute and the true values, so a wrong file fails where it is loaded
+ * (the start, the API's first request, the reconcile pass) instead of filling quotas and cost reports with it.
+ */
+export function resolveBuiltins(
+  declared: readonly { name: string; spec: DeclaredSpec }[],
+  found: readonly Pick<ComputeWriteFacts, 'facts' | 'price' | 'nearNames'>[],
+  region: string,
+): { name: string; spec: ComputeSpec; costSource: CostSource }[] {
+  const out: { name: string; spec: ComputeSpec; costSource: CostSource }[] = [];
+  const problems: string[] = [];
+  declared.forEach((b, i) => {
+    const r = resolveComputeSpec({ spec: b.spec, ...found[i]!, region, by: BUILTINS_FILE });
+    if (r.issues.length || !r.spec || !r.costSource)
+      problems.push(`${b.name}: ${r.issues.map((x) => `${x.path}: ${x.message}`).join('; ')}`);
+    else out.push({ name: b.name, spec: r.spec, costSource: r.costSource });
+  });
+  if (problems.length)
+    throw new BuiltinsInvalid(
+      `${BUILTINS_FILE} does not match what AWS says in ${region} (EC2 DescribeInstanceTypes, the Price List): ${problems.join(' | ')}. Fix the file: leave cpu, memoryGb, gpu and cost out to take AWS's values`,
+    );
+  return out;
+}
+
 // ------------------------------------------------------------------------------------------ a compute write
 
 /** A compute's manifest as POST and PUT /v1/computes take it: the hardware may be left out (DeclaredSpec). */

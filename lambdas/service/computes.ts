@@ -11,7 +11,7 @@ import {
   visibleCompute,
 } from '../domain/compute-changes';
 import { conflict, DomainError } from '../domain/errors';
-import { type DeclaredSpec, decideComputeSpec, familyLimits } from '../domain/hardware';
+import { type DeclaredSpec, decideComputeSpec, familyLimits, resolveBuiltins } from '../domain/hardware';
 import { newComputeId } from '../domain/nodegroup';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -204,9 +204,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
      * loses to another process seeding, or to an admin's change, is left to them.
      */
     async seedBuiltins(): Promise<number> {
+      // Resolved as every compute write is, through the same DescribeInstanceTypes and Price List calls.
+      const hw = deps.hardware();
+      const declared = deps.builtins.computes();
+      const found = await Promise.all(declared.map((b) => hw.lookup(b.spec.node.instanceType)));
+      const resolved = resolveBuiltins(declared, found, hw.region);
       const existing = new Map((await store.listComputes()).map((c) => [c.name, c]));
       let written = 0;
-      for (const b of deps.builtins.computes()) {
+      for (const b of resolved) {
         const cur = existing.get(b.name);
         const d = decideSeed(cur, b.spec);
         if (d.kind === 'keep') continue;

@@ -1,6 +1,6 @@
-import type { HardwareFacts } from '../aws/hardware';
+import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
-import type { ComputeSpec } from '../domain/compute';
+import type { DeclaredSpec } from '../domain/hardware';
 import { builtinComputes, declaredModels } from '../shared/builtin-config';
 import { config, type RuntimeConfig } from '../shared/config';
 import * as admissions from '../store/admissions';
@@ -43,9 +43,10 @@ export interface Stores {
     Pick<typeof turn, 'inLedgerTurn'>;
 }
 
+/** A built-in as config/computes.yaml declares it: the hardware and cost may be left to AWS (resolveBuiltins). */
 export interface BuiltinCompute {
   name: string;
-  spec: ComputeSpec;
+  spec: DeclaredSpec;
 }
 
 export interface Dependencies {
@@ -103,11 +104,19 @@ export function defaultDependencies(): Dependencies {
         `no Lambda invoker is wired here, so ${functionName} cannot be invoked; use createApiServices`,
       );
     },
-    hardware: () => {
-      throw new Error(
-        'no hardware facts are wired here, so computes cannot be written; use createApiServices',
-      );
-    },
+    // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
+    hardware: awsHardware,
+  };
+}
+
+/** What AWS says about hardware, through the adapter: EC2 instance types, prices, the cluster's subnets. */
+function awsHardware(): HardwareSource {
+  const hw = hardwareFacts();
+  return {
+    region: hw.region,
+    lookup: (t: string) => hw.lookup(t),
+    offeredFamilies: (f: readonly string[]) => hw.offeredFamilies(f),
+    clusterSubnets: () => clusterSubnets(),
   };
 }
 

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { DECLARED_FILE, type DeclaredModel, DeclaredModelSchema, validateCatalog } from '../domain/catalog';
-import { type ComputeSpec, ComputeSpecSchema, computeName } from '../domain/compute';
+import { type ComputeSpec, computeName } from '../domain/compute';
+import { BUILTINS_FILE, DeclaredComputeSpecSchema, type DeclaredSpec } from '../domain/hardware';
 import { type EnginesConfig, EnginesConfigSchema } from '../domain/workloads';
 import { config } from './config';
 
@@ -14,7 +15,17 @@ import { config } from './config';
 
 declare const process: NodeJS.Process;
 
-const BuiltinsSchema = z.array(z.strictObject({ name: computeName, spec: ComputeSpecSchema }));
+/**
+ * A built-in is declared as a compute manifest's spec is: the instance type is the truth, and cpu, memoryGb, gpu
+ * and cost may be left out (resolved from EC2 and the Price List when the built-ins are loaded, see
+ * service/computes.ts seedBuiltins).
+ */
+const BuiltinsSchema = z.array(z.strictObject({ name: computeName, spec: DeclaredComputeSpecSchema }));
+
+export interface DeclaredBuiltin {
+  name: string;
+  spec: DeclaredSpec;
+}
 
 export function configDir(): string {
   return config().configDir ?? join(__dirname, '..', '..', 'config');
@@ -27,18 +38,19 @@ export function readConfigFile(file: string): unknown {
   return parse(readFileSync(join(configDir(), file), 'utf8'));
 }
 
-export function parseBuiltins(raw: unknown): { name: string; spec: ComputeSpec }[] {
+export function parseBuiltins(raw: unknown): DeclaredBuiltin[] {
   const r = BuiltinsSchema.safeParse(raw);
   if (!r.success) {
     const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`config/computes.yaml is invalid: ${lines}`);
+    throw new Error(`${BUILTINS_FILE} is invalid: ${lines}`);
   }
   return r.data;
 }
 
-let builtins: { name: string; spec: ComputeSpec }[] | undefined;
+let builtins: DeclaredBuiltin[] | undefined;
 
-export function builtinComputes(): { name: string; spec: ComputeSpec }[] {
+/** The built-ins as config/computes.yaml declares them (not yet resolved against AWS). */
+export function builtinComputes(): DeclaredBuiltin[] {
   if (!builtins) {
     const inlined = process.env.LLMCAP_CONFIG_COMPUTES;
     builtins = parseBuiltins(inlined ? JSON.parse(inlined) : readConfigFile('computes.yaml'));
@@ -51,7 +63,10 @@ export function builtinComputes(): { name: string; spec: ComputeSpec }[] {
  * against the built-in computes, so that a declared model that could never be placed fails the deploy (CDK
  * calls this) or the start, not a request.
  */
-export function parseDeclaredModels(raw: unknown, computes = builtinComputes()): DeclaredModel[] {
+export function parseDeclaredModels(
+  raw: unknown,
+  computes: readonly { name: string; spec: ComputeSpec }[] = builtinSketches(),
+): DeclaredModel[] {
   const r = z.array(DeclaredModelSchema).safeParse(raw ?? []);
   if (!r.success) {
     const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
@@ -64,6 +79,34 @@ export function parseDeclaredModels(raw: unknown, computes = builtinComputes()):
     );
   }
   return r.data;
+}
+
+/**
+ * The built-ins whose file states their hardware, as the declared models are checked against them before any
+ * AWS call (at deploy and start). Whether a model fits does not depend on the price, so none is needed; a
+ * built-in that leaves its hardware to EC2 is checked when the catalog loads against the stored (resolved) one.
+ */
+export function builtinSketches(): { name: string; spec: ComputeSpec }[] {
+  return builtinComputes().flatMap(({ name, spec }) => {
+    const { cpu, memoryGb, gpu } = spec.node;
+    if (cpu === undefined || memoryGb === undefined) return [];
+    if (gpu && (gpu.type === undefined || gpu.count === undefined || gpu.memoryGb === undefined)) return [];
+    return [
+      {
+        name,
+        spec: {
+          ...spec,
+          node: {
+            ...spec.node,
+            cpu,
+            memoryGb,
+            ...(gpu ? { gpu: gpu as NonNullable<ComputeSpec['node']['gpu']> } : {}),
+          },
+          cost: { perHour: spec.cost?.perHour ?? 0, currency: 'USD' },
+        } as ComputeSpec,
+      },
+    ];
+  });
 }
 
 let declared: DeclaredModel[] | undefined;

@@ -121,6 +121,9 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
     },
     reconcile: {
       ...documentClient,
+      // Loading the built-ins: what EC2 says each instance type is, and its price.
+      'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
+      'client-pricing:GetProductsCommand': [['pricing:GetProducts', '*']],
       'client-eks:DescribeNodegroupCommand': [
         ['eks:DescribeNodegroup', nodegroupArn(nodegroupName(env.LLMCAP_STAGE!, 'gpu-l4-1x'))],
       ],

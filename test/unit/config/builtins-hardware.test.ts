@@ -26,8 +26,9 @@ describe('config/computes.yaml against the AWS snapshot', () => {
       });
       expect(r.issues).toEqual([]);
       expect(r.priceOverride).toBe(false);
-      // Resolving changes nothing the file says, and fills in nothing it would have to.
-      expect(r.spec).toEqual(parsed.get(name));
+      // Resolving changes nothing the file says about the hardware; the price is the region's on-demand one.
+      expect(r.spec!.node).toMatchObject(parsed.get(name)!.node);
+      expect(r.costSource).toMatchObject({ kind: 'on-demand', region: REGION });
     },
   );
 });

@@ -13,9 +13,10 @@ import {
 } from '../../../lambdas/domain/catalog';
 import { DomainError } from '../../../lambdas/domain/errors';
 import { effectiveClass, type Model, type ModelSpec, modelManifest } from '../../../lambdas/domain/model';
-import { builtinComputes, declaredModels, parseDeclaredModels } from '../../../lambdas/shared/builtin-config';
+import { declaredModels, parseDeclaredModels } from '../../../lambdas/shared/builtin-config';
+import { BUILTIN_COMPUTES } from '../../helpers/computes';
 
-const computes = builtinComputes();
+const computes = BUILTIN_COMPUTES;
 const NOW = '2025-01-01T00:00:00.000Z';
 const ctx = { by: 'alice', now: NOW };
 
