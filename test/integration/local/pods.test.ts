@@ -102,6 +102,10 @@ it('lists the Ready pods of every model on the nodes they run on', async () => {
   const wide = rows((await cli(['get', 'pods', '--compute', 'l4-pods', '-o', 'wide'])).stdout);
   expect(wide[0]).toMatchObject({ NAMESPACE: 'llmcap-local-team-ml', PROFILE: 'l4' });
   expect(wide[0]!.OBSERVED).toMatch(/^\d+[smhd] ago$/);
+  // By name, as kubectl get pod NAME; a name llmcap has not seen is not found (exit 4).
+  const one = await cli(['get', 'pods', json.items[0].name, 'nope']);
+  expect(rows(one.stdout).map((p) => p.NAME)).toEqual([json.items[0].name]);
+  expect(one).toMatchObject({ code: 4, stderr: expect.stringContaining('pod/nope: not found') });
   const described = (await cli(['describe', 'model', 'chat'])).stdout;
   expect(described).toMatch(/^Pods \(2 running of 2 admitted; observed \d+[smhd] ago\):$/m);
   for (const p of json.items) expect(described).toMatch(new RegExp(`^  ${p.name}\\s+${p.node}\\s`, 'm'));
@@ -120,6 +124,25 @@ it("shows a tenant only its own models' pods", async () => {
   const other = await cli(['get', 'pods', '--model', 'chat'], OPS_VIEWER);
   expect(other.code).toBe(4);
   expect(other.stderr).toContain('model chat does not exist');
+});
+
+it('says the pods were observed by the latest pass, even one that rewrote nothing', async () => {
+  const observed = async () => ({
+    pod: (await call('GET', '/v1/pods?model=chat')).body.items[0].observedAt,
+    model: (await call('GET', '/v1/models/chat')).body.status.observedAt,
+  });
+  let before = await observed();
+  for (let i = 0; i < 10; i++) {
+    const pass = await cp.reconcile();
+    const after = await observed();
+    if (pass.workloads?.storeWrites === 0) {
+      expect(Date.parse(after.pod)).toBeGreaterThan(Date.parse(before.pod));
+      expect(after).toEqual({ pod: pass.startedAt, model: pass.startedAt });
+      return;
+    }
+    before = after;
+  }
+  throw new Error('no steady pass in 10');
 });
 
 it('shows a pod that cannot schedule with the scheduler’s message in get pods and describe model', async () => {
