@@ -337,6 +337,8 @@ export interface PodLike {
     namespace?: string;
     labels?: Record<string, string>;
     deletionTimestamp?: unknown;
+    /** An RFC 3339 string on the wire; client-node may hand it over as a Date. */
+    creationTimestamp?: unknown;
   };
   spec?: { nodeName?: string };
   status?: {
@@ -366,11 +368,15 @@ export interface PodView {
   restarts: number;
   reason?: PodReason;
   message?: string;
+  /** When the pod was created (its age in `llmcap get pods`). */
+  createdAt?: string;
 }
 
 /** What a model's status says about its pods: Ready replicas apart from admitted ones, and why others are not. */
 export interface WorkloadStatus {
   running: number;
+  /** Every pod of the model, when `pods` lists only the first MAX_PODS_SHOWN. */
+  total: number;
   pods: PodView[];
   podReasons: { reason: PodReason; message: string; replicas: number }[];
 }
@@ -388,6 +394,7 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
   const cond = (t: string) => conds.find((c) => c.type === t);
   const containers = pod.status?.containerStatuses ?? [];
   const ready = cond('Ready')?.status === 'True' && !pod.metadata?.deletionTimestamp;
+  const createdAt = isoTime(pod.metadata?.creationTimestamp);
   const base: PodView = {
     name: pod.metadata?.name ?? '',
     model: labelsOf[LABEL_MODEL] ?? '',
@@ -398,6 +405,7 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
     phase: pod.status?.phase ?? 'Pending',
     ready,
     restarts: containers.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+    ...(createdAt ? { createdAt } : {}),
   };
   if (ready) return base;
   const scheduled = cond('PodScheduled');
@@ -420,6 +428,11 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
   return { ...base, reason: base.phase === 'Running' ? 'Unready' : 'Starting', message };
 }
 
+function isoTime(t: unknown): string | undefined {
+  const d = t instanceof Date ? t : typeof t === 'string' ? new Date(t) : undefined;
+  return d && !Number.isNaN(d.getTime()) ? d.toISOString() : undefined;
+}
+
 /** Per model: Ready pods and the reasons of the others, grouped by reason and message. */
 export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
   const reasons = new Map<string, { reason: PodReason; message: string; replicas: number }>();
@@ -433,9 +446,31 @@ export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
   const sorted = [...pods].sort((a, b) => Number(a.ready) - Number(b.ready) || a.name.localeCompare(b.name));
   return {
     running: pods.filter((p) => p.ready).length,
+    total: pods.length,
     pods: sorted.slice(0, MAX_PODS_SHOWN),
     podReasons: [...reasons.values()],
   };
+}
+
+/** What `GET /v1/pods` narrows the pods to; every field given must match. */
+export interface PodFilter {
+  model?: string;
+  compute?: string;
+  profile?: string;
+  node?: string;
+  namespace?: string;
+  ready?: boolean;
+}
+
+export function podMatches(p: PodView, f: PodFilter): boolean {
+  return (
+    (f.model === undefined || p.model === f.model) &&
+    (f.compute === undefined || p.compute === f.compute) &&
+    (f.profile === undefined || p.profile === f.profile) &&
+    (f.node === undefined || p.node === f.node) &&
+    (f.namespace === undefined || p.namespace === f.namespace) &&
+    (f.ready === undefined || p.ready === f.ready)
+  );
 }
 
 /** The Kubernetes group of the reconciler's access entry; config/kubernetes/reconciler-rbac.yaml binds it. */
@@ -468,5 +503,6 @@ export interface WorkloadsReport {
   running: number;
   /** Models with a replica that does not serve, and why (the first reason of each). */
   notRunning: { model: string; reason: string; message: string; replicas: number }[];
+  /** Pod items written (changed or removed); the per-pass observation stamp is not counted. */
   storeWrites: number;
 }

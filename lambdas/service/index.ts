@@ -19,6 +19,7 @@ import { catalogService } from './catalog';
 import { computeService } from './computes';
 import { modelService } from './models';
 import { passService } from './passes';
+import { podService } from './pods';
 import { quotaService } from './quotas';
 import { scopeService } from './scopes';
 
@@ -130,6 +131,7 @@ function wire(deps: Dependencies) {
     quotas: quotaService(deps),
     capacity: capacityService(deps, { catalog, admission }),
     passes: passService(deps),
+    pods: podService(deps, { catalog }),
     idempotency: deps.store.idempotency,
   };
 }

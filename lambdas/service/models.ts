@@ -26,7 +26,8 @@ import { committing, type WriteOptions } from './writes';
 const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resources']);
 
 // Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
-const visibleTo = (caller: Caller, m: Model) => m.declared || caller.canSee(m.owner);
+export const visibleTo = (caller: Caller, m: Pick<Model, 'declared' | 'owner'>) =>
+  m.declared || caller.canSee(m.owner);
 
 export function modelService(
   deps: Dependencies,
