@@ -17,7 +17,7 @@ const selector = { matchLabels: { app: 'emb' } };
 
 const table = (def: typeof DEPLOYMENTS, o: object) => {
   const t = toTable(def, [o as never], {}, now, 'None');
-  return { columns: t.columnDefinitions.map((c) => c.name), cells: t.rows[0].cells };
+  return { columns: t.columnDefinitions.map((c) => c.name), cells: t.rows[0]?.cells };
 };
 
 it('prints a Deployment as kubectl shows it: READY n/m, UP-TO-DATE, AVAILABLE, AGE, then the wide columns', () => {
