@@ -2,6 +2,7 @@ import { GetCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib
 import type { MemberWrite, Quota, Scope } from '../domain/quota';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 import type { TxItem } from './ledger';
 import { queryLedgerPartition, readPartition } from './ledger-cache';
@@ -93,7 +94,7 @@ async function updateScope(name: string, update: ScopeUpdate): Promise<StoredSco
     );
     return strip<StoredScope>(out.Attributes ?? {});
   } catch (e) {
-    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
+    if (!isConditionFailure(e)) throw e;
     return undefined;
   }
 }
