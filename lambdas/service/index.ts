@@ -25,7 +25,7 @@ import { scopeService } from './scopes';
 
 /**
  * The service layer: one module per use case, between the handlers (api/routes, reconcile/handler.ts) and the
- * store. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
+ * store and AWS adapters. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
  * depends on is handed in here, once per container, the way Kueue's scheduler.New receives its queues, cache
  * and client: no module registers itself with another, and a test builds the services with other parts.
  */

@@ -88,6 +88,31 @@ describe('--stack without AWS configuration', () => {
       await cfn.close();
     }
   });
+
+  it('names the region and what to check when the stack does not exist there', async () => {
+    const cfn = await stubServer(() => ({
+      status: 400,
+      type: 'text/xml',
+      raw: '<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id llmcap-prod does not exist</Message></Error><RequestId>1</RequestId></ErrorResponse>',
+    }));
+    try {
+      const r = await llmcap(['--stack', 'llmcap-prod', 'get', 'models'], {
+        env: {
+          ...bare,
+          AWS_REGION: 'eu-west-1',
+          AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+          AWS_SECRET_ACCESS_KEY: 'secret',
+          AWS_ENDPOINT_URL_CLOUDFORMATION: cfn.url,
+        },
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        "error: stack llmcap-prod does not exist in eu-west-1 for these credentials' account: a stage deploys llmcap-<stage>; check --stack, --region and AWS_PROFILE\n",
+      );
+    } finally {
+      await cfn.close();
+    }
+  });
 });
 
 describe('other usage errors', () => {
