@@ -292,6 +292,7 @@ const routes = buildRouter()
   .list()
   .map((r) => `${r.method} ${r.path}`);
 
+// Some hundred writes through the API: on a loaded machine they outlast jest's 60 s, which proves nothing here.
 beforeAll(async () => {
   await testApi({ admins: [P.platform] });
   lambda = await reconcilerLambda();
@@ -308,7 +309,7 @@ beforeAll(async () => {
     ...mine((await admin('GET', '/v1/models')).body.items),
   );
   expect(owned.a).toEqual(expect.arrayContaining(['c-a', 'm-a', 'c-put-editor']));
-});
+}, 240_000);
 afterAll(() => lambda.stop());
 
 describe('security matrix', () => {
