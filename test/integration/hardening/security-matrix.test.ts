@@ -325,6 +325,7 @@ const routes = buildRouter()
   .map((r) => `${r.method} ${r.path}`);
 
 const workloadsBefore = process.env.LLMCAP_WORKLOADS;
+// Some hundred writes through the API: on a loaded machine they outlast jest's 60 s, which proves nothing here.
 beforeAll(async () => {
   // The API serves pods only where llmcap runs them.
   process.env.LLMCAP_WORKLOADS = 'deploy';
@@ -344,7 +345,7 @@ beforeAll(async () => {
     ...mine((await admin('GET', '/v1/models')).body.items),
   );
   expect(owned.a).toEqual(expect.arrayContaining(['c-a', 'm-a', 'c-put-editor']));
-});
+}, 240_000);
 afterAll(async () => {
   await lambda.stop();
   if (workloadsBefore === undefined) delete process.env.LLMCAP_WORKLOADS;
