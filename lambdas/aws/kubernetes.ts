@@ -1,3 +1,4 @@
+import { Agent } from 'node:https';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
@@ -7,6 +8,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
+  type RequestContext,
 } from '@kubernetes/client-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { FIELD_MANAGER, type K8sObject } from '../domain/workloads';
@@ -101,9 +103,15 @@ export class KubernetesError extends Error {
   }
 }
 
+/** A pooled connection the server closed while idle fails at once; every call here is safe to send again. */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+
 async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
-    return await fn();
+    return await fn().catch((e: { code?: unknown }) => {
+      if (typeof e?.code === 'string' && STALE_SOCKET.has(e.code)) return fn();
+      throw e;
+    });
   } catch (e) {
     const err = e as { code?: unknown; body?: unknown };
     if (typeof err.code !== 'number') throw e;
@@ -115,6 +123,24 @@ async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
       // Not a Status object: keep the body as it came.
     }
     throw new KubernetesError(what, err.code, message);
+  }
+}
+
+/** Idle connections close after this, so one never outlives a pass into a frozen Lambda container. */
+const IDLE_SOCKET_MS = 5_000;
+
+/**
+ * A kubeconfig whose calls share one keep-alive connection pool. client-node makes a new https.Agent per request,
+ * so every call paid a TLS handshake (and a fresh CA context): at 400 lists a pass, most of the pass's CPU.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  private agent: Agent | undefined;
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const made = context.getAgent();
+    if (!(made instanceof Agent)) return;
+    this.agent ??= new Agent({ ...made.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
+    context.setAgent(this.agent);
   }
 }
 
@@ -255,7 +281,7 @@ export function clusterClient(now = Date.now()): Promise<ClusterClient> {
       const region = config().region;
       credentials ??= defaultProvider();
       const token = await eksToken({ cluster, region, credentials });
-      const kc = new KubeConfig();
+      const kc = new PooledKubeConfig();
       kc.loadFromClusterAndUser(
         { name: cluster, server: endpoint, caData, skipTLSVerify: false },
         { name: 'llmcap', token },
