@@ -152,3 +152,26 @@ describe.each(['', '?dryRun=All'])('one answer for every fault (%s)', (query) =>
     expect(await dumpTable()).toEqual(before);
   });
 });
+
+describe('refusals that need more than the body', () => {
+  it('name the field of each engine problem (the default pre-add check), once the body parses', async () => {
+    const before = await dumpTable();
+    const r = await api.call('POST', '/v1/models', {
+      ...model,
+      metadata: { name: 'cpu-vllm' },
+      spec: {
+        ...model.spec,
+        source: 's3://weights',
+        profiles: [{ name: 'cpu', gpus: 0, cpuCores: 2, minMemoryGb: 4 }],
+        scaling: { min: 0, max: 1 },
+      },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.reason).toBe('CannotRun');
+    expect(r.body.errors).toEqual([
+      { path: 'spec.source', message: expect.stringMatching(/names a whole bucket/) },
+      { path: 'spec.profiles[0].gpus', message: expect.stringMatching(/vllm needs a GPU and profile cpu/) },
+    ]);
+    expect(await dumpTable()).toEqual(before);
+  });
+});
