@@ -201,19 +201,20 @@ function flatIssues(
  * Parses a payload with its schema, or throws one 400 that lists every issue: type errors and the schema's
  * cross-field rules (which run on whatever parsed), numbers DynamoDB could not store, and `also` (issues the
  * route finds in the raw body, such as a name that disagrees with the path). Nothing is written then. `reason`
- * is the refusal reason the payload's kind answers with (a model's: InvalidModel).
+ * is the refusal reason the payload's kind answers with (a model's: InvalidModel); `at` is where the body sits
+ * in the resource's manifest when it is a part of it (`spec.scaling`), so a field has one path on every route.
  */
 export function parseBody<S extends z.ZodType>(
   schema: S,
   body: unknown,
-  opts: { also?: FieldIssue[]; reason?: RefusalReason } = {},
+  opts: { also?: FieldIssue[]; reason?: RefusalReason; at?: string } = {},
 ): z.output<S> {
   if (body === undefined) throw new HttpError(400, 'a JSON body is required', { errors: [] });
   const r = schema.safeParse(body);
-  const found = [...(r.success ? [] : zodIssues(r.error)), ...(opts.also ?? [])];
+  const found = [...(r.success ? [] : zodIssues(r.error, opts.at)), ...(opts.also ?? [])];
   // A number zod refused already (too big for its field) is not named twice.
   const named = new Set(found.map((i) => i.path));
-  const errors = [...found, ...storableNumberIssues(body).filter((i) => !named.has(i.path))];
+  const errors = [...found, ...storableNumberIssues(body, opts.at).filter((i) => !named.has(i.path))];
   if (errors.length) {
     const detail =
       errors.length === 1

@@ -156,7 +156,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models/{name}/scaling',
     async (req) => {
       const caller = await callerOf(req);
-      const scaling = parseBody(ScalingBody, req.body, { reason: 'InvalidModel' });
+      const scaling = parseBody(ScalingBody, req.body, { reason: 'InvalidModel', at: 'spec.scaling' });
       const r = await changeCatalog(
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
         { by: req.principal, access: caller, dryRun: req.dryRun },

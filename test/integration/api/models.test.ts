@@ -287,11 +287,15 @@ describe('the whole next catalog is validated before anything is written', () =>
     await refused(400, () => api.call('POST', '/v1/models', manifest('mm', { scaling: { min: 3, max: 1 } })));
     expect((await api.call('POST', '/v1/models', manifest('sc'))).status).toBe(201);
     const minMax = await refused(400, () => api.call('PUT', '/v1/models/sc/scaling', { min: 3, max: 1 }));
-    expect(minMax.detail).toBe('min: scaling.min (3) is above scaling.max (1); raise max or lower min');
+    expect(minMax.detail).toBe(
+      'spec.scaling.min: scaling.min (3) is above scaling.max (1); raise max or lower min',
+    );
     const target = await refused(400, () =>
       api.call('PUT', '/v1/models/sc/scaling', { min: 0, max: 2, target: 5 }),
     );
-    expect(target.errors).toEqual([{ path: 'target', message: expect.stringMatching(/outside \[0, 2\]/) }]);
+    expect(target.errors).toEqual([
+      { path: 'spec.scaling.target', message: expect.stringMatching(/outside \[0, 2\]/) },
+    ]);
   });
 
   it('runs the pluggable check before add: by default the engine must be able to serve the profile', async () => {

@@ -75,8 +75,8 @@ const cases: [string, string, string, unknown, { path: string; message: RegExp }
     '/v1/models/qwen3-8b/scaling',
     { min: 5, max: 2, target: 'all' },
     [
-      { path: 'target', message: /expected number/ },
-      { path: 'min', message: /scaling\.min \(5\) is above scaling\.max \(2\)/ },
+      { path: 'spec.scaling.target', message: /expected number/ },
+      { path: 'spec.scaling.min', message: /scaling\.min \(5\) is above scaling\.max \(2\)/ },
     ],
   ],
   [
