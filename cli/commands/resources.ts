@@ -419,22 +419,51 @@ async function applyScope(client: Client, m: Manifest, dryRun: boolean): Promise
   }
   // No spec.members leaves the members as they are; a list (even an empty one) is all of them.
   if (m.body.spec?.members === undefined) return created ? 'created' : 'unchanged';
-  const members = Object.fromEntries(membersOf(m.body).map((x) => [x.principal, x.role]));
-  const r = await client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m));
-  const n = Object.keys(members).length;
+  // Sent as the manifest lists them, so that the server names a repeated member by its place in the list.
+  const list = membersOf(m.body);
+  const members = Array.isArray(m.body.spec.members)
+    ? list
+    : Object.fromEntries(list.map((x) => [x.principal, x.role]));
+  const r = await inSpec(
+    client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m)),
+  );
+  const n = new Set(list.map((x) => x.principal)).size;
   if (created) return n ? `created (${n} member${n > 1 ? 's' : ''} set)` : 'created';
   return outcomeOf(r.status, before, r.body);
+}
+
+/**
+ * For the routes whose body is the manifest's spec alone (a quota, a scope's members): the issue paths of a
+ * refusal as the manifest has them (`limit.gpus` → `spec.limit.gpus`), so each points at a line of the file.
+ */
+async function inSpec<T>(request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (e) {
+    if (!(e instanceof ApiError) || !e.problem?.errors?.length) throw e;
+    const at = (path: string) =>
+      path === '(body)' ? 'spec' : path.startsWith('[') ? `spec${path}` : `spec.${path}`;
+    const errors = e.problem.errors.map((i) => ({ ...i, path: at(i.path) }));
+    const [only] = e.problem.errors;
+    const detail =
+      errors.length === 1 && only && e.problem.detail?.startsWith(`${only.path}: `)
+        ? `${at(only.path)}${e.problem.detail.slice(only.path.length)}`
+        : e.problem.detail;
+    throw new ApiError(e.status, e.method, e.path, { ...e.problem, detail, errors }, e.raw);
+  }
 }
 
 async function applyQuota(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = `/v1/quotas/${seg(m.name)}`;
   const spec = m.body.spec ?? {};
   const before = await client.find(path);
-  const r = await client.request(
-    'PUT',
-    `${path}${dryRun ? DRY_RUN : ''}`,
-    { guarantee: spec.guarantee, ...(spec.limit !== undefined ? { limit: spec.limit } : {}) },
-    ifMatch(m),
+  const r = await inSpec(
+    client.request(
+      'PUT',
+      `${path}${dryRun ? DRY_RUN : ''}`,
+      { guarantee: spec.guarantee, ...(spec.limit !== undefined ? { limit: spec.limit } : {}) },
+      ifMatch(m),
+    ),
   );
   return outcomeOf(r.status, before, r.body);
 }

@@ -6,6 +6,7 @@ import {
   type CatalogChange,
   type ChangeResult,
   checkRefusal,
+  type ModelCheck,
   sourcesIndex,
 } from '../domain/catalog';
 import { conflict, notFound } from '../domain/errors';
@@ -41,7 +42,7 @@ export function modelService(
     opts: { by: string; access?: CatalogAccess } & WriteOptions,
   ): Promise<ChangeResult & { preview?: ChangePreview }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
-    const checked = new Map<string, string[]>();
+    const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
     return deps.store.ledger.withLedger(
       committing(opts, async () => {
         const state = await catalog.load();

@@ -126,8 +126,8 @@ describe('a scope manifest is the desired state of its members', () => {
     });
     expect(r.status).toBe(400);
     expect(r.body.errors.map((e: { path: string }) => e.path)).toEqual([
-      'members.not-an-arn',
-      `members.${DEV.replace('role/', 'role/team/')}`,
+      'members["not-an-arn"]',
+      `members["${DEV.replace('role/', 'role/team/')}"]`,
     ]);
     expect(await dumpTable()).toEqual(table);
   });

@@ -54,10 +54,10 @@ describe('quota writes', () => {
     expect(await dumpTable()).toEqual(before);
   });
 
-  it('refuses a limit below the guarantee and a child limit above its parent', async () => {
+  it('refuses a limit below the guarantee (400) and a child limit above its parent (409)', async () => {
     expect(
       (await api.call('PUT', '/v1/quotas/project:b', { guarantee: { gpus: 12 }, limit: { gpus: 5 } })).status,
-    ).toBe(409);
+    ).toBe(400);
     expect(
       (await api.call('PUT', '/v1/quotas/project:b', { guarantee: { gpus: 12 }, limit: { gpus: 61 } }))
         .status,
