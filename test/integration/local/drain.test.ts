@@ -1,7 +1,6 @@
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import type { ReconcileSummary } from '../../../lambdas/service/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, passesUntil, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 import { watchReady } from '../../helpers/ready-pods';
 
 /**
@@ -35,19 +34,6 @@ const model = (name: string, replicas: number) => ({
     scaling: { min: replicas, max: replicas },
   },
 });
-/** Reconciles until `done`, keeping every pass's summary; `each` checks after each pass. */
-async function passesUntil(done: () => Promise<boolean>, each?: () => Promise<void>) {
-  const passes: ReconcileSummary[] = [];
-  const orig = cp.reconcile.bind(cp);
-  const reconcile = async () => {
-    const s = await orig();
-    passes.push(s);
-    await each?.();
-    return s;
-  };
-  await reconcileUntil({ ...cp, reconcile } as ControlPlane, done);
-  return passes;
-}
 const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
 const nodes = async () =>
   (await core.listNode({ labelSelector: 'llmcap.dev/compute=l4-dr' })).items.map((n) => ({
@@ -68,6 +54,7 @@ it('drains and removes exactly the node it chose, and no Ready replica of anothe
 
   expect((await call('PUT', '/v1/models/big/scaling', { min: 1, max: 1 })).status).toBe(200);
   const passes = await passesUntil(
+    cp,
     async () => (await nodes()).length === 2,
     // Never, in any pass, is the other model's replica down.
     async () => expect((await status('small')).running).toBe(1),
@@ -121,7 +108,7 @@ describe('a Ready replica on a node that goes is replaced before it is removed',
     // Two replicas of `many` and `solo` fit on one node: the node of `solo` (fewest pods) goes.
     const sampler = watchReady(cp.sim.kubernetes!.cluster, ['solo', 'many']);
     expect((await call('PUT', '/v1/models/many/scaling', { min: 2, max: 2 })).status).toBe(200);
-    const passes = await passesUntil(async () => (await cpuNodes()).length === 1);
+    const passes = await passesUntil(cp, async () => (await cpuNodes()).length === 1);
     const lowest = sampler.stop();
     // At no sampled moment was the one-replica model down, nor the other below what stays admitted.
     expect(lowest).toEqual({ solo: 1, many: 2 });
