@@ -147,6 +147,9 @@ export class PooledKubeConfig extends KubeConfig {
 const described = (kind: string, namespace: string | undefined, name?: string) =>
   `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`.trim();
 
+/** The field manager of the drain's merge patches (cordons, surges, deletion costs). */
+export const DRAIN_MANAGER = 'llmcap-drain';
+
 /** The calls the reconciler makes, counted so that a pass can report (and the bench measure) them. */
 export class ClusterClient {
   calls = 0;
@@ -205,13 +208,36 @@ export class ClusterClient {
 
   /** `kubectl cordon`: no new pod is scheduled on the node. */
   async cordon(node: string): Promise<void> {
+    await this.patch('v1', 'Node', undefined, node, { spec: { unschedulable: true } });
+  }
+
+  /**
+   * A JSON merge patch of a few fields (`null` removes one), as DRAIN_MANAGER: the drain's surge replicas and
+   * annotations, a pod's deletion cost. Server-side apply as llmcap would drop every other field it owns.
+   */
+  async patch(
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    fields: Record<string, unknown>,
+  ): Promise<void> {
     this.calls++;
-    await call(`cordoning node ${node}`, () =>
+    await call(`patching ${described(kind, namespace, name)}`, () =>
       this.api.patch(
-        { apiVersion: 'v1', kind: 'Node', metadata: { name: node }, spec: { unschedulable: true } },
+        {
+          ...fields,
+          apiVersion,
+          kind,
+          metadata: {
+            ...(fields.metadata as Record<string, unknown> | undefined),
+            name,
+            ...(namespace ? { namespace } : {}),
+          },
+        },
         undefined,
         undefined,
-        FIELD_MANAGER,
+        DRAIN_MANAGER,
         undefined,
         PatchStrategy.MergePatch,
       ),

@@ -236,8 +236,13 @@ export function serviceFor(stage: string, model: Placement['model']): K8sObject 
   };
 }
 
-/** One replica of a model at a time may be disrupted by a drain, whichever computes its replicas are on. */
-export function disruptionBudgetFor(stage: string, model: Placement['model']): K8sObject {
+/**
+ * What others' drains (kubectl drain, a node group upgrade) may take, whichever computes the replicas are on:
+ * one replica at a time, and none of a model that has only one, since that would stop it serving until a
+ * replacement loads its weights (such a drain waits; llmcap's own surges a replacement first). A pod that is
+ * not Ready serves nothing and may always go (unhealthyPodEvictionPolicy), so a crash loop never blocks a drain.
+ */
+export function disruptionBudgetFor(stage: string, model: Placement['model'], replicas: number): K8sObject {
   return {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
@@ -246,7 +251,11 @@ export function disruptionBudgetFor(stage: string, model: Placement['model']): K
       namespace: namespaceFor(stage, model.owner),
       labels: commonLabels(stage, model.name),
     },
-    spec: { maxUnavailable: 1, selector: { matchLabels: { [LABEL_MODEL]: model.name } } },
+    spec: {
+      ...(replicas <= 1 ? { minAvailable: 1 } : { maxUnavailable: 1 }),
+      selector: { matchLabels: { [LABEL_MODEL]: model.name } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    },
   };
 }
 
@@ -295,14 +304,17 @@ export function desiredWorkloads(
   const namespaces = new Map<string, K8sObject>();
   const perModel = new Map<string, Placement['model']>();
   const deployments: K8sObject[] = [];
+  const replicas = new Map<string, number>();
   for (const p of placements) {
+    replicas.set(p.model.name, (replicas.get(p.model.name) ?? 0) + p.replicas);
     const ns = namespaceFor(stage, p.model.owner);
     if (!namespaces.has(ns)) namespaces.set(ns, namespaceObject(stage, ns));
     perModel.set(p.model.name, p.model);
     deployments.push(deploymentFor(stage, p, cfg));
   }
   const objects = [...deployments];
-  for (const m of perModel.values()) objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m));
+  for (const m of perModel.values())
+    objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m, replicas.get(m.name) ?? 0));
   const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
   return {
     namespaces: [...namespaces.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
