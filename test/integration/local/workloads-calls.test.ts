@@ -80,11 +80,14 @@ it('makes no write in a steady pass and reads each kind once per namespace it ma
   expect(handshakes).toBeLessThanOrEqual(n);
 });
 
-it('makes one write when one model scales, the Deployment of that model', async () => {
-  const r = await httpApi(cp)('PUT', '/v1/models/a1/scaling', { min: 2, max: 2 });
-  expect(r.status).toBe(200);
-  const { events: seen } = await pass();
-  expect(seen.filter((e) => WRITES.has(e.verb)).map((e) => `${e.verb} ${e.namespace}/${e.name}`)).toEqual([
-    'patch llmcap-local-team-a/a1-l4-l4-calls',
+it('writes only what a scaling changes: the Deployment, and the budget when one replica becomes two', async () => {
+  const writes = (seen: { verb: string; namespace?: string; resource: string; name?: string }[]) =>
+    seen.filter((e) => WRITES.has(e.verb)).map((e) => `${e.verb} ${e.resource} ${e.namespace}/${e.name}`);
+  // A one-replica model's budget keeps its only replica (minAvailable 1); at two it allows one away.
+  expect((await httpApi(cp)('PUT', '/v1/models/a1/scaling', { min: 2, max: 2 })).status).toBe(200);
+  expect(writes((await pass()).events)).toEqual([
+    'patch deployments llmcap-local-team-a/a1-l4-l4-calls',
+    'patch poddisruptionbudgets llmcap-local-team-a/a1',
   ]);
+  expect(writes((await pass()).events)).toEqual([]);
 });
