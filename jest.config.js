@@ -24,4 +24,10 @@ module.exports = {
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
   ],
   testTimeout: 60000,
+  // Two test files at once: the serial suite already keeps about one core busy (jest's default on two cores is
+  // one worker, i.e. in band), and much of each integration file is waiting (child processes, DynamoDB Local,
+  // SDK backoff, the simulators' timers), so two workers fill two cores without starving each other the way
+  // three did. Every file has its own ports, table and temp files, so order and company do not matter.
+  // `-w N` (or `--runInBand`) on the command line overrides it.
+  maxWorkers: 2,
 };

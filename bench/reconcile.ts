@@ -47,6 +47,75 @@ async function batchPut(items: Record<string, unknown>[]): Promise<void> {
   }
 }
 
+/**
+ * The bench's world, loaded straight into the table: computes of three shapes, 111 scopes (an org, 10 teams,
+ * 100 projects with quotas) and models of one replica each, spread over the projects and computes.
+ */
+export async function loadBenchWorld(nComputes: number, nModels: number) {
+  const now = new Date().toISOString();
+  const meta = { version: 1, createdAt: now, createdBy: 'bench', updatedAt: now, updatedBy: 'bench' };
+  const computes = Array.from({ length: nComputes }, (_, i) => {
+    const s = SHAPES[i % SHAPES.length]!;
+    const spec = ComputeSpecSchema.parse({
+      node: s.node,
+      nodeGroup: { maxNodes: 100 },
+      cost: { perHour: s.cost },
+    });
+    return {
+      ...keys.compute(`pool-${i}`),
+      name: `pool-${i}`,
+      builtin: false,
+      spec,
+      ...meta,
+      status: { nodegroupStatus: 'ABSENT', desiredNodes: 0, readyNodes: 0 },
+      generation: 0,
+    };
+  });
+  const scopes = [{ name: 'org:bench' }];
+  for (let t = 0; t < 10; t++) {
+    scopes.push({ name: `team:t${t}`, parent: 'org:bench' } as never);
+    for (let p = 0; p < 10; p++) scopes.push({ name: `project:t${t}-p${p}`, parent: `team:t${t}` } as never);
+  }
+  const projects = scopes.filter((s) => s.name.startsWith('project:'));
+  const quotas = projects.map((s) => ({
+    ...keys.quota(s.name),
+    scope: s.name,
+    guarantee: { gpus: 40 },
+    limit: { gpus: 80 },
+    ...meta,
+  }));
+  const models = Array.from({ length: nModels }, (_, i) => {
+    const shape = i % 3;
+    const pool = `pool-${(i * 7) % nComputes}`;
+    const poolShape = SHAPES[((i * 7) % nComputes) % SHAPES.length]!;
+    const gpuType = poolShape.node.gpu?.type;
+    const profile =
+      gpuType && shape !== 2
+        ? { name: 'gpu', gpus: 1, gpuType, cpuCores: 4, minMemoryGb: 16, compute: pool }
+        : { name: 'cpu', gpus: 0, cpuCores: 2, minMemoryGb: 4, compute: gpuType ? 'pool-2' : pool };
+    return {
+      ...keys.model(`m${i}`),
+      name: `m${i}`,
+      owner: projects[i % projects.length]!.name,
+      spec: {
+        source: `s3://bench-weights/m${i}`,
+        engine: 'vllm',
+        profiles: [profile],
+        scaling: { min: 1, max: 3, target: 1 },
+      },
+      ...meta,
+    };
+  });
+  const t0 = performance.now();
+  await batchPut([
+    ...computes,
+    ...scopes.map((s) => ({ ...keys.scope(s.name), ...s, members: {}, ...meta })),
+    ...quotas,
+    ...models,
+  ]);
+  return { scopes, projects, loadMs: performance.now() - t0 };
+}
+
 export async function benchReconcile(opts: { computes?: number; models?: number } = {}) {
   const nComputes = opts.computes ?? 200;
   const nModels = opts.models ?? 10_000;
@@ -56,71 +125,11 @@ export async function benchReconcile(opts: { computes?: number; models?: number 
     simTimeScale: 0.0001,
     reconcileSeconds: 0,
     table: 'bench-reconcile',
+    // The model servers have their own section (reconcile-workloads.ts): this one measures the AWS side.
+    workloads: false,
   });
   try {
-    const now = new Date().toISOString();
-    const meta = { version: 1, createdAt: now, createdBy: 'bench', updatedAt: now, updatedBy: 'bench' };
-    const computes = Array.from({ length: nComputes }, (_, i) => {
-      const s = SHAPES[i % SHAPES.length]!;
-      const spec = ComputeSpecSchema.parse({
-        node: s.node,
-        nodeGroup: { maxNodes: 100 },
-        cost: { perHour: s.cost },
-      });
-      return {
-        ...keys.compute(`pool-${i}`),
-        name: `pool-${i}`,
-        builtin: false,
-        spec,
-        ...meta,
-        status: { nodegroupStatus: 'ABSENT', desiredNodes: 0, readyNodes: 0 },
-        generation: 0,
-      };
-    });
-    const scopes = [{ name: 'org:bench' }];
-    for (let t = 0; t < 10; t++) {
-      scopes.push({ name: `team:t${t}`, parent: 'org:bench' } as never);
-      for (let p = 0; p < 10; p++)
-        scopes.push({ name: `project:t${t}-p${p}`, parent: `team:t${t}` } as never);
-    }
-    const projects = scopes.filter((s) => s.name.startsWith('project:'));
-    const quotas = projects.map((s) => ({
-      ...keys.quota(s.name),
-      scope: s.name,
-      guarantee: { gpus: 40 },
-      limit: { gpus: 80 },
-      ...meta,
-    }));
-    const models = Array.from({ length: nModels }, (_, i) => {
-      const shape = i % 3;
-      const pool = `pool-${(i * 7) % nComputes}`;
-      const poolShape = SHAPES[((i * 7) % nComputes) % SHAPES.length]!;
-      const gpuType = poolShape.node.gpu?.type;
-      const profile =
-        gpuType && shape !== 2
-          ? { name: 'gpu', gpus: 1, gpuType, cpuCores: 4, minMemoryGb: 16, compute: pool }
-          : { name: 'cpu', gpus: 0, cpuCores: 2, minMemoryGb: 4, compute: gpuType ? 'pool-2' : pool };
-      return {
-        ...keys.model(`m${i}`),
-        name: `m${i}`,
-        owner: projects[i % projects.length]!.name,
-        spec: {
-          source: `s3://bench-weights/m${i}`,
-          engine: 'vllm',
-          profiles: [profile],
-          scaling: { min: 1, max: 3, target: 1 },
-        },
-        ...meta,
-      };
-    });
-    const t0 = performance.now();
-    await batchPut([
-      ...computes,
-      ...scopes.map((s) => ({ ...keys.scope(s.name), ...s, members: {}, ...meta })),
-      ...quotas,
-      ...models,
-    ]);
-    const loadMs = performance.now() - t0;
+    const { scopes, projects, loadMs } = await loadBenchWorld(nComputes, nModels);
     const first = await runReconcile();
     await cp.sfn.waitForIdle(120_000);
     const second = await runReconcile();

@@ -48,6 +48,12 @@ const sections: Section[] = [
     run: () => load('reconcile', 'benchReconcile'),
   },
   {
+    title: 'Reconcile with workloads',
+    intro:
+      "One reconcile pass with the model servers (issue 20 §6): the Reconcile section's world, with the workloads step applying Deployments, Services and PodDisruptionBudgets to the simulated cluster over HTTPS, as the Lambda does. BENCH_COMPUTES and BENCH_MODELS shrink it.",
+    run: () => load('reconcile-workloads', 'benchReconcileWorkloads'),
+  },
+  {
     title: 'Admission',
     intro: 'One decision pass over many models, replicas and scopes.',
     run: () => load('admission', 'benchAdmission'),

@@ -316,7 +316,10 @@ export async function endpointFromStack(stack: string, region?: string): Promise
       throw new ConfigError(`--stack ${stack} needs ${missing.join('; and ')}`);
     }
     if (err.name === 'ValidationError' || /does not exist/.test(err.message)) {
-      throw new ConfigError(`stack ${stack} does not exist in this account and region`);
+      const where = (await cfn.config.region().catch(() => undefined)) ?? 'this region';
+      throw new ConfigError(
+        `stack ${stack} does not exist in ${where} for these credentials' account: a stage deploys llmcap-<stage>; check --stack, --region and AWS_PROFILE`,
+      );
     }
     // AWS answered (access denied, expired token): the caller's configuration. No answer: the network.
     if (err.$metadata?.httpStatusCode) throw new ConfigError(`cannot read stack ${stack}: ${err.message}`);

@@ -214,6 +214,7 @@ const model: Kind = {
         ),
       );
     }
+    out.push(...podLines(s));
     if (Array.isArray(s.reasons) && s.reasons.length) {
       out.push('', 'Waiting:');
       for (const r of s.reasons) out.push(`  ${r.replicas ?? '?'} replica(s) ${r.reason}: ${r.message}`);
@@ -230,6 +231,84 @@ const model: Kind = {
     }
     return out.join('\n');
   },
+};
+
+/** READY as kubectl shows it: one container per pod (the model server). */
+const readyText = (p: Item) => (p.ready ? '1/1' : '0/1');
+/** A pod that serves shows its phase; one that does not, why (Unschedulable, CrashLoopBackOff, ...). */
+const podStatus = (p: Item) => (p.ready ? p.phase : (p.reason ?? p.phase));
+
+/**
+ * A model's pods in describe, from its status (where llmcap runs them): where each runs, and why those that do
+ * not serve do not, in the pod's own words, with when the reconciler last looked.
+ */
+function podLines(s: Item): string[] {
+  if (s.running === undefined) return [];
+  const pods: Item[] = Array.isArray(s.pods) ? s.pods : [];
+  const seen = age(s.observedAt);
+  const head = `Pods (${s.running} running of ${s.admitted ?? 0} admitted${seen ? `; observed ${seen} ago` : '; not observed yet'}):`;
+  if (!pods.length) return ['', head, '  none'];
+  const out = [
+    '',
+    head,
+    indent(
+      table(
+        ['NAME', 'NODE', 'COMPUTE', 'PROFILE', 'READY', 'STATUS', 'RESTARTS', 'AGE'],
+        pods.map((p) => [
+          p.name,
+          p.node ?? '<none>',
+          p.compute,
+          p.profile,
+          readyText(p),
+          podStatus(p),
+          p.restarts,
+          age(p.createdAt),
+        ]),
+      ),
+    ),
+  ];
+  if (Array.isArray(s.podReasons) && s.podReasons.length) {
+    out.push('', 'Not ready:');
+    for (const r of s.podReasons) out.push(`  ${r.replicas ?? '?'} pod(s) ${r.reason}: ${r.message}`);
+  }
+  return out;
+}
+
+/** Pods are read across models from GET /v1/pods (what the reconciler last observed); no item route. */
+const pod: Kind = {
+  name: 'pod',
+  plural: 'pods',
+  aliases: ['po'],
+  path: '/v1/pods',
+  listOnly: true,
+  deletable: false,
+  columns: (wide) => [
+    'NAME',
+    'MODEL',
+    'COMPUTE',
+    'NODE',
+    'READY',
+    'STATUS',
+    'RESTARTS',
+    'AGE',
+    ...(wide ? ['NAMESPACE', 'PROFILE', 'OBSERVED', 'MESSAGE'] : []),
+  ],
+  row: (p, wide) => [
+    p.name,
+    p.model,
+    p.compute,
+    p.node ?? '<none>',
+    readyText(p),
+    podStatus(p),
+    p.restarts,
+    age(p.createdAt),
+    ...(wide ? [p.namespace, p.profile, agoText(p.observedAt), p.message] : []),
+  ],
+};
+
+const agoText = (iso: unknown) => {
+  const a = age(iso);
+  return a ? `${a} ago` : undefined;
 };
 
 /** Members arrive as `[{principal, role}]` or `{principal: role}`; either way, as rows. */
@@ -341,7 +420,7 @@ const source: Kind = {
   row: (s) => [s.source, (s.models ?? []).join(',')],
 };
 
-export const KINDS: Kind[] = [compute, model, scope, quota, source];
+export const KINDS: Kind[] = [compute, model, scope, quota, source, pod];
 
 export function kindNamed(word: string): Kind {
   const w = word.toLowerCase();

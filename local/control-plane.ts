@@ -94,6 +94,11 @@ export interface ControlPlaneOptions {
   clock?: Clock;
   /** false: the reconciler leaves the cluster's pods alone (LLMCAP_WORKLOADS=off); default it deploys them. */
   workloads?: boolean;
+  /**
+   * A cloud simulator already running (AWS and the cluster outlive llmcap's control plane): a restart keeps
+   * the node groups, nodes and pods as they are. It is not stopped with the control plane. Default: a new one.
+   */
+  sim?: CloudSim;
   /** Where to write a kubeconfig for the simulated cluster (docs/k8s-sim.md); none by default. */
   kubeconfigPath?: string;
   log?: (line: string) => void;
@@ -169,14 +174,17 @@ async function start(
   }
   const table = opts.table ?? 'llmcap-local';
   const timeScale = opts.simTimeScale ?? Number(process.env.LLMCAP_SIM_TIME_SCALE ?? 0.1);
-  const sim = await startCloudSim({
-    port: ports.sim,
-    timeScale,
-    clusterName: 'llmcap-local',
-    kubernetes: { port: ports.kube },
-    ...(opts.clock ? { metricsClock: opts.clock } : {}),
-  });
-  undo.push(() => sim.stop());
+  const sim =
+    opts.sim ??
+    (await startCloudSim({
+      port: ports.sim,
+      timeScale,
+      clusterName: 'llmcap-local',
+      kubernetes: { port: ports.kube },
+      ...(opts.clock ? { metricsClock: opts.clock } : {}),
+    }));
+  const stopSim = opts.sim ? async () => undefined : () => sim.stop();
+  undo.push(stopSim);
   log(
     `cloud simulator  ${sim.endpoint} (EKS cluster llmcap-local, Auto Scaling, CloudWatch, SNS; time scale ${timeScale})`,
   );
@@ -463,7 +471,7 @@ async function start(
       cw.destroy();
       await api.close();
       await sfn.stop();
-      await sim.stop();
+      await stopSim();
       await ddb?.stop();
     },
   };

@@ -22,7 +22,9 @@ ${portsHelp(26)}
   LLMCAP_CREATE_RETRY_SECONDS  first wait before a failed node group create is retried (default 300 x time scale)
   LLMCAP_ALERT_WEBHOOK      HTTP(S) URL subscribed to the on-call SNS topic: it gets SNS's SubscriptionConfirmation
                             (GET its SubscribeURL to confirm), then each alarm notification (docs/local.md)
-  LLMCAP_SIM_TIME_SCALE     simulator speed: 1 = EKS's real durations (default 0.1: a create takes 12 s)`);
+  LLMCAP_SIM_TIME_SCALE     simulator speed: 1 = EKS's real durations (default 0.1: a create takes 12 s)
+  LLMCAP_SUBNETS            comma-separated subnets for CreateNodegroup (default two dummies; only their syntax is checked)
+  LLMCAP_STAGE              the stage, in every node group's and alarm's name llmcap-<stage>-* (default local)`);
     return;
   }
   console.log('llmcap local control plane starting...');

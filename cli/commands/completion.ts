@@ -30,6 +30,13 @@ function bashScript(commands: Listing): string {
     }
   }
   const kinds = KINDS.map((k) => k.plural).join(' ');
+  // Only what each verb takes: pods and sources are listed, never described item by item or deleted.
+  const described = KINDS.filter((k) => k.describe)
+    .map((k) => k.plural)
+    .join(' ');
+  const deletable = KINDS.filter((k) => k.deletable)
+    .map((k) => k.plural)
+    .join(' ');
   return `# llmcap bash completion: source <(llmcap completion bash)
 _llmcap() {
   local cur prev cmd="" sub="" i w
@@ -47,6 +54,7 @@ _llmcap() {
     -f|--filename) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -o|--output) COMPREPLY=($(compgen -W "table wide json yaml name" -- "$cur")); return ;;
     --resource) COMPREPLY=($(compgen -W "gpus cores memory all" -- "$cur")); return ;;
+    --ready) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then
     case "$cmd" in
@@ -57,7 +65,9 @@ ${[...flagsOf.entries()].map(([c, f]) => `      ${c}) COMPREPLY=($(compgen -W "$
   fi
   if [[ -z $cmd ]]; then COMPREPLY=($(compgen -W "${top.join(' ')}" -- "$cur")); return; fi
   case "$cmd" in
-    get|describe|delete) [[ -z $sub ]] && COMPREPLY=($(compgen -W "${kinds}" -- "$cur")) ;;
+    get) [[ -z $sub ]] && COMPREPLY=($(compgen -W "${kinds}" -- "$cur")) ;;
+    describe) [[ -z $sub ]] && COMPREPLY=($(compgen -W "${described}" -- "$cur")) ;;
+    delete) [[ -z $sub ]] && COMPREPLY=($(compgen -W "${deletable}" -- "$cur")) ;;
 ${[...subs.entries()].map(([g, s]) => `    ${g}) [[ -z $sub ]] && COMPREPLY=($(compgen -W "${s.join(' ')}" -- "$cur")) ;;`).join('\n')}
     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "${top.join(' ')}" -- "$cur")) ;;

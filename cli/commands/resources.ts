@@ -9,6 +9,7 @@ import {
   OUTPUT_OPTION,
   positionals,
   seg,
+  str,
   UsageError,
 } from '../command';
 import { errorText, exitCodeOf } from '../errors';
@@ -52,26 +53,57 @@ async function each<T>(ctx: Context, things: T[], label: (t: T) => string, fn: (
   return code;
 }
 
+/** `get pods` narrows the list with these, each a query parameter of GET /v1/pods. */
+const POD_FILTERS = ['model', 'compute', 'node', 'namespace', 'ready'] as const;
+
 export const get: Command = {
   name: 'get',
   summary: 'List resources, or show some by name',
-  usage: ['get KIND [NAME...] [-o table|wide|json|yaml|name]'],
-  help: `KIND is one of ${KIND_LIST} (singular or plural; also co, mo, sc, q).
+  usage: [
+    'get KIND [NAME...] [-o table|wide|json|yaml|name]',
+    'get pods [NAME...] [--model M] [--compute C] [--node N] [-n NAMESPACE] [--ready true|false]',
+  ],
+  help: `KIND is one of ${KIND_LIST} (singular or plural; also co, mo, sc, q, po).
+
+Pods are the model servers llmcap runs, as the reconciler last observed them (its latest pass): the API
+reads no cluster. STATUS is the phase of a Ready pod, else why it does not serve (Unschedulable,
+CrashLoopBackOff, Unready, Starting); -o wide adds the pod's own message and when it was observed.
 
 Options:
-  -o, --output FORMAT  table (default), wide (more columns), json, yaml (a multi-document stream that
-                       apply -f accepts), name (kind/name per line)
+  -o, --output FORMAT    table (default), wide (more columns), json, yaml (a multi-document stream that
+                         apply -f accepts), name (kind/name per line)
+  --model NAME           pods only: those of this model
+  --compute NAME         pods only: those placed on this compute
+  --node NAME            pods only: those on this node
+  -n, --namespace NAME   pods only: those in this namespace
+  --ready true|false     pods only: the Ready ones, or those that do not serve
 
 Examples:
   llmcap get computes
   llmcap get model qwen3-8b -o yaml
-  llmcap get computes -o yaml > computes.yaml && llmcap apply -f computes.yaml`,
-  options: OUTPUT_OPTION,
+  llmcap get computes -o yaml > computes.yaml && llmcap apply -f computes.yaml
+  llmcap get pods --model qwen3-8b -o wide
+  llmcap get pods --ready false`,
+  options: {
+    ...OUTPUT_OPTION,
+    model: { type: 'string' },
+    compute: { type: 'string' },
+    node: { type: 'string' },
+    namespace: { type: 'string', short: 'n' },
+    ready: { type: 'string' },
+  },
   async run(ctx) {
     const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, `KIND (${KIND_LIST})`);
     const kind = kindNamed(kindWord!);
     format(ctx.args.values, ['table', 'wide', 'json', 'yaml', 'name']);
+    const filters = POD_FILTERS.filter((f) => str(ctx.args.values, f) !== undefined);
+    if (kind.name !== 'pod' && filters.length)
+      throw new UsageError(`--${filters[0]} narrows pods only: llmcap get pods --${filters[0]} ...`);
+    const ready = str(ctx.args.values, 'ready');
+    if (ready !== undefined && ready !== 'true' && ready !== 'false')
+      throw new UsageError(`--ready must be true or false, not ${ready}`);
     const client = await ctx.client();
+    if (kind.name === 'pod') return getPods(ctx, client, kind, names, filters);
     if (!names.length) {
       const items = itemsOf((await client.get(kind.path)).body);
       printItems(ctx, kind, items, false);
@@ -91,6 +123,41 @@ Examples:
     return code;
   },
 };
+
+/**
+ * `get pods`: one read of GET /v1/pods with the filters; names pick pods from that list (there is no item
+ * route), and a name not in it is reported like a missing resource.
+ */
+async function getPods(
+  ctx: Context,
+  client: Client,
+  kind: Kind,
+  names: string[],
+  filters: readonly (typeof POD_FILTERS)[number][],
+): Promise<number> {
+  const q = new URLSearchParams(filters.map((f): [string, string] => [f, str(ctx.args.values, f)!]));
+  const body = (await client.get(`${kind.path}${filters.length ? `?${q}` : ''}`)).body as Item | undefined;
+  let items = itemsOf(body);
+  let code: number = EXIT.ok;
+  if (names.length) {
+    const wanted = new Set(names);
+    items = items.filter((i) => wanted.has(nameOf(i)));
+    for (const n of names) {
+      if (items.some((i) => nameOf(i) === n)) continue;
+      ctx.err(`error: pod/${n}: not found among the pods llmcap last observed`);
+      code = EXIT.notFound;
+    }
+    if (!items.length) return code;
+  }
+  if (body?.message && !items.length) {
+    ctx.err(String(body.message));
+    return code;
+  }
+  printItems(ctx, kind, items, false);
+  for (const t of body?.truncated ?? [])
+    ctx.err(`note: model ${t.model} has ${t.total} pods; the list holds the first ${t.shown}`);
+  return code;
+}
 
 export const describe: Command = {
   name: 'describe',
@@ -352,22 +419,51 @@ async function applyScope(client: Client, m: Manifest, dryRun: boolean): Promise
   }
   // No spec.members leaves the members as they are; a list (even an empty one) is all of them.
   if (m.body.spec?.members === undefined) return created ? 'created' : 'unchanged';
-  const members = Object.fromEntries(membersOf(m.body).map((x) => [x.principal, x.role]));
-  const r = await client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m));
-  const n = Object.keys(members).length;
+  // Sent as the manifest lists them, so that the server names a repeated member by its place in the list.
+  const list = membersOf(m.body);
+  const members = Array.isArray(m.body.spec.members)
+    ? list
+    : Object.fromEntries(list.map((x) => [x.principal, x.role]));
+  const r = await inSpec(
+    client.request('PUT', `${path}/members${q}`, { members }, created ? {} : ifMatch(m)),
+  );
+  const n = new Set(list.map((x) => x.principal)).size;
   if (created) return n ? `created (${n} member${n > 1 ? 's' : ''} set)` : 'created';
   return outcomeOf(r.status, before, r.body);
+}
+
+/**
+ * For the routes whose body is the manifest's spec alone (a quota, a scope's members): the issue paths of a
+ * refusal as the manifest has them (`limit.gpus` → `spec.limit.gpus`), so each points at a line of the file.
+ */
+async function inSpec<T>(request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (e) {
+    if (!(e instanceof ApiError) || !e.problem?.errors?.length) throw e;
+    const at = (path: string) =>
+      path === '(body)' ? 'spec' : path.startsWith('[') ? `spec${path}` : `spec.${path}`;
+    const errors = e.problem.errors.map((i) => ({ ...i, path: at(i.path) }));
+    const [only] = e.problem.errors;
+    const detail =
+      errors.length === 1 && only && e.problem.detail?.startsWith(`${only.path}: `)
+        ? `${at(only.path)}${e.problem.detail.slice(only.path.length)}`
+        : e.problem.detail;
+    throw new ApiError(e.status, e.method, e.path, { ...e.problem, detail, errors }, e.raw);
+  }
 }
 
 async function applyQuota(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = `/v1/quotas/${seg(m.name)}`;
   const spec = m.body.spec ?? {};
   const before = await client.find(path);
-  const r = await client.request(
-    'PUT',
-    `${path}${dryRun ? DRY_RUN : ''}`,
-    { guarantee: spec.guarantee, ...(spec.limit !== undefined ? { limit: spec.limit } : {}) },
-    ifMatch(m),
+  const r = await inSpec(
+    client.request(
+      'PUT',
+      `${path}${dryRun ? DRY_RUN : ''}`,
+      { guarantee: spec.guarantee, ...(spec.limit !== undefined ? { limit: spec.limit } : {}) },
+      ifMatch(m),
+    ),
   );
   return outcomeOf(r.status, before, r.body);
 }

@@ -28,7 +28,7 @@ export class ReconcilerClusterAccess extends Construct {
         accessScope: { type: p.accessScope.type, namespaces: p.accessScope.namespaces },
       })),
     });
-    // A drained node's instance is removed by llmcap itself (reconcile/drain.ts): only in this cluster's groups
+    // A drained node's instance is removed by llmcap itself (lambdas/service/drain.ts): only in this cluster's groups
     // of this stage (EKS names their ASGs eks-<node group>-<uuid> and tags them with the cluster).
     props.role.addToPrincipalPolicy(
       new PolicyStatement({

@@ -20,6 +20,7 @@ import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
 import { modelRoutes } from './routes/models';
+import { podRoutes } from './routes/pods';
 import { reconcileRoutes } from './routes/reconcile';
 import { tenancyRoutes } from './routes/tenancy';
 
@@ -47,6 +48,7 @@ export function buildRouter(svc: Services = createApiServices()): Router {
   );
   computeRoutes(router, svc, callerOf);
   modelRoutes(router, svc, callerOf);
+  podRoutes(router, svc, callerOf);
   tenancyRoutes(router, svc, callerOf);
   reconcileRoutes(router, svc, callerOf);
   return router;

@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 }
 import type * as z from 'zod';
 import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
 import type { Identity } from '../domain/principal';
+import { formatPath } from '../domain/rules';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
 export interface ApiRequest {
@@ -161,33 +162,65 @@ export function errorToResult(err: unknown): Result {
   );
 }
 
-/** Zod issues as `{path, message}`, with paths in the dotted form a person would write (`spec.node.cpu`). */
+/**
+ * Zod issues as `{path, message}`, with paths in the one format of every issue (domain/rules.ts formatPath:
+ * `spec.profiles[0].gpus`). A union that failed speaks through the branch the value was meant for (a list of
+ * members, not a map), rather than as zod's bare "Invalid input".
+ */
 export function zodIssues(error: z.ZodError, prefix = ''): FieldIssue[] {
-  return error.issues.map((i) => {
-    const path = [prefix, ...i.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))]
-      .filter(Boolean)
-      .join('.')
-      .replace(/\.\[/g, '[');
-    let message = i.message;
-    if (i.code === 'unrecognized_keys')
-      message = `unknown field(s) ${i.keys.map((k) => `'${k}'`).join(', ')}`;
-    return { path: path || '(body)', message };
+  return flatIssues(error.issues, []).map(({ path, message }) => {
+    const p = formatPath(path);
+    return { path: [prefix, p].filter(Boolean).join(p.startsWith('[') ? '' : '.') || '(body)', message };
   });
 }
 
-/** Parses a payload with its schema, or throws a 400 that lists every issue. */
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+function flatIssues(
+  issues: readonly z.core.$ZodIssue[],
+  base: PropertyKey[],
+): { path: PropertyKey[]; message: string }[] {
+  return issues.flatMap((i) => {
+    const path = [...base, ...i.path];
+    if (i.code === 'invalid_union' && i.errors.length) {
+      const rootType = (b: readonly z.core.$ZodIssue[]) =>
+        b.length > 0 && b.every((x) => x.path.length === 0 && x.code === 'invalid_type');
+      const meant = i.errors.filter((b) => !rootType(b));
+      if (meant.length === 1) return flatIssues(meant[0]!, path);
+      if (meant.length === 0) {
+        const expected = i.errors.flatMap((b) => b.map((x) => (x as { expected?: string }).expected ?? ''));
+        return [{ path, message: `expected ${[...new Set(expected)].filter(Boolean).join(' or ')}` }];
+      }
+    }
+    let message = i.message;
+    if (i.code === 'unrecognized_keys')
+      message = `unknown field(s) ${i.keys.map((k) => `'${k}'`).join(', ')}`;
+    return [{ path, message }];
+  });
+}
+
+/**
+ * Parses a payload with its schema, or throws one 400 that lists every issue: type errors and the schema's
+ * cross-field rules (which run on whatever parsed), numbers DynamoDB could not store, and `also` (issues the
+ * route finds in the raw body, such as a name that disagrees with the path). Nothing is written then. `reason`
+ * is the refusal reason the payload's kind answers with (a model's: InvalidModel); `at` is where the body sits
+ * in the resource's manifest when it is a part of it (`spec.scaling`), so a field has one path on every route.
+ */
+export function parseBody<S extends z.ZodType>(
+  schema: S,
+  body: unknown,
+  opts: { also?: FieldIssue[]; reason?: RefusalReason; at?: string } = {},
+): z.output<S> {
   if (body === undefined) throw new HttpError(400, 'a JSON body is required', { errors: [] });
   const r = schema.safeParse(body);
-  const errors = r.success ? storableNumberIssues(r.data) : zodIssues(r.error);
+  const found = [...(r.success ? [] : zodIssues(r.error, opts.at)), ...(opts.also ?? [])];
+  // A number zod refused already (too big for its field) is not named twice.
+  const named = new Set(found.map((i) => i.path));
+  const errors = [...found, ...storableNumberIssues(body, opts.at).filter((i) => !named.has(i.path))];
   if (errors.length) {
-    throw new HttpError(
-      400,
-      `the request has ${errors.length} invalid field(s); fix each one listed in errors`,
-      {
-        errors,
-      },
-    );
+    const detail =
+      errors.length === 1
+        ? `${errors[0]!.path}: ${errors[0]!.message}`
+        : `the request has ${errors.length} invalid field(s); fix each one listed in errors`;
+    throw new HttpError(400, detail, { errors, ...(opts.reason ? { reason: opts.reason } : {}) });
   }
   return r.data as z.output<S>;
 }
@@ -225,22 +258,22 @@ export function storableNumberIssues(value: unknown, path = ''): FieldIssue[] {
   }
   if (Array.isArray(value)) return value.flatMap((v, i) => storableNumberIssues(v, `${path}[${i}]`));
   if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([k, v]) => storableNumberIssues(v, path ? `${path}.${k}` : k));
+    return Object.entries(value).flatMap(([k, v]) => {
+      const at = formatPath([k]);
+      return storableNumberIssues(v, path && !at.startsWith('[') ? `${path}.${at}` : `${path}${at}`);
+    });
   }
   return [];
 }
 
-/** A PUT names the resource twice (path and manifest); they must agree, or the write would land elsewhere. */
-export function requireNameFromPath(manifestName: string, pathName: string): void {
-  if (manifestName !== pathName) {
-    throw new HttpError(
-      400,
-      `metadata.name is ${manifestName} but the path names ${pathName}; they must agree`,
-      {
-        errors: [{ path: 'metadata.name', message: `must be ${pathName}, as in the path` }],
-      },
-    );
-  }
+/**
+ * A PUT names the resource twice (path and manifest); they must agree, or the write would land elsewhere. An
+ * issue for parseBody's `also`, read from the raw body so that it comes in the same answer as the others.
+ */
+export function nameFromPathIssues(body: unknown, pathName: string): FieldIssue[] {
+  const name = (body as { metadata?: { name?: unknown } } | undefined)?.metadata?.name;
+  if (typeof name !== 'string' || name === pathName) return [];
+  return [{ path: 'metadata.name', message: `is ${name} but the path names ${pathName}; make them agree` }];
 }
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): ApiResponse {

@@ -1,3 +1,4 @@
+import { Agent } from 'node:https';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
@@ -7,6 +8,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
+  type RequestContext,
 } from '@kubernetes/client-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { FIELD_MANAGER, type K8sObject } from '../domain/workloads';
@@ -101,9 +103,15 @@ export class KubernetesError extends Error {
   }
 }
 
+/** A pooled connection the server closed while idle fails at once; every call here is safe to send again. */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+
 async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
-    return await fn();
+    return await fn().catch((e: { code?: unknown }) => {
+      if (typeof e?.code === 'string' && STALE_SOCKET.has(e.code)) return fn();
+      throw e;
+    });
   } catch (e) {
     const err = e as { code?: unknown; body?: unknown };
     if (typeof err.code !== 'number') throw e;
@@ -118,8 +126,29 @@ async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Idle connections close after this, so one never outlives a pass into a frozen Lambda container. */
+const IDLE_SOCKET_MS = 5_000;
+
+/**
+ * A kubeconfig whose calls share one keep-alive connection pool. client-node makes a new https.Agent per request,
+ * so every call paid a TLS handshake (and a fresh CA context): at 400 lists a pass, most of the pass's CPU.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  private agent: Agent | undefined;
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const made = context.getAgent();
+    if (!(made instanceof Agent)) return;
+    this.agent ??= new Agent({ ...made.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
+    context.setAgent(this.agent);
+  }
+}
+
 const described = (kind: string, namespace: string | undefined, name?: string) =>
   `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`.trim();
+
+/** The field manager of the drain's merge patches (cordons, surges, deletion costs). */
+export const DRAIN_MANAGER = 'llmcap-drain';
 
 /** The calls the reconciler makes, counted so that a pass can report (and the bench measure) them. */
 export class ClusterClient {
@@ -179,13 +208,36 @@ export class ClusterClient {
 
   /** `kubectl cordon`: no new pod is scheduled on the node. */
   async cordon(node: string): Promise<void> {
+    await this.patch('v1', 'Node', undefined, node, { spec: { unschedulable: true } });
+  }
+
+  /**
+   * A JSON merge patch of a few fields (`null` removes one), as DRAIN_MANAGER: the drain's surge replicas and
+   * annotations, a pod's deletion cost. Server-side apply as llmcap would drop every other field it owns.
+   */
+  async patch(
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    fields: Record<string, unknown>,
+  ): Promise<void> {
     this.calls++;
-    await call(`cordoning node ${node}`, () =>
+    await call(`patching ${described(kind, namespace, name)}`, () =>
       this.api.patch(
-        { apiVersion: 'v1', kind: 'Node', metadata: { name: node }, spec: { unschedulable: true } },
+        {
+          ...fields,
+          apiVersion,
+          kind,
+          metadata: {
+            ...(fields.metadata as Record<string, unknown> | undefined),
+            name,
+            ...(namespace ? { namespace } : {}),
+          },
+        },
         undefined,
         undefined,
-        FIELD_MANAGER,
+        DRAIN_MANAGER,
         undefined,
         PatchStrategy.MergePatch,
       ),
@@ -255,7 +307,7 @@ export function clusterClient(now = Date.now()): Promise<ClusterClient> {
       const region = config().region;
       credentials ??= defaultProvider();
       const token = await eksToken({ cluster, region, credentials });
-      const kc = new KubeConfig();
+      const kc = new PooledKubeConfig();
       kc.loadFromClusterAndUser(
         { name: cluster, server: endpoint, caData, skipTLSVerify: false },
         { name: 'llmcap', token },

@@ -12,7 +12,9 @@ import { config } from '../shared/config';
 export function stateMachineArn(kind: WorkflowKind): string {
   const arn = config().stateMachines[kind];
   if (!arn) {
-    throw new Error(`LLMCAP_${kind.toUpperCase()}_SM_ARN is not set: the ${kind} workflow cannot be started`);
+    throw new Error(
+      `LLMCAP_${kind.toUpperCase()}_SM_ARN is not set, so the ${kind} workflow cannot be started: only the reconcile Lambda starts workflows, and the stack sets it there`,
+    );
   }
   return arn;
 }

@@ -75,8 +75,6 @@ export interface AlarmDefinition {
   TreatMissingData: TreatMissingData;
 }
 
-export type AlarmKind = 'CapacityAtLimit' | 'NodegroupFailed';
-
 export const alarmPrefix = (stage: string) => `llmcap-${stage}-`;
 
 export function alarmName(stage: string, kind: string, subject?: string): string {

@@ -11,6 +11,7 @@ import {
   NodeSchema,
 } from './compute';
 import { type FieldIssue, invalid } from './errors';
+import { type RuleIssue, refineWith, repeats } from './rules';
 
 /**
  * What AWS says an instance type is, and the rules that turn a compute's manifest into the spec llmcap stores.
@@ -71,11 +72,23 @@ export const DeclaredGpuSchema = GpuSchema.partial({ type: true, count: true, me
 export const DeclaredNodeSchema = NodeSchema.partial({ cpu: true, memoryGb: true }).extend({
   gpu: DeclaredGpuSchema.optional(),
 });
-export const DeclaredComputeSpecSchema = z.strictObject({
-  node: DeclaredNodeSchema,
-  nodeGroup: NodeGroupSchema.default({ maxNodes: 4 }),
-  cost: CostSchema.partial({ perHour: true }).optional(),
-});
+/** A subnet listed twice, at its second place, naming the first (paths relative to the spec). */
+export function subnetListIssues(spec: unknown): RuleIssue[] {
+  const ids = (spec as { nodeGroup?: { subnetIds?: unknown } })?.nodeGroup?.subnetIds;
+  if (!Array.isArray(ids)) return [];
+  return repeats(ids, (s) => (typeof s === 'string' ? s : undefined)).map(({ index, first, key }) => ({
+    path: ['nodeGroup', 'subnetIds', index],
+    message: `${key} repeats spec.nodeGroup.subnetIds[${first}]; list each subnet once`,
+  }));
+}
+
+export const DeclaredComputeSpecSchema = z
+  .strictObject({
+    node: DeclaredNodeSchema,
+    nodeGroup: NodeGroupSchema.default({ maxNodes: 4 }),
+    cost: CostSchema.partial({ perHour: true }).optional(),
+  })
+  .superRefine(...refineWith(subnetListIssues));
 export type DeclaredSpec = z.output<typeof DeclaredComputeSpecSchema>;
 export type DeclaredNode = DeclaredSpec['node'];
 
@@ -616,7 +629,17 @@ export function familyIssues(
 export const InstanceFamiliesSchema = z
   .array(z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'an EC2 instance family such as g6, p5 or m7i'))
   .max(64)
-  .transform((xs) => [...new Set(xs)].sort());
+  .superRefine(...refineWith(familyListIssues))
+  .transform((xs) => [...xs].sort());
+
+/** A family listed twice, at its second place, naming the first (paths relative to the list). */
+export function familyListIssues(families: unknown): RuleIssue[] {
+  if (!Array.isArray(families)) return [];
+  return repeats(families, (f) => (typeof f === 'string' ? f : undefined)).map(({ index, first, key }) => ({
+    path: [index],
+    message: `${key} repeats instanceFamilies[${first}]; list each family once`,
+  }));
+}
 
 /** The family lists that bind a compute owned by `owner`: its scope's and every scope's above it. */
 export function familyLimits(

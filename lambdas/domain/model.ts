@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { computeName, NAME_PATTERN, scopeName } from './compute';
+import { numberAt, type RuleIssue, refineWith, repeats, stringAt, whenParsed } from './rules';
 
 /**
  * A model in the catalog: weights, an engine, and the hardware profiles it can run on, in order of
@@ -17,24 +18,81 @@ export const modelName = z
     'use 1 to 50 lowercase letters, digits and hyphens, starting and ending with a letter or digit',
   );
 
-export const ProfileSchema = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, 'a profile name is 1 to 31 lowercase letters, digits and -'),
-  gpus: z.number().int().min(0).max(64),
-  gpuType: z.string().min(1).max(32).optional(),
-  cpuCores: z.number().positive().max(1024),
-  minMemoryGb: z.number().positive().max(32768).optional(),
-  compute: computeName.optional(),
-});
+/** A profile's own cross-field rules (paths relative to the profile); `p` may hold type errors elsewhere. */
+export function profileIssues(p: unknown): RuleIssue[] {
+  const issues: RuleIssue[] = [];
+  const name = stringAt(p, 'name') ?? '(unnamed)';
+  if (numberAt(p, 'gpus') !== 0) return issues;
+  if ((p as Record<string, unknown>).minMemoryGb === undefined) {
+    issues.push({
+      path: ['minMemoryGb'],
+      message: `profile ${name} is CPU-only and has no minMemoryGb, so placement could not tell when a node is full; set minMemoryGb`,
+    });
+  }
+  const gpuType = (p as Record<string, unknown>).gpuType;
+  if (gpuType !== undefined) {
+    issues.push({
+      path: ['gpuType'],
+      message: `profile ${name} names gpuType ${String(gpuType)} but asks for 0 gpus; set gpus or drop gpuType`,
+    });
+  }
+  return issues;
+}
+
+export const ProfileSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, 'a profile name is 1 to 31 lowercase letters, digits and -'),
+    gpus: z.number().int().min(0).max(64),
+    gpuType: z.string().min(1).max(32).optional(),
+    cpuCores: z.number().positive().max(1024),
+    minMemoryGb: z.number().positive().max(32768).optional(),
+    compute: computeName.optional(),
+  })
+  .superRefine(...refineWith(profileIssues, whenParsed('gpus', 'gpuType', 'minMemoryGb')));
 export type Profile = z.output<typeof ProfileSchema>;
 
-export const ScalingSchema = z.strictObject({
-  min: z.number().int().min(0).max(1000),
-  max: z.number().int().min(0).max(1000),
-  target: z.number().int().min(0).max(1000).optional(),
-});
+/** Scaling's cross-field rules (paths relative to scaling): min ≤ max, and a target between them. */
+export function scalingIssues(s: unknown): RuleIssue[] {
+  const [min, max, target] = [numberAt(s, 'min'), numberAt(s, 'max'), numberAt(s, 'target')];
+  if (min === undefined || max === undefined) return [];
+  if (min > max)
+    return [
+      {
+        path: ['min'],
+        message: `scaling.min (${min}) is above scaling.max (${max}); raise max or lower min`,
+      },
+    ];
+  if (target !== undefined && (target < min || target > max)) {
+    return [
+      {
+        path: ['target'],
+        message: `scaling.target (${target}) is outside [${min}, ${max}]; choose a target between min and max, or leave it out to mean min`,
+      },
+    ];
+  }
+  return [];
+}
+
+export const ScalingSchema = z
+  .strictObject({
+    min: z.number().int().min(0).max(1000),
+    max: z.number().int().min(0).max(1000),
+    target: z.number().int().min(0).max(1000).optional(),
+  })
+  .superRefine(...refineWith(scalingIssues, whenParsed('min', 'max')));
 export type Scaling = z.output<typeof ScalingSchema>;
+
+/** Rules across a spec's profiles (paths relative to the spec): each profile has its own name. */
+export function profileListIssues(spec: unknown): RuleIssue[] {
+  const profiles = (spec as { profiles?: unknown })?.profiles;
+  if (!Array.isArray(profiles)) return [];
+  return repeats(profiles, (p) => stringAt(p, 'name')).map(({ index, first, key }) => ({
+    path: ['profiles', index, 'name'],
+    message: `profile name ${key} is already the name of spec.profiles[${first}]; give each profile its own name`,
+  }));
+}
 
 // hf:// may name one file inside the repository (hf://org/repo/model-q4_k_m.gguf), as llama.cpp loads one file.
 export const SourceSchema = z
@@ -51,14 +109,17 @@ export const ClassSchema = z
   .optional()
   .transform((v) => v || undefined);
 
-export const ModelSpecSchema = z.strictObject({
-  source: SourceSchema,
-  engine: z.enum(ENGINES),
-  profiles: z.array(ProfileSchema).min(1).max(16),
-  scaling: ScalingSchema,
-  class: ClassSchema,
-  fallback: modelName.optional(),
-});
+export const ModelSpecSchema = z
+  .strictObject({
+    source: SourceSchema,
+    engine: z.enum(ENGINES),
+    profiles: z.array(ProfileSchema).min(1).max(16),
+    scaling: ScalingSchema,
+    class: ClassSchema,
+    fallback: modelName.optional(),
+  })
+  // Names are compared even when a profile has a type error elsewhere: stringAt reads only those that parsed.
+  .superRefine(...refineWith(profileListIssues));
 // `class` is optional on output too: a transform makes zod type it as present-but-undefined.
 export type ModelSpec = Omit<z.output<typeof ModelSpecSchema>, 'class'> & { class?: ModelClass };
 

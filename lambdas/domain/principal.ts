@@ -150,18 +150,6 @@ export function parsePrincipal(s: string): Parsed<Principal> {
   return { ok: true, value: v };
 }
 
-/** Parses a list of principals; every problem is reported, by position. */
-export function parsePrincipals(list: readonly string[]): Parsed<Principal[]> {
-  const out: Principal[] = [];
-  const problems: string[] = [];
-  list.forEach((s, i) => {
-    const r = parsePrincipal(s);
-    if (r.ok) out.push(r.value);
-    else problems.push(`[${i}] ${r.problem}`);
-  });
-  return problems.length ? fail(problems.join('; ')) : { ok: true, value: out };
-}
-
 /** The identity every principal that names this caller shares (see Identity.keys). */
 export function principalKey(p: Principal): string {
   const at = `${p.partition}:${p.account}`;

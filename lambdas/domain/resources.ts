@@ -5,8 +5,6 @@ export const RESOURCES = ['gpus', 'cores', 'memoryGb'] as const;
 export type Resource = (typeof RESOURCES)[number];
 export type Resources = Record<Resource, number>;
 
-export const ZERO: Resources = Object.freeze({ gpus: 0, cores: 0, memoryGb: 0 });
-
 export function add(a: Resources, b: Resources): Resources {
   return { gpus: a.gpus + b.gpus, cores: a.cores + b.cores, memoryGb: a.memoryGb + b.memoryGb };
 }

@@ -236,8 +236,13 @@ export function serviceFor(stage: string, model: Placement['model']): K8sObject 
   };
 }
 
-/** One replica of a model at a time may be disrupted by a drain, whichever computes its replicas are on. */
-export function disruptionBudgetFor(stage: string, model: Placement['model']): K8sObject {
+/**
+ * What others' drains (kubectl drain, a node group upgrade) may take, whichever computes the replicas are on:
+ * one replica at a time, and none of a model that has only one, since that would stop it serving until a
+ * replacement loads its weights (such a drain waits; llmcap's own surges a replacement first). A pod that is
+ * not Ready serves nothing and may always go (unhealthyPodEvictionPolicy), so a crash loop never blocks a drain.
+ */
+export function disruptionBudgetFor(stage: string, model: Placement['model'], replicas: number): K8sObject {
   return {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
@@ -246,7 +251,11 @@ export function disruptionBudgetFor(stage: string, model: Placement['model']): K
       namespace: namespaceFor(stage, model.owner),
       labels: commonLabels(stage, model.name),
     },
-    spec: { maxUnavailable: 1, selector: { matchLabels: { [LABEL_MODEL]: model.name } } },
+    spec: {
+      ...(replicas <= 1 ? { minAvailable: 1 } : { maxUnavailable: 1 }),
+      selector: { matchLabels: { [LABEL_MODEL]: model.name } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    },
   };
 }
 
@@ -295,14 +304,17 @@ export function desiredWorkloads(
   const namespaces = new Map<string, K8sObject>();
   const perModel = new Map<string, Placement['model']>();
   const deployments: K8sObject[] = [];
+  const replicas = new Map<string, number>();
   for (const p of placements) {
+    replicas.set(p.model.name, (replicas.get(p.model.name) ?? 0) + p.replicas);
     const ns = namespaceFor(stage, p.model.owner);
     if (!namespaces.has(ns)) namespaces.set(ns, namespaceObject(stage, ns));
     perModel.set(p.model.name, p.model);
     deployments.push(deploymentFor(stage, p, cfg));
   }
   const objects = [...deployments];
-  for (const m of perModel.values()) objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m));
+  for (const m of perModel.values())
+    objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m, replicas.get(m.name) ?? 0));
   const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
   return {
     namespaces: [...namespaces.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
@@ -337,6 +349,8 @@ export interface PodLike {
     namespace?: string;
     labels?: Record<string, string>;
     deletionTimestamp?: unknown;
+    /** An RFC 3339 string on the wire; client-node may hand it over as a Date. */
+    creationTimestamp?: unknown;
   };
   spec?: { nodeName?: string };
   status?: {
@@ -366,11 +380,15 @@ export interface PodView {
   restarts: number;
   reason?: PodReason;
   message?: string;
+  /** When the pod was created (its age in `llmcap get pods`). */
+  createdAt?: string;
 }
 
 /** What a model's status says about its pods: Ready replicas apart from admitted ones, and why others are not. */
 export interface WorkloadStatus {
   running: number;
+  /** Every pod of the model, when `pods` lists only the first MAX_PODS_SHOWN. */
+  total: number;
   pods: PodView[];
   podReasons: { reason: PodReason; message: string; replicas: number }[];
 }
@@ -388,6 +406,7 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
   const cond = (t: string) => conds.find((c) => c.type === t);
   const containers = pod.status?.containerStatuses ?? [];
   const ready = cond('Ready')?.status === 'True' && !pod.metadata?.deletionTimestamp;
+  const createdAt = isoTime(pod.metadata?.creationTimestamp);
   const base: PodView = {
     name: pod.metadata?.name ?? '',
     model: labelsOf[LABEL_MODEL] ?? '',
@@ -398,6 +417,7 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
     phase: pod.status?.phase ?? 'Pending',
     ready,
     restarts: containers.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+    ...(createdAt ? { createdAt } : {}),
   };
   if (ready) return base;
   const scheduled = cond('PodScheduled');
@@ -420,6 +440,11 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
   return { ...base, reason: base.phase === 'Running' ? 'Unready' : 'Starting', message };
 }
 
+function isoTime(t: unknown): string | undefined {
+  const d = t instanceof Date ? t : typeof t === 'string' ? new Date(t) : undefined;
+  return d && !Number.isNaN(d.getTime()) ? d.toISOString() : undefined;
+}
+
 /** Per model: Ready pods and the reasons of the others, grouped by reason and message. */
 export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
   const reasons = new Map<string, { reason: PodReason; message: string; replicas: number }>();
@@ -433,9 +458,31 @@ export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
   const sorted = [...pods].sort((a, b) => Number(a.ready) - Number(b.ready) || a.name.localeCompare(b.name));
   return {
     running: pods.filter((p) => p.ready).length,
+    total: pods.length,
     pods: sorted.slice(0, MAX_PODS_SHOWN),
     podReasons: [...reasons.values()],
   };
+}
+
+/** What `GET /v1/pods` narrows the pods to; every field given must match. */
+export interface PodFilter {
+  model?: string;
+  compute?: string;
+  profile?: string;
+  node?: string;
+  namespace?: string;
+  ready?: boolean;
+}
+
+export function podMatches(p: PodView, f: PodFilter): boolean {
+  return (
+    (f.model === undefined || p.model === f.model) &&
+    (f.compute === undefined || p.compute === f.compute) &&
+    (f.profile === undefined || p.profile === f.profile) &&
+    (f.node === undefined || p.node === f.node) &&
+    (f.namespace === undefined || p.namespace === f.namespace) &&
+    (f.ready === undefined || p.ready === f.ready)
+  );
 }
 
 /** The Kubernetes group of the reconciler's access entry; config/kubernetes/reconciler-rbac.yaml binds it. */
@@ -468,5 +515,6 @@ export interface WorkloadsReport {
   running: number;
   /** Models with a replica that does not serve, and why (the first reason of each). */
   notRunning: { model: string; reason: string; message: string; replicas: number }[];
+  /** Pod items written (changed or removed); the per-pass observation stamp is not counted. */
   storeWrites: number;
 }

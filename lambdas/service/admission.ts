@@ -70,13 +70,14 @@ export function admissionService(deps: Dependencies) {
     async summaries(models: readonly Model[]) {
       const deploy = deps.config().deployWorkloads;
       const one = models.length === 1 ? models[0]! : undefined;
-      const [stored, seen] = await Promise.all([
+      const [stored, seen, lastObserved] = await Promise.all([
         one ? admissions.getAdmission(one.name).then((a) => (a ? [a] : [])) : admissions.listAdmissions(),
         !deploy
           ? []
           : one
             ? workloads.getWorkload(one.name).then((w) => (w ? [w] : []))
             : workloads.listWorkloads(),
+        deploy ? workloads.lastObserved() : undefined,
       ]);
       const byModel = new Map(stored.map((a) => [a.model, a]));
       const podsOf = new Map(seen.map((w) => [w.model, w]));
@@ -84,9 +85,14 @@ export function admissionService(deps: Dependencies) {
         const status = modelStatus(m, byModel.get(m.name));
         if (!deploy) return status;
         const w = podsOf.get(m.name);
-        const pods: WorkloadStatus & { observedAt?: string } = w
-          ? { running: w.running, pods: w.pods, podReasons: w.podReasons, observedAt: w.observedAt }
-          : { running: 0, pods: [], podReasons: [] };
+        // When the pods were last looked at, which a steady pass confirms without rewriting the model's item.
+        const observedAt = latest(w?.observedAt, lastObserved);
+        const pods: Omit<WorkloadStatus, 'total'> & { observedAt?: string } = {
+          running: w?.running ?? 0,
+          pods: w?.pods ?? [],
+          podReasons: w?.podReasons ?? [],
+          ...(observedAt ? { observedAt } : {}),
+        };
         return { ...status, ...pods };
       });
     },
@@ -94,3 +100,8 @@ export function admissionService(deps: Dependencies) {
 }
 
 export type AdmissionService = ReturnType<typeof admissionService>;
+
+/** The later of two ISO times, either possibly absent. */
+export function latest(a: string | undefined, b: string | undefined): string | undefined {
+  return a && b ? (a > b ? a : b) : (a ?? b);
+}

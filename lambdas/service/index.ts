@@ -19,12 +19,13 @@ import { catalogService } from './catalog';
 import { computeService } from './computes';
 import { modelService } from './models';
 import { passService } from './passes';
+import { podService } from './pods';
 import { quotaService } from './quotas';
 import { scopeService } from './scopes';
 
 /**
  * The service layer: one module per use case, between the handlers (api/routes, reconcile/handler.ts) and the
- * store. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
+ * store and AWS adapters. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
  * depends on is handed in here, once per container, the way Kueue's scheduler.New receives its queues, cache
  * and client: no module registers itself with another, and a test builds the services with other parts.
  */
@@ -139,6 +140,7 @@ function wire(deps: Dependencies) {
     quotas: quotaService(deps),
     capacity: capacityService(deps, { catalog, admission }),
     passes: passService(deps),
+    pods: podService(deps, { catalog }),
     idempotency: deps.store.idempotency,
   };
 }

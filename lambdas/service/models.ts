@@ -6,6 +6,7 @@ import {
   type CatalogChange,
   type ChangeResult,
   checkRefusal,
+  type ModelCheck,
   sourcesIndex,
 } from '../domain/catalog';
 import { conflict, notFound } from '../domain/errors';
@@ -26,7 +27,8 @@ import { committing, type WriteOptions } from './writes';
 const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resources']);
 
 // Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
-const visibleTo = (caller: Caller, m: Model) => m.declared || caller.canSee(m.owner);
+export const visibleTo = (caller: Caller, m: Pick<Model, 'declared' | 'owner'>) =>
+  m.declared || caller.canSee(m.owner);
 
 export function modelService(
   deps: Dependencies,
@@ -40,7 +42,7 @@ export function modelService(
     opts: { by: string; access?: CatalogAccess } & WriteOptions,
   ): Promise<ChangeResult & { preview?: ChangePreview }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
-    const checked = new Map<string, string[]>();
+    const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
     return deps.store.ledger.withLedger(
       committing(opts, async () => {
         const state = await catalog.load();

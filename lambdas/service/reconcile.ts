@@ -6,7 +6,7 @@ import { type Action, decideAction, type WorkflowKind } from '../domain/actions'
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
 import { type Compute, FAILED_NODEGROUP_STATUSES } from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
-import type { DrainReport } from '../domain/drain';
+import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
@@ -16,7 +16,7 @@ import { logger } from '../shared/logger';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
 import { createServices, type Dependencies, type Services } from '.';
-import { drainForScaleDown } from './drain';
+import { chooseGoing, drainForScaleDown, type Shrink } from './drain';
 import { workflowService } from './workflows';
 import { reconcileWorkloads } from './workloads';
 
@@ -121,30 +121,44 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    */
   async function runWorkloads(
     input: Pick<Parameters<typeof reconcileWorkloads>[0], 'models' | 'admissions' | 'computes' | 'now'>,
-    drainsWanted: { compute: Compute; keep: number }[],
+    shrinks: Shrink[],
     errors: string[],
   ): Promise<{ workloads?: WorkloadsReport; drains: DrainReport[] }> {
     const drains: DrainReport[] = [];
     const stage = deps.config().stage;
     let workloads: WorkloadsReport | undefined;
     try {
+      const client = await deps.cluster();
+      let chosen = new Map<string, DrainNode[]>();
       const w = await reconcileWorkloads({
         ...input,
         stage,
         engines: deps.engines(),
-        client: await deps.cluster(),
+        client,
         record: store.workloads.recordWorkloads,
+        ...(shrinks.length
+          ? {
+              shrinking: {
+                draining: new Set(shrinks.filter((s) => s.cordon).map((s) => s.compute.name)),
+                going: async (pods) => {
+                  chosen = await chooseGoing({ shrinks, pods, client, stage });
+                  return new Set([...chosen.values()].flat().map((n) => n.name));
+                },
+              },
+            }
+          : {}),
       });
       workloads = w.report;
       if (w.report.applied.length === 0)
-        for (const d of drainsWanted) {
+        for (const d of shrinks.filter((s) => s.cordon)) {
           try {
             drains.push(
               await drainForScaleDown({
-                ...d,
+                compute: d.compute,
+                chosen: chosen.get(d.compute.name) ?? [],
                 pods: w.pods,
+                deployments: w.deployments,
                 client: w.client,
-                stage,
                 terminateInstance: deps.nodegroups.terminateInstance,
               }),
             );
@@ -206,7 +220,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
     const launched: ReconcileSummary['workflows'] = [];
-    const drainsWanted: { compute: Compute; keep: number }[] = [];
+    const shrinks: Shrink[] = [];
     for (const c of all) {
       const deleting = c.deletionRequested === true;
       const planned = sized.get(c.name);
@@ -236,7 +250,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           await store.computes.removeDeletedCompute(c.name);
         } else if (drainsFirst(action, c)) {
           // Issue 20 §3: llmcap removes the instances itself, after draining them (runWorkloads below).
-          drainsWanted.push({ compute: c, keep: action.desired });
+          shrinks.push({ compute: c, keep: action.desired, cordon: true });
           note = `scaling down to ${action.desired} by draining the nodes llmcap chooses`;
         } else if (action.kind !== 'none') {
           const kind: WorkflowKind = action.kind;
@@ -254,6 +268,16 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       } catch (e) {
         errors.push(`${action.kind} ${c.name}: ${(e as Error).message}`);
       }
+      // During a cool-down the node group keeps its size, but the replicas already drop: steer the ReplicaSets
+      // to the pods on the nodes that will go (not cordoned: the need may rise again before they do).
+      if (
+        action.kind === 'none' &&
+        deps.config().deployWorkloads &&
+        c.status.nodegroupStatus === 'ACTIVE' &&
+        planned &&
+        planned.neededNodes < c.status.desiredNodes
+      )
+        shrinks.push({ compute: c, keep: planned.neededNodes, cordon: false });
       reports.push({
         compute: c.name,
         status: c.status.nodegroupStatus,
@@ -281,7 +305,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const { workloads, drains } = deps.config().deployWorkloads
       ? await runWorkloads(
           { models: world.models, admissions: decision.admissions, computes: all, now },
-          drainsWanted,
+          shrinks,
           errors,
         )
       : { workloads: undefined, drains: [] };

@@ -1,6 +1,14 @@
 import type { ClusterClient, ListedObject } from '../aws/kubernetes';
 import { mapLimit } from '../aws/nodegroups';
 import type { Compute } from '../domain/compute';
+import {
+  DELETION_COST_ANNOTATION,
+  type DrainDeployment,
+  GOING_COST,
+  parseSurge,
+  podsToSteer,
+  SURGE_ANNOTATION,
+} from '../domain/drain';
 import type { Model } from '../domain/model';
 import type { ModelAdmission } from '../domain/quota';
 import {
@@ -9,6 +17,9 @@ import {
   type EnginesConfig,
   FIELD_MANAGER,
   type K8sObject,
+  LABEL_COMPUTE,
+  LABEL_MODEL,
+  LABEL_PROFILE,
   LABEL_STAGE,
   MANAGED_BY,
   type PodLike,
@@ -53,7 +64,21 @@ export async function reconcileWorkloads(input: {
   client: ClusterClient;
   /** Writes each model's pods where the models API reads them (store/workloads.ts); returns the writes. */
   record: (seen: Map<string, WorkloadStatus>, now: string) => Promise<number>;
-}): Promise<{ report: WorkloadsReport; pods: PodView[]; client: ClusterClient }> {
+  /**
+   * While computes shrink (docs/workloads.md#scale-down): `draining` are the computes being drained, whose
+   * Deployments keep their surge; `going` names the nodes that go, from the pods listed before anything is
+   * applied, so a Deployment whose replicas drop loses its pods there (pod-deletion-cost).
+   */
+  shrinking?: {
+    draining: ReadonlySet<string>;
+    going: (pods: readonly PodView[]) => Promise<ReadonlySet<string>>;
+  };
+}): Promise<{
+  report: WorkloadsReport;
+  pods: PodView[];
+  deployments: DrainDeployment[];
+  client: ClusterClient;
+}> {
   const { stage } = input;
   const want = desiredWorkloads(
     stage,
@@ -82,24 +107,8 @@ export async function reconcileWorkloads(input: {
   }
 
   const pods: PodView[] = [];
-  await mapLimit(namespaces, MAX_CONCURRENCY, async (ns) => {
-    const live = new Map<string, ListedObject>();
-    for (const kind of KINDS)
-      for (const o of await k.list(kind.apiVersion, kind.kind, ns, { labelSelector: selector }))
-        live.set(keyOf({ ...o, kind: kind.kind }), { ...o, apiVersion: kind.apiVersion, kind: kind.kind });
-    const mine = wanted.get(ns) ?? [];
-    for (const o of mine) {
-      const l = live.get(keyOf(o));
-      if (l && appliedAsWanted(o, l)) continue;
-      await k.apply(o);
-      applied.push(keyOf(o));
-    }
-    const keep = new Set(mine.map(keyOf));
-    for (const [key, o] of live) {
-      if (keep.has(key)) continue;
-      await k.remove(o);
-      removed.push(key);
-    }
+  const live = new Map<string, Map<string, ListedObject>>();
+  const listPods = async (ns: string) => {
     const listed = (await k.list('v1', 'Pod', ns, { labelSelector: selector })) as PodLike[];
     const notReadyRunning = listed.some(
       (p) =>
@@ -117,6 +126,80 @@ export async function reconcileWorkloads(input: {
       }
     }
     for (const p of listed) pods.push(podView(p, probes.get(p.metadata?.name ?? '')));
+  };
+  const shrinking = input.shrinking;
+  await mapLimit(namespaces, MAX_CONCURRENCY, async (ns) => {
+    const here = new Map<string, ListedObject>();
+    for (const kind of KINDS)
+      for (const o of await k.list(kind.apiVersion, kind.kind, ns, { labelSelector: selector }))
+        here.set(keyOf({ ...o, kind: kind.kind }), { ...o, apiVersion: kind.apiVersion, kind: kind.kind });
+    live.set(ns, here);
+    // During a scale-down the pods are read before the apply: which pods a dropping Deployment loses depends on them.
+    if (shrinking) await listPods(ns);
+  });
+  const going = shrinking ? await shrinking.going(pods) : new Set<string>();
+  const deployments: DrainDeployment[] = [];
+
+  await mapLimit(namespaces, MAX_CONCURRENCY, async (ns) => {
+    const here = live.get(ns)!;
+    const kept = new Set<string>();
+    const mine = (wanted.get(ns) ?? []).map((o) => {
+      if (o.kind !== 'Deployment') return o;
+      const l = here.get(keyOf(o));
+      const labels = o.metadata.labels ?? {};
+      const compute = labels[LABEL_COMPUTE] ?? '';
+      const admitted = (o.spec as { replicas: number }).replicas;
+      const surge = shrinking?.draining.has(compute) ? parseSurge(l?.metadata.annotations) : undefined;
+      if (shrinking?.draining.has(compute))
+        deployments.push({
+          namespace: ns,
+          name: o.metadata.name,
+          model: labels[LABEL_MODEL] ?? '',
+          profile: labels[LABEL_PROFILE] ?? '',
+          compute,
+          admitted,
+          ...(surge ? { surge } : {}),
+        });
+      // A drain's surge stands until the drain ends it; the apply agrees with it rather than resetting it.
+      if (surge) kept.add(keyOf(o));
+      return surge ? { ...o, spec: { ...(o.spec as object), replicas: admitted + surge.surge } } : o;
+    });
+    for (const o of mine) {
+      const l = here.get(keyOf(o));
+      if (o.kind === 'Deployment' && !kept.has(keyOf(o)) && l?.metadata.annotations?.[SURGE_ANNOTATION]) {
+        // A surge left behind by a drain that no longer runs (the compute grew again): end it with the apply.
+        await k.patch(o.apiVersion, o.kind, ns, o.metadata.name, {
+          metadata: { annotations: { [SURGE_ANNOTATION]: null } },
+        });
+      }
+      if (l && appliedAsWanted(o, l)) continue;
+      if (o.kind === 'Deployment' && l && going.size > 0) {
+        const liveReplicas = (l.spec as { replicas?: number } | undefined)?.replicas ?? 0;
+        if (liveReplicas > (o.spec as { replicas: number }).replicas) {
+          const labels = o.metadata.labels ?? {};
+          const own = pods.filter(
+            (p) =>
+              p.namespace === ns &&
+              p.model === labels[LABEL_MODEL] &&
+              p.profile === labels[LABEL_PROFILE] &&
+              p.compute === labels[LABEL_COMPUTE],
+          );
+          for (const p of podsToSteer(own, going))
+            await k.patch('v1', 'Pod', ns, p.name, {
+              metadata: { annotations: { [DELETION_COST_ANNOTATION]: GOING_COST } },
+            });
+        }
+      }
+      await k.apply(o);
+      applied.push(keyOf(o));
+    }
+    const keep = new Set(mine.map(keyOf));
+    for (const [key, o] of here) {
+      if (keep.has(key)) continue;
+      await k.remove(o);
+      removed.push(key);
+    }
+    if (!shrinking) await listPods(ns);
   });
 
   const byModel = new Map<string, PodView[]>();
@@ -137,6 +220,7 @@ export async function reconcileWorkloads(input: {
       storeWrites,
     },
     pods,
+    deployments,
     client: k,
   };
 }

@@ -1,4 +1,3 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ABSENT_STATUS,
@@ -11,6 +10,7 @@ import type { StoredCompute } from '../domain/compute-changes';
 import { conflict, versionMismatch } from '../domain/errors';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 import type { TxItem } from './ledger';
 import { readPartition } from './ledger-cache';
@@ -79,12 +79,6 @@ export function previewCompute(c: NewCompute, now: string): StoredCompute {
 /** Condition (and its values) that the compute owns no node group: ABSENT, or FOREIGN (someone else's). */
 const NO_GROUP_CONDITION = '#status.nodegroupStatus IN (:absent, :foreign)';
 const NO_GROUP_VALUES = { ':absent': 'ABSENT', ':foreign': 'FOREIGN' };
-
-function isConditionFailure(e: unknown): boolean {
-  return (
-    e instanceof ConditionalCheckFailedException || (e as Error).name === 'ConditionalCheckFailedException'
-  );
-}
 
 /** Creates a compute item; 409 AlreadyExists when one of that name exists. */
 export async function createCompute(c: NewCompute, now: string): Promise<StoredCompute> {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 
 /**
@@ -57,7 +57,7 @@ export async function claimKey(principal: string, key: string, fingerprint: stri
     );
     return { kind: 'claimed' };
   } catch (e) {
-    if (!(e instanceof ConditionalCheckFailedException)) throw e;
+    if (!isConditionFailure(e)) throw e;
   }
   const out = await documentClient().send(
     new GetCommand({

@@ -20,6 +20,8 @@ export const keys = {
   /** What the reconciler last saw of a model's pods (store/workloads.ts): status.running and its reasons. */
   workload: (model: string) => ({ pk: 'WORKLOAD', sk: model }),
   workloads: () => ({ pk: 'WORKLOAD' }),
+  /** When the reconciler last listed every pod (store/workloads.ts): what the WORKLOAD items are as of. */
+  podsObserved: () => ({ pk: 'WORKLOAD_OBSERVED', sk: 'LAST' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
   /** One reconcile pass; ids start with the time, so the partition lists newest first (reconcile-passes.ts). */
   reconcilePass: (id: string) => ({ pk: 'RECONCILE', sk: id }),

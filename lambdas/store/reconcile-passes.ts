@@ -18,6 +18,7 @@ import {
 } from '../domain/reconcile-pass';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 
 /**
@@ -49,7 +50,7 @@ function fromItem(item: Record<string, unknown>): PassRecord {
 
 function conditionFailed(e: unknown): boolean {
   return (
-    (e as Error).name === 'ConditionalCheckFailedException' ||
+    isConditionFailure(e) ||
     (e instanceof TransactionCanceledException &&
       (e.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed'))
   );

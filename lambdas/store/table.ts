@@ -9,8 +9,6 @@ import {
  * ...) with the name as sort key, so that every list is a Query and no request path ever Scans. Only the store
  * modules know these formats; workflows receive the key they must write in their input.
  */
-export const TABLE_KEYS = { partitionKey: 'pk', sortKey: 'sk' } as const;
-
 export function tableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,

@@ -1,7 +1,8 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { MemberWrite, Quota, Scope } from '../domain/quota';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 import type { TxItem } from './ledger';
 import { queryLedgerPartition, readPartition } from './ledger-cache';
@@ -80,43 +81,50 @@ export function scopeDeleteItems(name: string): TxItem[] {
   ];
 }
 
-/**
- * Applies a member write to the scope as read (`current`): conditional on its version, so that a write that lost
- * a race is planned again. Returns the scope as written, or undefined when the version moved meanwhile.
- */
+type ScopeUpdate = Pick<
+  UpdateCommandInput,
+  'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+>;
+
+/** A conditional update of one scope item: the scope as written, or undefined when its condition failed. */
+async function updateScope(name: string, update: ScopeUpdate): Promise<StoredScope | undefined> {
+  try {
+    const out = await documentClient().send(
+      new UpdateCommand({ TableName: table(), Key: keys.scope(name), ...update, ReturnValues: 'ALL_NEW' }),
+    );
+    return strip<StoredScope>(out.Attributes ?? {});
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    return undefined;
+  }
+}
+
 /** Replaces a scope's members as a whole, if it is still at the version read; undefined when it moved on. */
-export async function replaceMembers(
+export function replaceMembers(
   current: StoredScope,
   members: Record<string, string>,
   by: string,
   now: string,
 ): Promise<StoredScope | undefined> {
-  try {
-    const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: keys.scope(current.name),
-        UpdateExpression: 'SET #m = :members, #v = #v + :one, updatedAt = :now, updatedBy = :by',
-        ConditionExpression: '#v = :v',
-        ExpressionAttributeNames: { '#m': 'members', '#v': 'version' },
-        ExpressionAttributeValues: {
-          ':members': members,
-          ':one': 1,
-          ':now': now,
-          ':by': by,
-          ':v': current.version,
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return strip<StoredScope>(out.Attributes ?? {});
-  } catch (e) {
-    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
-    return undefined;
-  }
+  return updateScope(current.name, {
+    UpdateExpression: 'SET #m = :members, #v = #v + :one, updatedAt = :now, updatedBy = :by',
+    ConditionExpression: '#v = :v',
+    ExpressionAttributeNames: { '#m': 'members', '#v': 'version' },
+    ExpressionAttributeValues: {
+      ':members': members,
+      ':one': 1,
+      ':now': now,
+      ':by': by,
+      ':v': current.version,
+    },
+  });
 }
 
-export async function writeMembers(
+/**
+ * Applies a member write to the scope as read (`current`): conditional on its version, so that a write that lost
+ * a race is planned again. Returns the scope as written, or undefined when the version moved meanwhile.
+ */
+export function writeMembers(
   current: StoredScope,
   plan: MemberWrite,
   by: string,
@@ -138,57 +146,30 @@ export async function writeMembers(
     names[`#r${i}`] = k;
   });
   const removes = plan.remove.map((_, i) => `#m.#r${i}`);
-  try {
-    const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: keys.scope(current.name),
-        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-        ConditionExpression: '#v = :v',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return strip<StoredScope>(out.Attributes ?? {});
-  } catch (e) {
-    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
-    return undefined;
-  }
+  return updateScope(current.name, {
+    UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+    ConditionExpression: '#v = :v',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  });
 }
 
 /**
  * Sets (or, with undefined, lifts) the instance families a scope's computes may use. Returns the scope as
  * written, or undefined when it does not exist.
  */
-export async function writeInstanceFamilies(
+export function writeInstanceFamilies(
   name: string,
   families: readonly string[] | undefined,
   by: string,
   now: string,
 ): Promise<StoredScope | undefined> {
-  try {
-    const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: keys.scope(name),
-        UpdateExpression: `SET #v = #v + :one, updatedAt = :now, updatedBy = :by${families ? ', #f = :f' : ' REMOVE #f'}`,
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#v': 'version', '#f': 'instanceFamilies' },
-        ExpressionAttributeValues: {
-          ':one': 1,
-          ':now': now,
-          ':by': by,
-          ...(families ? { ':f': families } : {}),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return strip<StoredScope>(out.Attributes ?? {});
-  } catch (e) {
-    if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
-    return undefined;
-  }
+  return updateScope(name, {
+    UpdateExpression: `SET #v = #v + :one, updatedAt = :now, updatedBy = :by${families ? ', #f = :f' : ' REMOVE #f'}`,
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeNames: { '#v': 'version', '#f': 'instanceFamilies' },
+    ExpressionAttributeValues: { ':one': 1, ':now': now, ':by': by, ...(families ? { ':f': families } : {}) },
+  });
 }
 
 /** A quota written over the one read (`current`, conditional on its version) on a scope that still exists. */

@@ -225,7 +225,8 @@ const busyError = (waitMs: number) =>
  */
 export async function leaseThisTurn(opts: { contended?: boolean } = {}): Promise<void> {
   const turn = inTurn.getStore();
-  if (!turn) throw new Error('leaseThisTurn is called inside a ledger turn');
+  if (!turn)
+    throw new Error('leaseThisTurn must be called inside a ledger turn (inLedgerTurn or inWriterTurn)');
   if (opts.contended !== false) noteContention();
   if (turn.lease) return;
   turn.lease = await takeLease(turn.by, turn.leaseMs, turn.deadline);

@@ -9,7 +9,8 @@ import { queryPartition } from './query';
 /**
  * What the reconciler last saw of each model's pods, one item per model (keys.workload): the model's
  * `status.running`, its pods and why the others do not serve. Written by reconcile only when it changed, read
- * by the models API beside the admission record.
+ * by the models and pods API beside the admission record. An item's `observedAt` is when it last changed; one
+ * more item (keys.podsObserved) says when a pass last listed every pod, which is what all items are as of.
  */
 
 export interface StoredWorkload extends WorkloadStatus {
@@ -33,9 +34,18 @@ export async function getWorkload(model: string): Promise<StoredWorkload | undef
   return out.Item ? fromItem(out.Item) : undefined;
 }
 
+/** When the reconciler last listed every pod of llmcap's namespaces; absent before its first such pass. */
+export async function lastObserved(): Promise<string | undefined> {
+  const out = await documentClient().send(
+    new GetCommand({ TableName: config().table, Key: keys.podsObserved() }),
+  );
+  return typeof out.Item?.observedAt === 'string' ? out.Item.observedAt : undefined;
+}
+
 /**
  * Writes what changed since the last pass: a model whose pods are gone loses its item. Returns the writes made,
- * so that a steady pass can be seen to write nothing.
+ * so that a steady pass can be seen to write nothing but its stamp: one put per pass, rather than one per model,
+ * keeps "when was this last observed" true without rewriting 10,000 unchanged items.
  */
 export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: string): Promise<number> {
   const before = new Map((await listWorkloads()).map((w) => [w.model, w]));
@@ -56,5 +66,8 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
     writes++;
     await documentClient().send(new DeleteCommand({ TableName: config().table, Key: keys.workload(model) }));
   }
+  await documentClient().send(
+    new PutCommand({ TableName: config().table, Item: { ...keys.podsObserved(), observedAt: now } }),
+  );
   return writes;
 }

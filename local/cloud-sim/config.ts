@@ -162,6 +162,18 @@ export function loadConfigFile(path: string): SimConfigFile {
   return data as SimConfigFile;
 }
 
+/** The fault settings that are lists (the others are the two rates and serverErrorType). */
+const LIST_FAULTS = [
+  'operations',
+  'unavailableInstanceTypes',
+  'launchFailures',
+  'deleteFailures',
+  'vanish',
+  'podCrashes',
+  'podsUnready',
+  'nodesNotReady',
+] as const satisfies readonly (keyof FaultConfig)[];
+
 /** Rejects fault configs that would silently do nothing, so a typo in a test or a file is loud. */
 export function checkFaults(f: FaultConfig): FaultConfig {
   const rate = (name: string, v: unknown) => {
@@ -178,16 +190,7 @@ export function checkFaults(f: FaultConfig): FaultConfig {
     f.serverErrorType !== 'ServiceUnavailableException'
   )
     throw new Error('faults.serverErrorType must be ServerException or ServiceUnavailableException');
-  for (const key of [
-    'operations',
-    'unavailableInstanceTypes',
-    'launchFailures',
-    'deleteFailures',
-    'vanish',
-    'podCrashes',
-    'podsUnready',
-    'nodesNotReady',
-  ] as const) {
+  for (const key of LIST_FAULTS) {
     if (f[key] !== undefined && !Array.isArray(f[key])) throw new Error(`faults.${key} must be a list`);
   }
   for (const [key, rules] of [
@@ -217,19 +220,7 @@ export function checkFaults(f: FaultConfig): FaultConfig {
     if (typeof v.afterMs !== 'number' || v.afterMs < 0)
       throw new Error('faults.vanish[].afterMs must be >= 0');
   }
-  const known = new Set([
-    'throttleRate',
-    'serverErrorRate',
-    'serverErrorType',
-    'operations',
-    'unavailableInstanceTypes',
-    'launchFailures',
-    'deleteFailures',
-    'vanish',
-    'podCrashes',
-    'podsUnready',
-    'nodesNotReady',
-  ]);
+  const known = new Set<string>(['throttleRate', 'serverErrorRate', 'serverErrorType', ...LIST_FAULTS]);
   for (const k of Object.keys(f)) if (!known.has(k)) throw new Error(`unknown fault setting: ${k}`);
   return f;
 }

@@ -359,7 +359,8 @@ export class ApiServer {
       ]);
     let config: unknown;
     try {
-      config = parseYaml(raw);
+      // Clients send apply configurations as JSON (which is YAML): JSON.parse reads them many times faster.
+      config = jsonOrYaml(raw);
     } catch (e) {
       throw badRequest(`error decoding YAML: ${(e as Error).message}`);
     }
@@ -474,6 +475,17 @@ export class ApiServer {
   }
 
   static finalizers = { foreground: FINALIZER_FOREGROUND, orphan: FINALIZER_ORPHAN };
+}
+
+function jsonOrYaml(raw: string): unknown {
+  const t = raw.trimStart();
+  if (t.startsWith('{'))
+    try {
+      return JSON.parse(raw);
+    } catch {
+      // YAML flow mappings start with { too.
+    }
+  return parseYaml(raw);
 }
 
 function keyOf(o: KObject): string {

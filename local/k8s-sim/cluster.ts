@@ -371,7 +371,7 @@ export class Cluster {
       );
     } else if (def === NODES) {
       this.dirty.nodes.add(meta.name as string);
-      this.scheduler.nodesChanged();
+      this.scheduler.nodesChanged(obj, type === 'DELETED');
     } else if (def === NAMESPACES) this.dirty.namespaces.add(meta.name as string);
     else if (meta.namespace) this.dirty.namespaces.add(meta.namespace);
   }

@@ -461,17 +461,76 @@ function syncDeployment(c: Cluster, key: string): void {
 
 // ---- replica set controller ----
 
-/** The order in which a scale-down picks pods: unscheduled, pending, not ready, then the youngest. */
-function deletionRank(p: KObject): [number, number, number, string] {
-  const spec = p.spec as JsonObject;
-  const phase = (p.status as JsonObject)?.phase;
-  return [
-    spec.nodeName ? 1 : 0,
-    phase === 'Pending' ? 0 : phase === 'Running' ? 2 : 1,
-    podReady(p) ? 1 : 0,
-    // Newer first: invert the timestamp order.
-    String(9e15 - Date.parse(p.metadata?.creationTimestamp ?? '0')).padStart(16, '0'),
-  ];
+/** `controller.kubernetes.io/pod-deletion-cost`: an int32; a missing or malformed value counts as 0. */
+export const DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
+
+function deletionCost(p: KObject): number {
+  const raw = p.metadata?.annotations?.[DELETION_COST];
+  if (raw === undefined || !/^-?\d+$/.test(raw)) return 0;
+  const n = Number(raw);
+  return n >= -2147483648 && n <= 2147483647 ? n : 0;
+}
+
+function readySince(p: KObject): number {
+  const conds = ((p.status as JsonObject)?.conditions as JsonObject[]) ?? [];
+  const ready = conds.find((x) => x.type === 'Ready' && x.status === 'True');
+  return ready ? Date.parse(String(ready.lastTransitionTime ?? '')) || 0 : 0;
+}
+
+function restarts(p: KObject): number {
+  const cs = ((p.status as JsonObject)?.containerStatuses as JsonObject[]) ?? [];
+  return cs.reduce((n, x) => n + ((x.restartCount as number) ?? 0), 0);
+}
+
+/**
+ * The pods a scale-down deletes, as the replica set controller ranks them (controller.ActivePodsWithRanks,
+ * Kubernetes 1.32): unscheduled first, then Pending before Running, not ready before ready, the lower
+ * pod-deletion-cost, the pod doubled up with more of its Deployment's pods on its node, the one ready for the
+ * shorter time, the more restarts, and the newer. (Kubernetes' LogarithmicScaleDown compares the last two in
+ * powers of two; here they are exact.)
+ */
+function victimOrder(related: readonly KObject[]) {
+  const onNode = new Map<string, number>();
+  for (const p of related) {
+    const n = (p.spec as JsonObject)?.nodeName as string | undefined;
+    if (n) onNode.set(n, (onNode.get(n) ?? 0) + 1);
+  }
+  const key = (p: KObject): number[] => {
+    const node = (p.spec as JsonObject)?.nodeName as string | undefined;
+    const phase = (p.status as JsonObject)?.phase;
+    return [
+      node ? 1 : 0,
+      phase === 'Pending' ? 0 : phase === 'Running' ? 2 : 1,
+      podReady(p) ? 1 : 0,
+      deletionCost(p),
+      -(node ? (onNode.get(node) ?? 0) : 0),
+      -readySince(p),
+      -restarts(p),
+      -Date.parse(p.metadata?.creationTimestamp ?? '0'),
+    ];
+  };
+  return (a: KObject, b: KObject) => {
+    const ka = key(a);
+    const kb = key(b);
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
+    return 0;
+  };
+}
+
+/** The active pods of every replica set of the same Deployment: what "doubled up" on a node counts. */
+function relatedPods(c: Cluster, rs: KObject, own: readonly KObject[]): KObject[] {
+  const owner = controllerOf(rs);
+  if (!owner) return [...own];
+  return c.store
+    .dependents(owner.uid as string)
+    .filter((r) => r.def === REPLICASETS)
+    .flatMap((r) => {
+      const sib = c.store.get(REPLICASETS, r.namespace, r.name);
+      return sib ? c.store.dependents(sib.metadata?.uid as string) : [];
+    })
+    .filter((r) => r.def === PODS)
+    .map((r) => c.store.get(PODS, r.namespace, r.name))
+    .filter((p): p is KObject => p !== undefined && isActive(p));
 }
 
 function syncReplicaSet(c: Cluster, key: string): void {
@@ -528,12 +587,7 @@ function syncReplicaSet(c: Cluster, key: string): void {
       );
     }
   } else if (active.length > want) {
-    const victims = [...active].sort((a, b) => {
-      const ra = deletionRank(a);
-      const rb = deletionRank(b);
-      for (let i = 0; i < 4; i++) if (ra[i] !== rb[i]) return (ra[i] as never) < (rb[i] as never) ? -1 : 1;
-      return 0;
-    });
+    const victims = [...active].sort(victimOrder(relatedPods(c, rs, active)));
     for (const p of victims.slice(0, active.length - want)) {
       c.api.delete(PODS, ns, p.metadata?.name as string);
       c.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${p.metadata?.name}`, 'replicaset-controller');

@@ -7,11 +7,12 @@ import { stringify as toYaml } from 'yaml';
 import type { Simulator } from '../cloud-sim/state';
 import type { AccessEntry, AuthConfig, Identity } from './auth';
 import { type AppStartRule, Cluster } from './cluster';
-import { handle } from './server';
+import { type AuditEvent, handle } from './server';
 import { clusterTls } from './tls';
 
 export type { AccessEntry, AccessPolicyAssociation, Identity } from './auth';
 export type { AppStartRule } from './cluster';
+export type { AuditEvent } from './server';
 
 /**
  * The simulated cluster's API server on HTTPS, for the cloud simulator's EKS cluster: its endpoint and CA are
@@ -44,6 +45,10 @@ export interface K8sSim {
   writeKubeconfig(path: string, opts?: { token?: string; user?: string }): void;
   /** Adds an identity and its access entry (e.g. a role the Lambda runs as) at run time. */
   allow(identity: Identity, entry: AccessEntry): void;
+  /** Hears every resource request once answered (the audit log); returns the function that stops it. */
+  onRequest(listener: (e: AuditEvent) => void): () => void;
+  /** TLS handshakes served so far: one per connection, so a client that pools its connections makes few. */
+  handshakes(): number;
   stop(): Promise<void>;
 }
 
@@ -62,12 +67,16 @@ export async function startK8sSim(
   const host = cfg.host ?? '127.0.0.1';
   const log = cfg.log ?? (() => {});
   let address = '';
+  const auditors = new Set<(e: AuditEvent) => void>();
+  const audit = (e: AuditEvent) => {
+    for (const a of auditors) a(e);
+  };
   const server = createServer({ cert: tls.certPem, key: tls.keyPem }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       handle(
-        { cluster, auth, clusterName: sim.opts.clusterName, serverAddress: () => address, log },
+        { cluster, auth, clusterName: sim.opts.clusterName, serverAddress: () => address, log, audit },
         req,
         res,
         Buffer.concat(chunks).toString('utf8'),
@@ -86,6 +95,12 @@ export async function startK8sSim(
     });
   });
   server.keepAliveTimeout = 65_000;
+  // The simulator runs in its clients' process: while it works through simulated time it reads no socket, and
+  // Node's request timeouts would then reset connections whose request was waiting on it all along.
+  server.requestTimeout = 0;
+  server.headersTimeout = 0;
+  let handshakes = 0;
+  server.on('secureConnection', () => handshakes++);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(cfg.port ?? 0, host, () => {
@@ -125,6 +140,11 @@ export async function startK8sSim(
     allow(identity, entry) {
       auth.identities.push(identity);
       auth.accessEntries.push(entry);
+    },
+    handshakes: () => handshakes,
+    onRequest(listener) {
+      auditors.add(listener);
+      return () => auditors.delete(listener);
     },
     stop: () =>
       new Promise<void>((resolve) => {

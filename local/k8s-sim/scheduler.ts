@@ -74,6 +74,8 @@ export class Scheduler {
   private readonly pending = new Set<string>();
   /** Every pod waiting for a node, tried again when nodes change or room is freed. */
   private readonly unscheduled = new Set<string>();
+  /** The node selector of each waiting pod, to tell which of them a node event concerns. */
+  private readonly selectors = new Map<string, Record<string, string> | undefined>();
   /** The last FailedScheduling message per pod uid, so that a repeat is not a new attempt. */
   private readonly lastMessage = new Map<string, string>();
   /** What the pods bound to each node request (the scheduler cache), kept up to date as pods change. */
@@ -85,6 +87,7 @@ export class Scheduler {
   reset(): void {
     this.pending.clear();
     this.unscheduled.clear();
+    this.selectors.clear();
     this.lastMessage.clear();
     this.usage.clear();
     this.podUsage.clear();
@@ -125,11 +128,13 @@ export class Scheduler {
     this.account(key, type === 'DELETED' ? undefined : pod);
     if (type !== 'DELETED' && this.isPending(pod)) {
       this.unscheduled.add(key);
+      this.selectors.set(key, (pod.spec as JsonObject)?.nodeSelector as Record<string, string> | undefined);
       if (type === 'ADDED') this.pending.add(key);
       return;
     }
     this.pending.delete(key);
     this.unscheduled.delete(key);
+    this.selectors.delete(key);
     if (type === 'DELETED') this.lastMessage.delete(pod.metadata?.uid as string);
     // Room freed on a node: pods waiting for it get another try.
     if (
@@ -139,8 +144,18 @@ export class Scheduler {
       this.retryAll();
   }
 
-  nodesChanged(): void {
-    this.retryAll();
+  /**
+   * A node added or changed: the waiting pods it could take get another try, as kube-scheduler's queueing hints
+   * have it (a pod whose node selector the node does not match keeps waiting with its last verdict). Retrying
+   * every waiting pod on every node event made a cluster of thousands of pods and nodes quadratic.
+   */
+  nodesChanged(node: KObject | undefined, deleted: boolean): void {
+    if (deleted) return;
+    const labels = node?.metadata?.labels ?? {};
+    for (const k of this.unscheduled) {
+      const want = this.selectors.get(k);
+      if (!want || Object.entries(want).every(([l, v]) => labels[l] === v)) this.pending.add(k);
+    }
   }
 
   private retryAll(): void {

@@ -37,6 +37,22 @@ export interface HandlerContext {
   clusterName: string;
   serverAddress: () => string;
   log: (line: string) => void;
+  /** Told of every resource request once answered, as the API server's audit log records it. */
+  audit?: (e: AuditEvent) => void;
+}
+
+/** One request as the audit log's ResponseComplete stage has it: who, what verb on what, and the answer. */
+export interface AuditEvent {
+  user: string;
+  verb: string;
+  group: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+  code: number;
+  /** Milliseconds the server spent on it, from the body read to the answer sent. */
+  ms: number;
 }
 
 interface Route {
@@ -166,6 +182,8 @@ export async function handle(
   const q = url.searchParams;
   let status = 200;
   let reason = '';
+  const started = performance.now();
+  let audited: Omit<AuditEvent, 'code' | 'ms'> | undefined;
   try {
     ctx.cluster.sim.catchUp();
     if (PUBLIC_PATHS.has(path)) {
@@ -205,6 +223,7 @@ export async function handle(
       ...(r.namespace !== undefined ? { namespace: r.namespace } : {}),
       ...(r.name !== undefined ? { name: r.name } : {}),
     };
+    audited = { user: user.name, ...authz };
     if (!authorize(ctx.cluster, user, authz))
       throw forbidden(
         user.name,
@@ -235,6 +254,7 @@ export async function handle(
     send(res, err.code, err.status());
   } finally {
     ctx.log(`k8s ${method} ${url.pathname}${url.search} ${status}${reason}`);
+    if (audited) ctx.audit?.({ ...audited, code: status, ms: performance.now() - started });
   }
 }
 

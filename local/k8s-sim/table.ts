@@ -105,6 +105,31 @@ interface Printer {
   row(o: KObject, now: number): unknown[];
 }
 
+/** Deployments and ReplicaSets print alike: name, their own replica counts, age, then the pod template's. */
+function workloadPrinter(counts: Column[], countsOf: (o: KObject) => unknown[]): Printer {
+  return {
+    columns: [
+      col('Name', 'string', 0, 'name'),
+      ...counts,
+      col('Age'),
+      col('Containers', 'string', 1),
+      col('Images', 'string', 1),
+      col('Selector', 'string', 1),
+    ],
+    row(o, now) {
+      const [c, i] = containersAndImages(((spec(o).template as JsonObject)?.spec as JsonObject) ?? {});
+      return [
+        o.metadata?.name,
+        ...countsOf(o),
+        age(o.metadata?.creationTimestamp, now),
+        c,
+        i,
+        selectorText(spec(o).selector),
+      ];
+    },
+  };
+}
+
 const PRINTERS: Record<string, Printer> = {
   pods: {
     columns: [
@@ -168,58 +193,18 @@ const PRINTERS: Record<string, Printer> = {
       ];
     },
   },
-  deployments: {
-    columns: [
-      col('Name', 'string', 0, 'name'),
-      col('Ready'),
-      col('Up-to-date', 'integer'),
-      col('Available', 'integer'),
-      col('Age'),
-      col('Containers', 'string', 1),
-      col('Images', 'string', 1),
-      col('Selector', 'string', 1),
+  deployments: workloadPrinter(
+    [col('Ready'), col('Up-to-date', 'integer'), col('Available', 'integer')],
+    (o) => [
+      `${status(o).readyReplicas ?? 0}/${spec(o).replicas ?? 0}`,
+      status(o).updatedReplicas ?? 0,
+      status(o).availableReplicas ?? 0,
     ],
-    row(o, now) {
-      const st = status(o);
-      const [c, i] = containersAndImages(((spec(o).template as JsonObject)?.spec as JsonObject) ?? {});
-      return [
-        o.metadata?.name,
-        `${st.readyReplicas ?? 0}/${spec(o).replicas ?? 0}`,
-        st.updatedReplicas ?? 0,
-        st.availableReplicas ?? 0,
-        age(o.metadata?.creationTimestamp, now),
-        c,
-        i,
-        selectorText(spec(o).selector),
-      ];
-    },
-  },
-  replicasets: {
-    columns: [
-      col('Name', 'string', 0, 'name'),
-      col('Desired', 'integer'),
-      col('Current', 'integer'),
-      col('Ready', 'integer'),
-      col('Age'),
-      col('Containers', 'string', 1),
-      col('Images', 'string', 1),
-      col('Selector', 'string', 1),
-    ],
-    row(o, now) {
-      const st = status(o);
-      const [c, i] = containersAndImages(((spec(o).template as JsonObject)?.spec as JsonObject) ?? {});
-      return [
-        o.metadata?.name,
-        spec(o).replicas ?? 0,
-        st.replicas ?? 0,
-        st.readyReplicas ?? 0,
-        age(o.metadata?.creationTimestamp, now),
-        c,
-        i,
-        selectorText(spec(o).selector),
-      ];
-    },
-  },
+  ),
+  replicasets: workloadPrinter(
+    [col('Desired', 'integer'), col('Current', 'integer'), col('Ready', 'integer')],
+    (o) => [spec(o).replicas ?? 0, status(o).replicas ?? 0, status(o).readyReplicas ?? 0],
+  ),
   services: {
     columns: [
       col('Name', 'string', 0, 'name'),

@@ -6,9 +6,12 @@ import type { Json, TaskDispatcher } from './dispatcher';
 /**
  * Executes an ASL file locally with aws-local-stepfunctions: the same text CDK deploys, with the same
  * definitionSubstitutions, every Task dispatched to real SDK clients, and Wait and Retry intervals scaled by
- * configuration so that a 30-second poll can take milliseconds in a test. Deadlines a Choice compares times
- * against (Timestamp*Path into the input) are brought closer by the same factor, so a wait budget keeps its
- * proportion to the shortened polls.
+ * configuration so that a 30-second poll can take milliseconds in a test. A Choice that compares the time of
+ * a step with a deadline (a Timestamp*Path rule) reads that time from the execution's own clock, on which each
+ * Wait lasts as long as the definition says: a budget of 40 polls 15 s apart runs out after 40 polls however
+ * slowly a loaded machine runs the steps in between. (Deadlines scaled like the waits did not: the steps'
+ * real milliseconds, nothing beside 15 s in AWS, ate a 1.2 s budget under load.) Every other time the
+ * execution reads or writes ($$.State.EnteredTime in items) stays the wall clock.
  */
 
 export interface RunnerTiming {
@@ -56,13 +59,6 @@ function readPath(doc: unknown, path: string): unknown {
   return cur;
 }
 
-function writePath(doc: Record<string, unknown>, path: string, value: unknown): void {
-  const parts = path.slice(2).split('.');
-  let cur = doc;
-  for (const part of parts.slice(0, -1)) cur = cur[part] as Record<string, unknown>;
-  cur[parts[parts.length - 1] as string] = value;
-}
-
 const TIMESTAMP_PATH_RULES = [
   'TimestampEqualsPath',
   'TimestampLessThanPath',
@@ -71,13 +67,65 @@ const TIMESTAMP_PATH_RULES = [
   'TimestampGreaterThanEqualsPath',
 ];
 
-/** The `$.x` paths of the timestamps Choice rules compare against, nested And/Or/Not included. */
-function timestampPaths(rule: Record<string, unknown>, out: Set<string>): void {
-  for (const k of TIMESTAMP_PATH_RULES) if (typeof rule[k] === 'string') out.add(rule[k] as string);
+/** The `$.x` variables of the Choice rules that compare a time with a timestamp path, nested ones included. */
+function timestampVariables(rule: Record<string, unknown>, out: Set<string>): void {
+  if (TIMESTAMP_PATH_RULES.some((k) => typeof rule[k] === 'string') && typeof rule.Variable === 'string')
+    out.add(rule.Variable);
   for (const r of [...((rule.And ?? rule.Or ?? []) as Record<string, unknown>[]), rule.Not]) {
-    if (r && typeof r === 'object') timestampPaths(r as Record<string, unknown>, out);
+    if (r && typeof r === 'object') timestampVariables(r as Record<string, unknown>, out);
   }
 }
+
+/** The execution's events as they are read, each shown to its clock first. */
+async function* observed(
+  events: AsyncGenerator<Record<string, unknown>>,
+  clock: ExecutionClock,
+): AsyncGenerator<Record<string, unknown>> {
+  for await (const ev of events) {
+    clock.observe(ev);
+    yield ev;
+  }
+}
+
+/** What a Wait state lasts as written: its Seconds, or the number at its SecondsPath in the execution input. */
+type WaitLength = { seconds: number } | { path: string };
+
+/**
+ * The clock a deadline is compared with in one execution: the wall clock, moved on after each Wait by what the
+ * Wait should have lasted less what it did (Retry intervals, shortened too, count as they ran).
+ */
+class ExecutionClock {
+  private ahead = 0;
+  private readonly entered = new Map<string, number>();
+
+  constructor(
+    private readonly waits: Map<string, WaitLength>,
+    private readonly input: unknown,
+  ) {}
+
+  now(): number {
+    return Date.now() + this.ahead;
+  }
+
+  /** Fed every event of the execution, in order. */
+  observe(ev: Record<string, unknown>): void {
+    const state = ev.state as { name: string; type: string } | undefined;
+    if (state?.type !== 'Wait') return;
+    const key = `${state.name}#${ev.index ?? ''}`;
+    const at = ev.timestamp as number;
+    if (ev.type === 'StateEntered') this.entered.set(key, at);
+    if (ev.type !== 'StateExited') return;
+    const from = this.entered.get(key);
+    const length = this.waits.get(state.name);
+    this.entered.delete(key);
+    if (from === undefined || !length) return;
+    const seconds = 'seconds' in length ? length.seconds : readPath(this.input, length.path);
+    if (typeof seconds === 'number') this.ahead += Math.max(0, seconds * 1000 - (at - from));
+  }
+}
+
+/** The context field the rewritten definition reads a deadline comparison's time from. */
+const DEADLINE_CLOCK = '$$.State.DeadlineClock';
 
 /** Test instrumentation: runs before a Task state calls its service (e.g. to make EKS busy at that moment). */
 export interface RunnerHooks {
@@ -102,7 +150,8 @@ export class LocalStateMachine {
   private readonly scaled: Definition;
   private readonly taskResources = new Map<string, string>();
   private readonly secondsPathWaits = new Map<string, string>();
-  private readonly deadlinePaths = new Set<string>();
+  /** Each Wait's length as written, for the execution clock. */
+  private readonly waitLengths = new Map<string, WaitLength>();
   private readonly timing: Required<Pick<RunnerTiming, 'waitScale' | 'retryScale'>> & RunnerTiming;
 
   constructor(
@@ -119,7 +168,32 @@ export class LocalStateMachine {
     // JSON round trip rather than structuredClone: under jest the latter makes objects of another realm,
     // which the library does not recognise as plain objects (and then skips their "x.$" fields).
     this.scaled = JSON.parse(JSON.stringify(definition)) as Definition;
+    const deadlineVariables = new Set<string>();
+    eachState(this.scaled, (_, s) => {
+      if (s.Type === 'Choice')
+        for (const rule of s.Choices as Record<string, unknown>[])
+          timestampVariables(rule, deadlineVariables);
+    });
     eachState(this.scaled, (name, s) => {
+      if (s.Type === 'Wait' && typeof s.Seconds === 'number')
+        this.waitLengths.set(name, { seconds: s.Seconds });
+      if (s.Type === 'Wait' && typeof s.SecondsPath === 'string')
+        this.waitLengths.set(name, { path: s.SecondsPath });
+      // The step time a deadline rule compares reads the execution clock instead of the wall clock.
+      for (const [field, base] of [
+        ['ResultSelector', (s.ResultPath as string | undefined) ?? '$'],
+        ['Parameters', s.Type === 'Pass' ? ((s.ResultPath as string | undefined) ?? '$') : undefined],
+      ] as const) {
+        const sel = s[field] as Record<string, unknown> | undefined;
+        if (!sel || base === undefined) continue;
+        for (const [k, v] of Object.entries(sel))
+          if (
+            v === '$$.State.EnteredTime' &&
+            k.endsWith('.$') &&
+            deadlineVariables.has(`${base === '$' ? '$' : base}.${k.slice(0, -2)}`)
+          )
+            sel[k] = DEADLINE_CLOCK;
+      }
       if (s.Type === 'Task') {
         if (this.taskResources.has(name)) throw new Error(`Task state name ${name} is used twice`);
         this.taskResources.set(name, s.Resource as string);
@@ -127,8 +201,6 @@ export class LocalStateMachine {
       if (s.Type === 'Wait' && typeof s.Seconds === 'number') s.Seconds = this.waitSeconds(s.Seconds);
       if (s.Type === 'Wait' && typeof s.SecondsPath === 'string')
         this.secondsPathWaits.set(name, s.SecondsPath);
-      if (s.Type === 'Choice')
-        for (const rule of s.Choices as Record<string, unknown>[]) timestampPaths(rule, this.deadlinePaths);
       for (const r of (s.Retry as Record<string, number>[] | undefined) ?? []) {
         r.IntervalSeconds = (r.IntervalSeconds ?? 1) * this.timing.retryScale;
         if (r.MaxDelaySeconds !== undefined) r.MaxDelaySeconds *= this.timing.retryScale;
@@ -139,20 +211,6 @@ export class LocalStateMachine {
   private waitSeconds(seconds: number): number {
     const s = seconds * this.timing.waitScale;
     return this.timing.maxWaitSeconds !== undefined ? Math.min(s, this.timing.maxWaitSeconds) : s;
-  }
-
-  /** The input as this runner's shortened time sees it: each deadline as far from now as waits are shortened. */
-  private scaledInput(input: Json): Json {
-    if (this.timing.waitScale === 1 || typeof input !== 'object' || input === null) return input;
-    const copy = JSON.parse(JSON.stringify(input)) as Record<string, unknown>;
-    const now = Date.now();
-    for (const path of this.deadlinePaths) {
-      const v = readPath(copy, path);
-      const t = typeof v === 'string' ? Date.parse(v) : Number.NaN;
-      if (Number.isFinite(t) && t > now)
-        writePath(copy, path, new Date(now + (t - now) * this.timing.waitScale).toISOString());
-    }
-    return copy as Json;
   }
 
   run(input: Json, ctx: ExecutionContext): RunHandle {
@@ -174,7 +232,8 @@ export class LocalStateMachine {
     const machine = new StateMachine(this.scaled as unknown as StateMachineDefinition, {
       validationOptions: { noValidate: true },
     });
-    const exec = machine.run(this.scaledInput(input) as never, {
+    const clock = new ExecutionClock(this.waitLengths, input);
+    const exec = machine.run(input as never, {
       overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never, waitTimeOverrides },
       context: {
         Execution: {
@@ -188,13 +247,16 @@ export class LocalStateMachine {
           get EnteredTime() {
             return new Date().toISOString();
           },
+          get DeadlineClock() {
+            return new Date(clock.now()).toISOString();
+          },
         },
       },
     });
     return {
       result: exec.result as Promise<Json>,
       abort: exec.abort,
-      events: exec.eventLogs as unknown as AsyncGenerator<Record<string, unknown>>,
+      events: observed(exec.eventLogs as unknown as AsyncGenerator<Record<string, unknown>>, clock),
     };
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ReconcileSummary } from '../../lambdas/service/reconcile';
 import { DrivenClock } from '../../local/cloud-sim';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
 
@@ -34,6 +35,24 @@ export async function reconcileUntil(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('did not converge');
+}
+
+/** reconcileUntil, keeping every pass's summary; `each` runs its checks after each pass. */
+export async function passesUntil(
+  cp: ControlPlane,
+  done: () => Promise<boolean>,
+  each?: () => Promise<void>,
+): Promise<ReconcileSummary[]> {
+  const passes: ReconcileSummary[] = [];
+  const orig = cp.reconcile.bind(cp);
+  const reconcile = async () => {
+    const s = await orig();
+    passes.push(s);
+    await each?.();
+    return s;
+  };
+  await reconcileUntil({ ...cp, reconcile }, done);
+  return passes;
 }
 
 /** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin). */

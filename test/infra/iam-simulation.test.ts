@@ -134,7 +134,7 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-eks:DescribeClusterCommand': [
         ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],
       ],
-      // A drained node's instance (lambdas/reconcile/drain.ts), in this stage's group of this cluster.
+      // A drained node's instance (lambdas/service/drain.ts, through aws/nodegroups.ts), in this stage's group of this cluster.
       'client-auto-scaling:TerminateInstanceInAutoScalingGroupCommand': [
         [
           'autoscaling:TerminateInstanceInAutoScalingGroup',

@@ -131,7 +131,7 @@ describe('the reconciler and on-call', () => {
     expect(JSON.stringify(policy.Properties.PolicyDocument)).toMatch(/aws:SecureTransport/);
   });
 
-  it('deploys the stage alarms exactly as alarm-definitions.ts defines them (the ones the local control plane runs)', () => {
+  it('deploys the stage alarms exactly as lambdas/domain/alarms.ts defines them (the ones the local control plane runs)', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
     const byName = new Map(alarms.map((a) => [a.Properties.AlarmName, a.Properties]));
     // Built from the stack's own names (tokens), resolved as CloudFormation receives them.

@@ -5,7 +5,7 @@ import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../dom
 import type { ScopeTree } from '../../domain/quota';
 import type { Services } from '../../service';
 import { config } from '../../shared/config';
-import { type ApiRequest, type ApiResponse, HttpError, json, parseBody, requireNameFromPath } from '../http';
+import { type ApiRequest, type ApiResponse, HttpError, json, nameFromPathIssues, parseBody } from '../http';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
@@ -84,9 +84,10 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const m = parseBody(ComputeManifestInput, req.body);
       const name = req.params.name!;
-      requireNameFromPath(m.metadata.name, name);
+      const m = parseBody(ComputeManifestInput, req.body, {
+        also: nameFromPathIssues(req.body, name),
+      });
       const input = { name, owner: m.metadata.owner, spec: m.spec };
       const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
         dryRun: req.dryRun,

@@ -3,7 +3,7 @@ import { scopeName } from '../../domain/compute';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
 import { modelStatus } from '../../domain/quota';
 import type { Services } from '../../service';
-import { type ApiResponse, json, parseBody, requireNameFromPath } from '../http';
+import { type ApiResponse, json, nameFromPathIssues, parseBody } from '../http';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
 
@@ -83,7 +83,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models',
     async (req) => {
       const caller = await callerOf(req);
-      const m = parseBody(ModelBody, req.body);
+      const m = parseBody(ModelBody, req.body, { reason: 'InvalidModel' });
       const r = await changeCatalog(
         { verb: 'add', name: m.metadata.name, owner: m.metadata.owner || undefined, spec: m.spec },
         { by: req.principal, access: caller, dryRun: req.dryRun },
@@ -112,9 +112,11 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const m = parseBody(ModelBody, req.body);
       const name = req.params.name!;
-      requireNameFromPath(m.metadata.name, name);
+      const m = parseBody(ModelBody, req.body, {
+        also: nameFromPathIssues(req.body, name),
+        reason: 'InvalidModel',
+      });
       const r = await changeCatalog(
         {
           verb: 'replace',
@@ -154,7 +156,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models/{name}/scaling',
     async (req) => {
       const caller = await callerOf(req);
-      const scaling = parseBody(ScalingBody, req.body);
+      const scaling = parseBody(ScalingBody, req.body, { reason: 'InvalidModel', at: 'spec.scaling' });
       const r = await changeCatalog(
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
         { by: req.principal, access: caller, dryRun: req.dryRun },

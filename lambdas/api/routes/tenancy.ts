@@ -3,7 +3,8 @@ import { ROLES } from '../../domain/access';
 import { scopeName } from '../../domain/compute';
 import { InstanceFamiliesSchema } from '../../domain/hardware';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
-import { QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
+import { membersIssues, QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
+import { refineWith } from '../../domain/rules';
 import type { Services, StoredQuota, StoredScope } from '../../service';
 import type { ApiRequest } from '../http';
 import { HttpError, json, parseBody } from '../http';
@@ -20,8 +21,15 @@ export const MemberBody = z.strictObject({ role: z.enum(ROLES) });
 /** null lifts the limit; a list (possibly empty: no computes of their own) sets it. */
 export const InstanceFamiliesBody = z.strictObject({ instanceFamilies: InstanceFamiliesSchema.nullable() });
 
+const MemberEntry = z.strictObject({ principal: z.string().min(1).max(1024), role: z.enum(ROLES) });
+/** All the members, as a map or as a scope manifest lists them; a list names a repeated entry by its index. */
 export const MembersBody = z.strictObject({
-  members: z.record(z.string().min(1).max(1024), z.enum(ROLES)).describe('principal → role, all of them'),
+  members: z
+    .union([z.array(MemberEntry), z.record(z.string().min(1).max(1024), z.enum(ROLES))])
+    // Checked on whatever parsed: a bad role in one entry leaves the principals of the others checked.
+    .superRefine(...refineWith(membersIssues))
+    .transform((m) => (Array.isArray(m) ? Object.fromEntries(m.map((e) => [e.principal, e.role])) : m))
+    .describe('principal → role, or [{principal, role}]: all of them'),
 });
 export const QuotaBody = QuotaSpecSchema;
 

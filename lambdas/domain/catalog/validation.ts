@@ -1,5 +1,5 @@
 import { DomainError, type FieldIssue } from '../errors';
-import type { Model } from '../model';
+import { type Model, profileIssues, profileListIssues, scalingIssues } from '../model';
 import {
   type ComputeInfo,
   type ComputeLike,
@@ -8,6 +8,7 @@ import {
   type Reach,
   rankCandidates,
 } from '../placement';
+import { fieldIssues } from '../rules';
 
 /**
  * The owners whose computes and fallbacks a model of `owner` may use (the tenancy tree's `reach`). Without a
@@ -66,34 +67,15 @@ function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): C
       kind,
       ...(outOfReach ? { outOfReach } : {}),
     });
-  const { min, max, target } = m.spec.scaling;
-  if (min > max)
-    at('spec.scaling.min', `scaling.min (${min}) is above scaling.max (${max}); raise max or lower min`);
-  else if (target !== undefined && (target < min || target > max)) {
-    at(
-      'spec.scaling.target',
-      `scaling.target (${target}) is outside [${min}, ${max}]; choose a target between min and max, or leave it out to mean min`,
-    );
-  }
-  const seen = new Set<string>();
+  // The rules the model's schema applies on input (model.ts), for models that did not come through it.
+  const own = [
+    ...fieldIssues(['spec', 'scaling'], scalingIssues(m.spec.scaling)),
+    ...fieldIssues(['spec'], profileListIssues(m.spec)),
+    ...m.spec.profiles.flatMap((p, i) => fieldIssues(['spec', 'profiles', i], profileIssues(p))),
+  ];
+  for (const i of own) at(i.path, i.message);
   m.spec.profiles.forEach((p, i) => {
     const path = `spec.profiles[${i}]`;
-    if (seen.has(p.name)) {
-      at(`${path}.name`, `profile name ${p.name} appears more than once; give each profile its own name`);
-    }
-    seen.add(p.name);
-    if (p.gpus === 0 && p.minMemoryGb === undefined) {
-      at(
-        `${path}.minMemoryGb`,
-        `profile ${p.name} is CPU-only and has no minMemoryGb, so placement could not tell when a node is full; set minMemoryGb`,
-      );
-    }
-    if (p.gpus === 0 && p.gpuType !== undefined) {
-      at(
-        `${path}.gpuType`,
-        `profile ${p.name} names gpuType ${p.gpuType} but asks for 0 gpus; set gpus or drop gpuType`,
-      );
-    }
     const fit = rankCandidates(infos, p, reach);
     if (!fit.ok) {
       const todo =

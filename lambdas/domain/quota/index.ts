@@ -21,7 +21,7 @@ export {
   modelStatus,
   type ScopeCapacity,
 } from './capacity';
-export { planMembers } from './members';
+export { membersIssues, planMembers } from './members';
 export {
   amount,
   assertQuotaWrite,

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { sameValue } from '../compute';
 import { DomainError, type FieldIssue } from '../errors';
 import { RESOURCES, type Resource, type Resources } from '../resources';
+import { numberAt, type RuleIssue, refineWith } from '../rules';
 import type { ScopeTree } from './tenancy';
 
 /**
@@ -17,11 +18,29 @@ const amounts = z.strictObject({
   memoryGb: z.number().min(0).max(1_000_000_000).optional(),
 });
 
+/** A quota's own rule (paths relative to the quota): each limit at least the guarantee of its resource. */
+export function quotaSpecIssues(q: unknown): RuleIssue[] {
+  const o = (q ?? {}) as { guarantee?: unknown; limit?: unknown };
+  return RESOURCES.flatMap((r) => {
+    const [g, l] = [numberAt(o.guarantee, r) ?? 0, numberAt(o.limit, r)];
+    if (l === undefined || l >= g) return [];
+    return [
+      {
+        path: ['limit', r],
+        message: `limit.${r} (${l}) is below guarantee.${r} (${g}); raise the limit or lower the guarantee`,
+      },
+    ];
+  });
+}
+
 /** The body of PUT /v1/quotas/{scope}. */
-export const QuotaSpecSchema = z.strictObject({
-  guarantee: amounts.default({}),
-  limit: amounts.optional(),
-});
+export const QuotaSpecSchema = z
+  .strictObject({
+    guarantee: amounts.default({}),
+    limit: amounts.optional(),
+  })
+  // Per resource: a type error in one resource leaves the others compared (numberAt reads what parsed).
+  .superRefine(...refineWith(quotaSpecIssues));
 export type QuotaSpec = z.output<typeof QuotaSpecSchema>;
 
 export interface Quota {

@@ -1,5 +1,6 @@
 import { type TestApi, testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
+import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 
 /**
  * Apply is declarative (issue 18 §1) and every write has a what-if (§2), over the API handler against
@@ -10,33 +11,10 @@ import { dumpTable } from '../../helpers/dump';
 const LEAD = 'arn:aws:iam::111111111111:role/apply-lead';
 const DEV = 'arn:aws:iam::111111111111:role/apply-dev';
 
-const pool = {
-  apiVersion: 'llmcap/v1',
-  kind: 'Compute',
-  metadata: { name: 'apply-pool' },
-  spec: {
-    node: {
-      instanceType: 'g6.48xlarge',
-      cpu: 192,
-      memoryGb: 768,
-      gpu: { type: 'L4', count: 8, memoryGb: 24 },
-    },
-    nodeGroup: { maxNodes: 10 },
-    cost: { perHour: 13.35 },
-  },
-};
+const pool = l4Pool('apply-pool');
 
-const model = (name: string, owner: string, min: number, max = min, target?: number) => ({
-  apiVersion: 'llmcap/v1',
-  kind: 'Model',
-  metadata: { name, owner },
-  spec: {
-    source: `hf://org/${name}`,
-    engine: 'vllm',
-    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'apply-pool' }],
-    scaling: { min, max, ...(target !== undefined ? { target } : {}) },
-  },
-});
+const model = (name: string, owner: string, min: number, max = min, target?: number) =>
+  l4Model('apply-pool', name, owner, scale(min, max, target));
 
 const withoutStatus = ({ status: _s, ...m }: Record<string, unknown>) => m;
 
@@ -148,8 +126,8 @@ describe('a scope manifest is the desired state of its members', () => {
     });
     expect(r.status).toBe(400);
     expect(r.body.errors.map((e: { path: string }) => e.path)).toEqual([
-      'members.not-an-arn',
-      `members.${DEV.replace('role/', 'role/team/')}`,
+      'members["not-an-arn"]',
+      `members["${DEV.replace('role/', 'role/team/')}"]`,
     ]);
     expect(await dumpTable()).toEqual(table);
   });

@@ -1,5 +1,6 @@
 import type { Event, Result } from '../../../lambdas/api/http';
 import { type ApiResult, apiEvent, type TestApi, testApi } from '../../helpers/api';
+import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 
 /**
  * Two API Lambda containers (two copies of the API's modules, each with its own queue, caches and clients) on one
@@ -23,39 +24,15 @@ async function send(handle: Handle, method: string, path: string, body?: unknown
   return { status: res.statusCode ?? 200, headers: {}, body: text ? JSON.parse(text) : undefined };
 }
 
-const model = (name: string, min: number, max = min) => ({
-  apiVersion: 'llmcap/v1',
-  kind: 'Model',
-  metadata: { name, owner: 'project:two' },
-  spec: {
-    source: `hf://org/${name}`,
-    engine: 'vllm',
-    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-big' }],
-    scaling: { min, max },
-  },
-});
+const model = (name: string, min: number, max = min) =>
+  l4Model('l4-big', name, 'project:two', scale(min, max));
 
 let api: TestApi;
 let a: Handle;
 let b: Handle;
 beforeAll(async () => {
   api = await testApi();
-  const pool = {
-    apiVersion: 'llmcap/v1',
-    kind: 'Compute',
-    metadata: { name: 'l4-big' },
-    spec: {
-      node: {
-        instanceType: 'g6.48xlarge',
-        cpu: 192,
-        memoryGb: 768,
-        gpu: { type: 'L4', count: 8, memoryGb: 24 },
-      },
-      nodeGroup: { maxNodes: 10 },
-      cost: { perHour: 13.35 },
-    },
-  };
-  expect((await api.call('POST', '/v1/computes', pool)).status).toBe(201);
+  expect((await api.call('POST', '/v1/computes', l4Pool('l4-big'))).status).toBe(201);
   expect((await api.call('POST', '/v1/scopes', { name: 'org:two' })).status).toBe(201);
   expect((await api.call('POST', '/v1/scopes', { name: 'project:two', parent: 'org:two' })).status).toBe(201);
   const quota = { guarantee: { gpus: 6 }, limit: { gpus: 6 } };

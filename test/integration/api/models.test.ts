@@ -279,7 +279,7 @@ describe('the whole next catalog is validated before anything is written', () =>
       ),
     );
     expect(body.detail).toBe(
-      'model cpu: profile cpu is CPU-only and has no minMemoryGb, so placement could not tell when a node is full; set minMemoryGb',
+      'spec.profiles[0].minMemoryGb: profile cpu is CPU-only and has no minMemoryGb, so placement could not tell when a node is full; set minMemoryGb',
     );
   });
 
@@ -287,7 +287,9 @@ describe('the whole next catalog is validated before anything is written', () =>
     await refused(400, () => api.call('POST', '/v1/models', manifest('mm', { scaling: { min: 3, max: 1 } })));
     expect((await api.call('POST', '/v1/models', manifest('sc'))).status).toBe(201);
     const minMax = await refused(400, () => api.call('PUT', '/v1/models/sc/scaling', { min: 3, max: 1 }));
-    expect(minMax.detail).toBe('model sc: scaling.min (3) is above scaling.max (1); raise max or lower min');
+    expect(minMax.detail).toBe(
+      'spec.scaling.min: scaling.min (3) is above scaling.max (1); raise max or lower min',
+    );
     const target = await refused(400, () =>
       api.call('PUT', '/v1/models/sc/scaling', { min: 0, max: 2, target: 5 }),
     );

@@ -1,39 +1,16 @@
 import { type TestApi, testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
+import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 
 /** Scopes, quotas and admission over the API against DynamoDB Local, including races for the last GPUs. */
 
 const LEAD = 'arn:aws:iam::111111111111:role/team-lead';
 const DEV = 'arn:aws:iam::111111111111:role/dev';
 
-// Plenty of L4 GPUs (10 nodes × 8), so that quotas, not headroom, bind in these tests.
-const pool = {
-  apiVersion: 'llmcap/v1',
-  kind: 'Compute',
-  metadata: { name: 'l4-pool' },
-  spec: {
-    node: {
-      instanceType: 'g6.48xlarge',
-      cpu: 192,
-      memoryGb: 768,
-      gpu: { type: 'L4', count: 8, memoryGb: 24 },
-    },
-    nodeGroup: { maxNodes: 10 },
-    cost: { perHour: 13.35 },
-  },
-};
+const pool = l4Pool('l4-pool');
 
-const model = (name: string, owner: string, min: number, max = min, target?: number) => ({
-  apiVersion: 'llmcap/v1',
-  kind: 'Model',
-  metadata: { name, owner },
-  spec: {
-    source: `hf://org/${name}`,
-    engine: 'vllm',
-    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-pool' }],
-    scaling: { min, max, ...(target !== undefined ? { target } : {}) },
-  },
-});
+const model = (name: string, owner: string, min: number, max = min, target?: number) =>
+  l4Model('l4-pool', name, owner, scale(min, max, target));
 
 let api: TestApi;
 beforeAll(async () => {
@@ -77,10 +54,10 @@ describe('quota writes', () => {
     expect(await dumpTable()).toEqual(before);
   });
 
-  it('refuses a limit below the guarantee and a child limit above its parent', async () => {
+  it('refuses a limit below the guarantee (400) and a child limit above its parent (409)', async () => {
     expect(
       (await api.call('PUT', '/v1/quotas/project:b', { guarantee: { gpus: 12 }, limit: { gpus: 5 } })).status,
-    ).toBe(409);
+    ).toBe(400);
     expect(
       (await api.call('PUT', '/v1/quotas/project:b', { guarantee: { gpus: 12 }, limit: { gpus: 61 } }))
         .status,

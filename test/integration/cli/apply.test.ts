@@ -87,3 +87,53 @@ describe('get -o yaml | apply -f -', () => {
     expect(bad.code).toBe(2);
   });
 });
+
+describe('apply -f of manifests with several faults', () => {
+  const faulty = `apiVersion: llmcap/v1
+kind: Scope
+metadata: {name: team:rt}
+spec:
+  parent: org:rt
+  members:
+    - {principal: "arn:aws:iam::000000000000:role/rt-lead", role: admin}
+    - {principal: "arn:aws:iam::000000000000:role/rt-dev", role: boss}
+    - {principal: "arn:aws:iam::000000000000:role/rt-lead", role: viewer}
+---
+apiVersion: llmcap/v1
+kind: Quota
+metadata: {name: team:rt}
+spec: {guarantee: {gpus: 4, cores: many}, limit: {gpus: 2}}
+---
+apiVersion: llmcap/v1
+kind: Model
+metadata: {name: faulty}
+spec:
+  source: hf://Qwen/Qwen3-8B
+  engine: vllm
+  profiles:
+    - {name: l4, gpus: one, gpuType: L4, cpuCores: 4}
+    - {name: l4, gpus: 1, gpuType: L4, cpuCores: 4}
+  scaling: {min: 3, max: 1}
+`;
+
+  it('prints every issue of every manifest with its path in the file, and writes nothing', async () => {
+    const kinds = ['scopes', 'quotas', 'models'];
+    const before = await Promise.all(kinds.map(async (k) => (await run(['get', k, '-o', 'yaml'])).stdout));
+    const a = await run(['apply', '-f', '-'], faulty);
+    expect(a.code).toBe(2);
+    const lines = a.stderr.split('\n');
+    for (const want of [
+      /^ {2}spec\.members\[1\]\.role: /,
+      /^ {2}spec\.members\[2\]: repeats members\[0\] \(arn:aws:iam::000000000000:role\/rt-lead\); list each member once$/,
+      /^ {2}spec\.guarantee\.cores: .*expected number/,
+      /^ {2}spec\.limit\.gpus: limit\.gpus \(2\) is below guarantee\.gpus \(4\); raise the limit or lower the guarantee$/,
+      /^ {2}spec\.profiles\[0\]\.gpus: .*expected number/,
+      /^ {2}spec\.scaling\.min: scaling\.min \(3\) is above scaling\.max \(1\); raise max or lower min$/,
+      /^ {2}spec\.profiles\[1\]\.name: profile name l4 is already the name of spec\.profiles\[0\]/,
+    ]) {
+      expect(lines).toContainEqual(expect.stringMatching(want));
+    }
+    const after = await Promise.all(kinds.map(async (k) => (await run(['get', k, '-o', 'yaml'])).stdout));
+    expect(after).toEqual(before);
+  });
+});

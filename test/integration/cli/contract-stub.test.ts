@@ -126,7 +126,7 @@ describe('llmcap against the contract stub', () => {
     const low = await run(['quota', 'set', 'team:search', '--limit', 'gpus=1']);
     expect(low.code).toBe(2);
     expect(low.stderr.split('\n')).toEqual([
-      'error: Conflict (409): team:search: a limit is at least the guarantee',
+      'error: Invalid request (400): team:search: a limit is at least the guarantee',
       '  limit.gpus: below the guarantee of 2',
       '',
     ]);

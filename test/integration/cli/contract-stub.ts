@@ -223,7 +223,8 @@ export async function startContractStub() {
         const errors = Object.entries(l)
           .filter(([k, v]) => typeof g[k] === 'number' && (v as number) < g[k])
           .map(([k]) => ({ path: `limit.${k}`, message: `below the guarantee of ${g[k]}` }));
-        if (errors.length) return problem(409, `${name}: a limit is at least the guarantee`, { errors });
+        // As the API answers it: a limit below its own guarantee is the body's own fault, a 400.
+        if (errors.length) return problem(400, `${name}: a limit is at least the guarantee`, { errors });
         const spec = { guarantee: g, ...(req.body.limit ? { limit: req.body.limit } : {}) };
         // What is stored already: nothing written, the version stays (apply is declarative).
         if (

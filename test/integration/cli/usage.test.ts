@@ -1,4 +1,4 @@
-import { llmcap, stubServer } from './run';
+import { inProcess, llmcap, stubServer } from './run';
 
 /**
  * The CLI's usage errors, as a child process: exit 1 with one line that says what to set or pass, never a
@@ -88,6 +88,31 @@ describe('--stack without AWS configuration', () => {
       await cfn.close();
     }
   });
+
+  it('names the region and what to check when the stack does not exist there', async () => {
+    const cfn = await stubServer(() => ({
+      status: 400,
+      type: 'text/xml',
+      raw: '<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id llmcap-prod does not exist</Message></Error><RequestId>1</RequestId></ErrorResponse>',
+    }));
+    try {
+      const r = await llmcap(['--stack', 'llmcap-prod', 'get', 'models'], {
+        env: {
+          ...bare,
+          AWS_REGION: 'eu-west-1',
+          AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+          AWS_SECRET_ACCESS_KEY: 'secret',
+          AWS_ENDPOINT_URL_CLOUDFORMATION: cfn.url,
+        },
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        "error: stack llmcap-prod does not exist in eu-west-1 for these credentials' account: a stage deploys llmcap-<stage>; check --stack, --region and AWS_PROFILE\n",
+      );
+    } finally {
+      await cfn.close();
+    }
+  });
 });
 
 describe('other usage errors', () => {
@@ -96,8 +121,12 @@ describe('other usage errors', () => {
     [[], 'Usage: llmcap COMMAND'],
     [['--region', 'eu-west-1'], 'Usage: llmcap COMMAND'],
     [['bogus'], 'error: unknown command bogus; llmcap --help lists the commands'],
-    [['get'], 'error: missing KIND (computes, models, scopes, quotas, sources)'],
-    [['get', 'bogus'], 'error: unknown kind bogus; one of computes, models, scopes, quotas, sources'],
+    [['get'], 'error: missing KIND (computes, models, scopes, quotas, sources, pods)'],
+    [['get', 'bogus'], 'error: unknown kind bogus; one of computes, models, scopes, quotas, sources, pods'],
+    [['get', 'computes', '--model', 'chat'], 'error: --model narrows pods only: llmcap get pods --model ...'],
+    [['get', 'pods', '--ready', 'yes'], 'error: --ready must be true or false, not yes'],
+    [['describe', 'pods'], 'error: pods cannot be described; try llmcap get pods'],
+    [['delete', 'pod', 'x'], 'error: pods cannot be deleted'],
     [['get', 'computes', '--bogus'], "error: Unknown option '--bogus'."],
     [['get', 'computes', '-o', 'xml'], 'error: -o must be one of table, wide, json, yaml, name, not xml'],
     [['get', 'computes', '--region'], "error: Option '--region <value>' argument missing"],
@@ -146,5 +175,25 @@ describe('other usage errors', () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('is the local control plane running (npm start)?');
     noStackTrace(r.stderr);
+  });
+});
+
+describe('completion', () => {
+  it('completes pods for get only, and the values of --ready', async () => {
+    const r = await inProcess(['completion', 'bash']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      'get) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas sources pods"',
+    );
+    expect(r.stdout).toContain(
+      'describe) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas"',
+    );
+    expect(r.stdout).toContain(
+      'delete) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas"',
+    );
+    expect(r.stdout).toContain('--ready) COMPREPLY=($(compgen -W "true false"');
+    expect(r.stdout).toMatch(
+      /get\) COMPREPLY=\(\$\(compgen -W "[^"]*--model --compute --node --namespace -n --ready/,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { buildRouter } from '../../../lambdas/api/app';
+import { recordWorkloads } from '../../../lambdas/store/workloads';
 import type { LocalLambda } from '../../../local/lambda';
 import {
   enc,
@@ -162,6 +163,8 @@ const MATRIX: Record<string, Case> = {
     expect: { platform: 200, teamAdmin: 200, editor: 403, viewer: 403, stranger: 404 },
   },
   'GET /v1/sources': { req: () => ({ path: '/v1/sources' }), expect: all(200) },
+  // Everyone may list pods; each sees those of the models it may see (seeded below for m-a and m-b).
+  'GET /v1/pods': { req: () => ({ path: '/v1/pods' }), expect: all(200) },
 
   'GET /v1/scopes': { req: () => ({ path: '/v1/scopes' }), expect: all(200) },
   'POST /v1/scopes': {
@@ -272,6 +275,35 @@ async function setupTenantB(admin: JsonClient): Promise<void> {
   expectOk('m-b', await admin('POST', '/v1/models', l4Model('m-b', 'project:b', 1, 'c-b')), 201);
 }
 
+/** A Ready pod of each tenant's model, as the reconciler would have stored it (no cluster runs here). */
+async function seedPods(): Promise<void> {
+  const pod = (model: string, compute: string, scope: string) => ({
+    running: 1,
+    total: 1,
+    pods: [
+      {
+        name: `${model}-l4-${compute}-5d8f9c7b6-x2x9q`,
+        model,
+        namespace: `llmcap-test-${scope.replace(':', '-')}`,
+        compute,
+        profile: 'l4',
+        node: `ip-10-0-${model === 'm-a' ? 1 : 2}-7.ec2.internal`,
+        phase: 'Running',
+        ready: true,
+        restarts: 0,
+      },
+    ],
+    podReasons: [],
+  });
+  await recordWorkloads(
+    new Map([
+      ['m-a', pod('m-a', 'c-a', 'project:a')],
+      ['m-b', pod('m-b', 'c-b', 'project:b')],
+    ]),
+    new Date().toISOString(),
+  );
+}
+
 /** Every quoted string in an answer, so a leak is a name that appears as a value, not a substring of one. */
 const strings = (body: unknown): Set<string> => {
   const out = new Set<string>();
@@ -292,7 +324,11 @@ const routes = buildRouter()
   .list()
   .map((r) => `${r.method} ${r.path}`);
 
+const workloadsBefore = process.env.LLMCAP_WORKLOADS;
+// Some hundred writes through the API: on a loaded machine they outlast jest's 60 s, which proves nothing here.
 beforeAll(async () => {
+  // The API serves pods only where llmcap runs them.
+  process.env.LLMCAP_WORKLOADS = 'deploy';
   await testApi({ admins: [P.platform] });
   lambda = await reconcilerLambda();
   admin = jsonClient(invokeInProcess, P.platform);
@@ -301,6 +337,7 @@ beforeAll(async () => {
   expectOk('m-a', await admin('POST', '/v1/models', model('m-a')), 201);
   for (const c of Object.values(MATRIX)) for (const p of PRINCIPALS) await c.setup?.(admin, p);
   await setupTenantB(admin);
+  await seedPods();
   const mine = (items: { metadata: { name: string; owner?: string } }[]) =>
     items.filter((i) => SCOPES_A.includes(i.metadata.owner ?? '')).map((i) => i.metadata.name);
   owned.a.push(
@@ -308,8 +345,12 @@ beforeAll(async () => {
     ...mine((await admin('GET', '/v1/models')).body.items),
   );
   expect(owned.a).toEqual(expect.arrayContaining(['c-a', 'm-a', 'c-put-editor']));
+}, 240_000);
+afterAll(async () => {
+  await lambda.stop();
+  if (workloadsBefore === undefined) delete process.env.LLMCAP_WORKLOADS;
+  else process.env.LLMCAP_WORKLOADS = workloadsBefore;
 });
-afterAll(() => lambda.stop());
 
 describe('security matrix', () => {
   it('has a row for every route the router serves, and none for a route it does not', () => {
@@ -366,6 +407,9 @@ describe('security matrix', () => {
       const call = jsonClient(invokeInProcess, B[p]);
       expect((await call('GET', '/v1/computes/c-b')).status).toBe(200);
       expect((await call('GET', '/v1/models/m-b')).status).toBe(200);
+      const pods = (await call('GET', '/v1/pods')).body.items.map((i: { model: string }) => i.model);
+      expect(pods).toEqual(['m-b']);
+      expect((await call('GET', '/v1/pods?model=m-a')).status).toBe(404);
       const cap = await call('GET', '/v1/capacity');
       expect(cap.body.scopes.map((s: { scope: string }) => s.scope).sort()).toEqual([...SCOPES_B].sort());
       expect(cap.body.cluster.computes.map((c: { compute: string }) => c.compute)).toContain('c-b');

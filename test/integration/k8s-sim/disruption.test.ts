@@ -1,6 +1,6 @@
 import { TerminateInstanceInAutoScalingGroupCommand } from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand } from '@aws-sdk/client-eks';
-import type { V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import {
   asgInstances,
   CLUSTER,
@@ -278,5 +278,48 @@ describe('faults', () => {
     expect(p!.status?.conditions?.[0]?.message).toBe(
       '0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
     );
+  });
+});
+
+describe('which pods a ReplicaSet removes when replicas drop', () => {
+  const scaleTo = (replicas: number) =>
+    h.apps.patchNamespacedDeploymentScale(
+      { name: 'emb', namespace: 'default', body: { spec: { replicas } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  const annotate = (p: V1Pod, cost: string) =>
+    h.core.patchNamespacedPod(
+      {
+        name: p.metadata!.name!,
+        namespace: 'default',
+        body: { metadata: { annotations: { 'controller.kubernetes.io/pod-deletion-cost': cost } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+
+  it('takes the pod with the lowest pod-deletion-cost among Ready pods, even the older one', async () => {
+    const pods = await twoReplicasWithPdb();
+    const older = [...pods].sort((a, b) =>
+      String(a.metadata!.creationTimestamp).localeCompare(String(b.metadata!.creationTimestamp)),
+    );
+    // Without a cost the newer of two equal pods goes; the cost turns that around.
+    await annotate(older[0]!, '-100');
+    await scaleTo(1);
+    expect(live(await podsOf('emb')).map((p) => p.metadata!.name)).toEqual([older[1]!.metadata!.name]);
+  });
+
+  it('still takes a pod that is not Ready before a Ready one of lower cost', async () => {
+    const pods = await twoReplicasWithPdb();
+    await annotate(pods[0]!, '-100');
+    await scaleTo(3);
+    h.advance(1 * SEC); // the third pod is scheduled but not Ready yet
+    const starting = live(await podsOf('emb')).find((p) => !ready(p))!;
+    expect(starting).toBeDefined();
+    await scaleTo(2);
+    expect(
+      live(await podsOf('emb'))
+        .map((p) => p.metadata!.name)
+        .sort(),
+    ).toEqual(pods.map((p) => p.metadata!.name).sort());
   });
 });

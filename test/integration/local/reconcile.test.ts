@@ -1,5 +1,6 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { l4Model as modelOn, scale } from '../../helpers/l4-pool';
 import { runReconcile } from '../../helpers/services';
 
 /**
@@ -30,17 +31,8 @@ async function settle(): Promise<void> {
 
 const compute = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body;
 
-const l4Model = (name: string, owner: string, replicas: number) => ({
-  apiVersion: 'llmcap/v1',
-  kind: 'Model',
-  metadata: { name, owner },
-  spec: {
-    source: `hf://org/${name}`,
-    engine: 'vllm',
-    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-e2e' }],
-    scaling: { min: replicas, max: replicas },
-  },
-});
+const l4Model = (name: string, owner: string, replicas: number) =>
+  modelOn('l4-e2e', name, owner, scale(replicas));
 
 describe('reconcile end to end', () => {
   beforeAll(async () => {

@@ -1,5 +1,6 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, testControlPlane } from '../../helpers/control-plane';
+import { l4Model, l4Pool, type Scaling } from '../../helpers/l4-pool';
 import { llmcap } from '../cli/run';
 
 /**
@@ -8,34 +9,10 @@ import { llmcap } from '../cli/run';
  * waits for now, until it runs again.
  */
 
-const pool = {
-  apiVersion: 'llmcap/v1',
-  kind: 'Compute',
-  metadata: { name: 'l4-pool' },
-  spec: {
-    node: {
-      instanceType: 'g6.48xlarge',
-      cpu: 192,
-      memoryGb: 768,
-      gpu: { type: 'L4', count: 8, memoryGb: 24 },
-    },
-    nodeGroup: { maxNodes: 4 },
-    cost: { perHour: 13.35 },
-  },
-};
+const pool = l4Pool('l4-pool', 4);
 
-const model = (name: string, owner: string, scaling: object, cls?: string) => ({
-  apiVersion: 'llmcap/v1',
-  kind: 'Model',
-  metadata: { name, owner },
-  spec: {
-    source: `hf://org/${name}`,
-    engine: 'vllm',
-    ...(cls ? { class: cls } : {}),
-    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-pool' }],
-    scaling,
-  },
-});
+const model = (name: string, owner: string, scaling: Scaling, cls?: string) =>
+  l4Model('l4-pool', name, owner, scaling, cls ? { class: cls } : {});
 
 let cp: ControlPlane;
 let call: ReturnType<typeof httpApi>;

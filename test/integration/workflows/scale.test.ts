@@ -82,6 +82,27 @@ describe('scale-nodegroup, run locally against the cloud simulator and DynamoDB 
     expect(simGroup(h, 'llmcap-test-cpu-busy')?.scalingConfig.desiredSize).toBe(4);
   });
 
+  it('polls its whole budget however slowly the machine runs the steps between the polls', async () => {
+    await activeCompute('cpu-slow-host', 1);
+    // A loaded machine: the steps before the first poll take 1.5 s of real time, far more than the 40 scaled
+    // 15 s polls (1.2 s) but nothing beside the 600 s they stand for. The wait budget is counted in polls.
+    let stalled = false;
+    h.sfn.hooks.beforeTask = async (state) => {
+      if (state !== 'UpdateNodegroupConfig' || stalled) return;
+      stalled = true;
+      await new Promise((r) => setTimeout(r, 1_500));
+    };
+    const r = await run(h, 'cpu-slow-host', 'scale', { desiredNodes: 2 });
+    h.sfn.hooks.beforeTask = undefined;
+
+    expect(r.execution.status).toBe('SUCCEEDED');
+    expect(r.compute.status).toMatchObject({
+      nodegroupStatus: 'ACTIVE',
+      desiredNodes: 2,
+      statusMessage: 'Node group llmcap-test-cpu-slow-host is ACTIVE with 2 desired node(s)',
+    });
+  });
+
   it('records DEGRADED with the health issue when the new nodes cannot launch', async () => {
     await activeCompute('cpu-degraded', 1);
     h.sim.admin.setFaults({ launchFailures: [{ nodegroup: 'llmcap-test-cpu-degraded', afterMs: 10_000 }] });

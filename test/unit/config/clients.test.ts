@@ -24,8 +24,9 @@ describe('AWS clients', () => {
           (m) => `${relative(ROOT, p)}: ${m[1]}`,
         ),
       );
-    // The one client that is not an AWS SDK client: the cluster's Kubernetes API, with an EKS token, built and
-    // cached in its adapter alone (its calls go to the API server, not through the SDK's retry policy).
+    // The one client that is not an AWS SDK client: the cluster's Kubernetes API. It is not built once: its EKS
+    // token expires 15 minutes after signing, so lambdas/aws/kubernetes.ts remakes it every 10 after an async
+    // DescribeCluster and a signing, and its calls go to the API server, not through the SDK's retry policy.
     expect(elsewhere).toEqual(['lambdas/aws/kubernetes.ts: ClusterClient']);
   });
 

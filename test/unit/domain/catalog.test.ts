@@ -105,7 +105,7 @@ describe('validateCatalog: one rule each, with a message that says what to do', 
   it('refuses duplicate profile names', () => {
     const p = l4.profiles[0]!;
     expect(messages([added('a', { profiles: [p, { ...p, gpuType: 'A10G' }] })])).toEqual([
-      'model a: profile name l4 appears more than once; give each profile its own name',
+      'model a: profile name l4 is already the name of spec.profiles[0]; give each profile its own name',
     ]);
   });
 

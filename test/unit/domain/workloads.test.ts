@@ -8,9 +8,16 @@ import {
   deploymentName,
   desiredWorkloads,
   expandArgs,
+  LABEL_COMPUTE,
+  LABEL_MODEL,
+  LABEL_PROFILE,
+  MAX_PODS_SHOWN,
   memoryQuantity,
   namespaceFor,
   placementsOf,
+  podMatches,
+  podView,
+  workloadStatus,
 } from '../../../lambdas/domain/workloads';
 import { enginesConfig, parseEngines } from '../../../lambdas/shared/builtin-config';
 
@@ -304,5 +311,55 @@ describe('comparing with what the cluster reports', () => {
     expect(appliedAsWanted({ spec: { template: { spec: { containers: [{ args: ['a'] }] } } } }, live)).toBe(
       false,
     );
+  });
+});
+
+describe('pods as llmcap shows them', () => {
+  const pod = (name: string, over: { node?: string; ready?: boolean; created?: unknown } = {}) =>
+    podView({
+      metadata: {
+        name,
+        namespace: 'llmcap-prod-team-ml',
+        labels: { [LABEL_MODEL]: 'chat', [LABEL_COMPUTE]: 'l4', [LABEL_PROFILE]: 'gpu' },
+        creationTimestamp: over.created,
+      },
+      spec: over.node ? { nodeName: over.node } : {},
+      status: {
+        phase: over.ready ? 'Running' : 'Pending',
+        conditions: over.ready
+          ? [{ type: 'Ready', status: 'True' }]
+          : [{ type: 'PodScheduled', status: 'False', message: '0/3 nodes are available' }],
+      },
+    });
+
+  it('keeps when a pod was created, whether the client gave a string or a Date', () => {
+    expect(pod('a', { created: '2026-01-05T10:15:02Z' }).createdAt).toBe('2026-01-05T10:15:02.000Z');
+    expect(pod('b', { created: new Date('2026-01-05T10:15:02Z') }).createdAt).toBe(
+      '2026-01-05T10:15:02.000Z',
+    );
+    expect(pod('c', { created: 'not a time' })).not.toHaveProperty('createdAt');
+  });
+
+  it('counts every pod of a model when it lists only the first MAX_PODS_SHOWN', () => {
+    const many = Array.from({ length: MAX_PODS_SHOWN + 3 }, (_, i) =>
+      pod(`p${i}`, { node: 'n', ready: true }),
+    );
+    const s = workloadStatus(many);
+    expect({ total: s.total, shown: s.pods.length, running: s.running }).toEqual({
+      total: MAX_PODS_SHOWN + 3,
+      shown: MAX_PODS_SHOWN,
+      running: MAX_PODS_SHOWN + 3,
+    });
+  });
+
+  it('narrows pods by every filter given, all of which must match', () => {
+    const up = pod('up', { node: 'ip-1', ready: true });
+    const stuck = pod('stuck');
+    expect(podMatches(up, {})).toBe(true);
+    expect(podMatches(up, { model: 'chat', compute: 'l4', node: 'ip-1', ready: true })).toBe(true);
+    expect(podMatches(up, { model: 'chat', compute: 'other' })).toBe(false);
+    expect(podMatches(stuck, { ready: false })).toBe(true);
+    expect(podMatches(stuck, { node: 'ip-1' })).toBe(false);
+    expect(podMatches(stuck, { namespace: 'llmcap-prod-team-ml', profile: 'gpu' })).toBe(true);
   });
 });
