@@ -24,6 +24,7 @@ export async function soakFuzz(): Promise<FuzzReport> {
       requests,
       seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined,
       timeLimitMs: num('SOAK_FUZZ_MINUTES', 15) * 60_000,
+      crossSite: true,
       // The pass runs after POST answers (202): wait for it, then for the workflows it started.
       afterReconcile: async () => {
         await cp.lambda.waitForIdle(60_000);

@@ -217,12 +217,87 @@ const MUTATIONS: Record<string, Mutation> = {
     return ps.length ? setAt(v, pick(ps, rnd), () => big) : big;
   },
   wrongNesting: (v, rnd) => (rnd() < 0.5 ? [v] : { spec: v, metadata: v }),
-  deepNesting: () => {
-    let x: Json = 1;
-    for (let i = 0; i < 200; i++) x = [x];
-    return { a: x };
-  },
+  protoMembers: (v, rnd) => withMembers(v, Object.fromEntries(PROTO_NAMES.map((n) => [n, pick(ROLES, rnd)]))),
+  manyMembers: (v) =>
+    withMembers(
+      v,
+      Object.fromEntries(
+        Array.from({ length: 250 }, (_, i) => [`arn:aws:iam::111111111111:user/fz-${i}`, 'viewer']),
+      ),
+    ),
 };
+
+/** Depths around the API's bound of 32 and far past it (the old RangeError was at some thousands). */
+const DEEP_LEVELS = [33, 40, 200, 5000];
+
+/** A body nested that deep, as text: the generator's own JSON.stringify would overflow its stack first. */
+function deepText(rnd: () => number): string {
+  const n = pick(DEEP_LEVELS, rnd);
+  let open = '';
+  let close = '';
+  for (let i = 0; i < n; i++) {
+    const array = rnd() < 0.5;
+    open += array ? '[' : '{"a":';
+    close = (array ? ']' : '}') + close;
+  }
+  return `{"a":${open}1${close}}`;
+}
+const ROLES = ['admin', 'editor', 'viewer'];
+
+/** The body with its members (at the top, under spec, or as the whole body) replaced. */
+function withMembers(v: Json, members: Record<string, Json>): Json {
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    if ('members' in v) return { ...v, members };
+    const spec = v.spec;
+    if (spec && typeof spec === 'object' && !Array.isArray(spec)) return { ...v, spec: { ...spec, members } };
+  }
+  return { members };
+}
+
+/** A write a browser page on another site (or a DNS-rebinding one) would send. */
+function browserWrite(req: FuzzRequest): boolean {
+  if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method)) return false;
+  const site = req.headers?.['sec-fetch-site'];
+  return (
+    (site !== undefined && site !== 'same-origin' && site !== 'none') || req.headers?.origin !== undefined
+  );
+}
+
+/**
+ * On the local HTTP server a browser write is refused before anything else looks at it: by the cross-site
+ * rule, whoever the caller and whatever the body.
+ */
+export function crossSiteProblem(req: FuzzRequest, res: RawResponse): string | undefined {
+  if (!browserWrite(req)) return undefined;
+  if (res.status === 403 && res.text.includes('/problems/cross-site-write')) return undefined;
+  return `a cross-site browser write was answered ${res.status}, not the cross-site 403`;
+}
+
+/**
+ * Requests no server may accept, whatever the route or caller: a write is then refused for its own reason or
+ * for this one, never answered 2xx. The cross-site rule only holds where a browser can reach the server (the
+ * local HTTP server); API Gateway's callers sign with IAM instead.
+ */
+export function mustBeRefused(
+  req: FuzzRequest,
+  o: { crossSite: boolean; takesBody: ReadonlySet<string> },
+): string | undefined {
+  const write = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method);
+  if (!write) return undefined;
+  if (o.crossSite && browserWrite(req)) return 'a cross-site browser write was accepted (expected 403)';
+  // A route without a body (every DELETE, POST /v1/reconcile) does not read what a request carries.
+  if (!o.takesBody.has(`${req.method} ${req.route.split(' ')[1]}`) || !req.route.startsWith(`${req.method} `))
+    return undefined;
+  const type = (req.headers?.['content-type'] ?? '').toLowerCase();
+  if (req.body !== undefined && type && !/^application\/json\s*(;|$)/.test(type))
+    return `a write with content-type ${type} was accepted (expected 415)`;
+  if (req.mutation === 'deepNesting') return 'a body nested past 32 levels was accepted (expected 400)';
+  if (req.mutation === 'protoMembers' && req.body?.includes('"members"'))
+    return 'members named like Object.prototype keys were accepted (expected 400)';
+  if (req.mutation === 'manyMembers' && req.body?.includes('"members"'))
+    return 'more members than the bound were accepted (expected 400)';
+  return undefined;
+}
 
 // ---- requests --------------------------------------------------------------------------------------------
 
@@ -257,6 +332,10 @@ function headerArb(): fc.Arbitrary<Record<string, string>> {
           'text/plain',
           'application/x-www-form-urlencoded',
           'application/merge-patch+json',
+          'application/json; charset=latin1',
+          'application/json;charset=UTF-16',
+          'text/plain; charset=utf-8',
+          'application/jsonx',
           '',
         ),
         'if-match': fc.constantFrom(
@@ -275,6 +354,30 @@ function headerArb(): fc.Arbitrary<Record<string, string>> {
         ),
         'idempotency-key': fc.constantFrom('k1', 'k2', 'ü-key', 'x'.repeat(129), 'x'.repeat(128), ' ', 'a#b'),
         accept: fc.constantFrom('application/json', 'text/html', '*/*'),
+        // What a browser adds to a page's request to another site (and a DNS-rebinding page's Origin).
+        // Mostly absent (''), so most writes still reach the routes behind the browser check.
+        'sec-fetch-site': fc.constantFrom(
+          '',
+          '',
+          '',
+          '',
+          '',
+          'cross-site',
+          'same-site',
+          'same-origin',
+          'none',
+        ),
+        origin: fc.constantFrom(
+          '',
+          '',
+          '',
+          '',
+          '',
+          '',
+          'https://evil.example',
+          'http://localhost.evil.example',
+          'null',
+        ),
       },
       { requiredKeys: ['content-type'] },
     )
@@ -318,6 +421,7 @@ export function requestArb(routes: readonly Route[], withAnonymous: boolean): fc
           'none',
           ...Object.keys(MUTATIONS),
           'rawText',
+          'deepNesting',
           'noBody',
           'method',
         ),
@@ -339,6 +443,7 @@ export function requestArb(routes: readonly Route[], withAnonymous: boolean): fc
         let method = route.method;
         if (g.mutation in MUTATIONS && value !== undefined) value = MUTATIONS[g.mutation]!(value, rnd);
         if (g.mutation === 'rawText') text = g.rawText;
+        else if (g.mutation === 'deepNesting') text = deepText(rnd);
         else if (g.mutation === 'noBody') text = undefined;
         else text = value === undefined ? undefined : JSON.stringify(value);
         if (g.mutation === 'method') method = g.method;
@@ -442,6 +547,8 @@ export interface FuzzOptions {
   /** Stop early after this long (the request count is then lower). */
   timeLimitMs?: number;
   withAnonymous?: boolean;
+  /** The server is the local HTTP one, which must refuse cross-site browser writes (local/api-server.ts). */
+  crossSite?: boolean;
   /** Called after a 2xx POST /v1/reconcile, e.g. to wait for the workflows it started. */
   afterReconcile?: () => Promise<void>;
   log?: (line: string) => void;
@@ -465,6 +572,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
     failureCount: 0,
     durationMs: 0,
   };
+  const takesBody = new Set(o.routes.filter((r) => r.doc.body).map((r) => `${r.method} ${r.path}`));
   let before = canonical(await o.dump());
   for (const req of reqs) {
     if (o.timeLimitMs && Date.now() - t0 > o.timeLimitMs) break;
@@ -487,6 +595,9 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
     report.byStatus[res.status] = (report.byStatus[res.status] ?? 0) + 1;
     report.byRoute[req.route] = (report.byRoute[req.route] ?? 0) + 1;
     let problem = checkResponse(req, res);
+    if (!problem && res.status < 300)
+      problem = mustBeRefused(req, { crossSite: o.crossSite ?? false, takesBody });
+    if (!problem && o.crossSite) problem = crossSiteProblem(req, res);
     const isReconcile = req.method === 'POST' && req.path.startsWith('/v1/reconcile') && res.status < 300;
     if (isReconcile) await o.afterReconcile?.();
     const after = canonical(await o.dump());

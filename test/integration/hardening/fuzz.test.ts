@@ -1,9 +1,10 @@
-import { buildRouter } from '../../../lambdas/api/app';
+import { buildRouter, handle } from '../../../lambdas/api/app';
+import { startApiServer } from '../../../local/api-server';
 import type { LocalLambda } from '../../../local/lambda';
 import { P } from '../../../soak/lib/fixture';
 import { runFuzz } from '../../../soak/lib/fuzz';
 import { setupFuzzWorld } from '../../../soak/lib/fuzz-fixture';
-import { invokeInProcess, jsonClient } from '../../../soak/lib/invoke';
+import { invokeHttp, invokeInProcess, jsonClient } from '../../../soak/lib/invoke';
 import { testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
 import { reconcilerLambda } from '../../helpers/lambda';
@@ -54,4 +55,26 @@ it(`survives ${REQUESTS} generated requests: no 5xx, problem+json refusals that 
     );
   }
   expect(summary.failures).toEqual([]);
+});
+
+// The local HTTP server is what a browser page can reach: there, cross-site writes must be refused as well.
+it('survives generated requests over the local HTTP server, cross-site browser writes refused', async () => {
+  const server = await startApiServer({ handler: handle, port: 0 });
+  try {
+    const report = await runFuzz({
+      routes: buildRouter().list(),
+      invoke: invokeHttp(server.url),
+      dump: dumpTable,
+      requests: Number(process.env.FUZZ_HTTP_REQUESTS ?? 150),
+      seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined,
+      timeLimitMs: 30_000,
+      crossSite: true,
+    });
+    if (report.failureCount)
+      console.log(`fuzz (HTTP) seed ${report.seed}: ${report.failureCount} failure(s)`);
+    expect(report.byStatus[403]).toBeGreaterThan(0);
+    expect(report.failures).toEqual([]);
+  } finally {
+    await server.close();
+  }
 });
