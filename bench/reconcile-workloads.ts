@@ -8,7 +8,7 @@ import { loadBenchWorld } from './reconcile';
  * models of one replica), the real pass against DynamoDB Local, the local Step Functions and the cloud
  * simulator, with the workloads step talking to the simulated cluster's API over HTTPS through the reconciler's
  * own client and EKS token. The Kubernetes calls are counted where a real API server would count them: the
- * simulator's audit hook, one event per request answered. BENCH_COMPUTES and BENCH_MODELS shrink the world.
+ * simulator's audit hook, one event per request answered. BENCH_COMPUTES and BENCH_MODELS (default 40 and 2,000) size the world.
  */
 
 interface Tally {
@@ -68,8 +68,8 @@ function target(steady: Tally & { writes: number }, scaled: Tally & { writes: nu
 export async function benchReconcileWorkloads(
   opts: { computes?: number; models?: number } = {},
 ): Promise<{ rows: unknown; markdown: string }> {
-  const nComputes = opts.computes ?? Number(process.env.BENCH_COMPUTES ?? 200);
-  const nModels = opts.models ?? Number(process.env.BENCH_MODELS ?? 10_000);
+  const nComputes = opts.computes ?? Number(process.env.BENCH_COMPUTES ?? 40);
+  const nModels = opts.models ?? Number(process.env.BENCH_MODELS ?? 2_000);
   const cp = await startControlPlane({
     port: 0,
     simPort: 0,
