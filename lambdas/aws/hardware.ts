@@ -1,10 +1,10 @@
 import {
+  DescribeInstanceTypesCommand,
   type EC2Client,
   type Filter as Ec2Filter,
   type InstanceTypeInfo,
-  paginateDescribeInstanceTypes,
 } from '@aws-sdk/client-ec2';
-import { type Filter as PriceFilter, type PricingClient, paginateGetProducts } from '@aws-sdk/client-pricing';
+import { GetProductsCommand, type Filter as PriceFilter, type PricingClient } from '@aws-sdk/client-pricing';
 import {
   type Accelerator,
   type Architecture,
@@ -304,14 +304,17 @@ export class HardwareFacts {
 
   private async describe(filters: Ec2Filter[]): Promise<Map<string, InstanceFacts>> {
     const out = new Map<string, InstanceFacts>();
-    const pages = paginateDescribeInstanceTypes(
-      { client: this.opts.ec2, pageSize: BATCH },
-      { Filters: filters, MaxResults: BATCH },
-    );
-    for await (const page of pages) {
+    // Pages by hand: the SDK's paginators check `instanceof` on the client, which fails when the client was
+    // built by another copy of the SDK (a bundle's, or a test's isolated module registry).
+    let NextToken: string | undefined;
+    do {
+      const page = await this.opts.ec2.send(
+        new DescribeInstanceTypesCommand({ Filters: filters, MaxResults: BATCH, NextToken }),
+      );
       for (const info of page.InstanceTypes ?? [])
         if (info.InstanceType) out.set(info.InstanceType, toInstanceFacts(info));
-    }
+      NextToken = page.NextToken;
+    } while (NextToken);
     return out;
   }
 
@@ -319,16 +322,20 @@ export class HardwareFacts {
     f: Pick<InstanceFacts, 'instanceType' | 'bareMetal'>,
   ): Promise<OnDemandPrice | undefined> {
     const entries: unknown[] = [];
-    const pages = paginateGetProducts(
-      { client: this.opts.pricing, pageSize: 100 },
-      {
-        ServiceCode: 'AmazonEC2',
-        FormatVersion: 'aws_v1',
-        Filters: priceFilters(this.region, f),
-        MaxResults: 100,
-      },
-    );
-    for await (const page of pages) entries.push(...(page.PriceList ?? []));
+    let NextToken: string | undefined;
+    do {
+      const page = await this.opts.pricing.send(
+        new GetProductsCommand({
+          ServiceCode: 'AmazonEC2',
+          FormatVersion: 'aws_v1',
+          Filters: priceFilters(this.region, f),
+          MaxResults: 100,
+          NextToken,
+        }),
+      );
+      entries.push(...(page.PriceList ?? []));
+      NextToken = page.NextToken;
+    } while (NextToken);
     let price: OnDemandPrice | undefined;
     for (const e of entries) {
       price = toOnDemandPrice(e, this.region);
