@@ -146,21 +146,39 @@ export const problem = (
 });
 
 /**
- * The CLI's main() in this process, for checks that need no server (help, usage errors): the same code
- * path as the process minus its startup, so the suite stays fast.
+ * The CLI's main() in this process, for checks that need no server (help, usage errors) or that are about the
+ * server's answers rather than the process (test/integration/cli/apply.test.ts): the same argument parsing,
+ * output and exit code as the process minus its startup, so the suite stays fast. `endpoint` is given as
+ * LLMCAP_ENDPOINT, as llmcap() gives it; since the environment is the process's, calls take turns.
  */
-export async function inProcess(args: string[]): Promise<CliResult> {
-  const { main } = await import('../../../cli/main');
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    out: (s) => {
-      stdout += `${s}\n`;
-    },
-    err: (s) => {
-      stderr += `${s}\n`;
-    },
-    readStdin: async () => '',
+let turn: Promise<unknown> = Promise.resolve();
+export function inProcess(
+  args: string[],
+  opts: { endpoint?: string; input?: string } = {},
+): Promise<CliResult> {
+  const call = turn.then(async () => {
+    const { main } = await import('../../../cli/main');
+    const saved = process.env.LLMCAP_ENDPOINT;
+    if (opts.endpoint) process.env.LLMCAP_ENDPOINT = opts.endpoint;
+    else delete process.env.LLMCAP_ENDPOINT;
+    let stdout = '';
+    let stderr = '';
+    try {
+      const code = await main(args, {
+        out: (s) => {
+          stdout += `${s}\n`;
+        },
+        err: (s) => {
+          stderr += `${s}\n`;
+        },
+        readStdin: async () => opts.input ?? '',
+      });
+      return { code, stdout, stderr };
+    } finally {
+      if (saved === undefined) delete process.env.LLMCAP_ENDPOINT;
+      else process.env.LLMCAP_ENDPOINT = saved;
+    }
   });
-  return { code, stdout, stderr };
+  turn = call.catch(() => undefined);
+  return call;
 }
