@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { startControlPlane } from './control-plane';
+import { loadConfig } from '../lambdas/shared/config';
 import { LOCAL_ADMIN } from './identity';
-import { cliEndpointLine, portsHelp } from './ports';
+import { checkPortsFree, cliEndpointLine, portsHelp, resolvePorts } from './ports';
 
 // The Lambdas run on Node 24; on a Node 20 laptop the SDK's end-of-support warning is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -27,14 +27,21 @@ ${portsHelp(26)}
   LLMCAP_STAGE              the stage, in every node group's and alarm's name llmcap-<stage>-* (default local)`);
     return;
   }
+  const admins = (process.env.LLMCAP_ADMINS ?? LOCAL_ADMIN)
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  // The checks startControlPlane makes first, made before its modules load (3-4 s of CPU under tsx), so a
+  // bad variable or a taken port fails at once; it makes them again, as for any other caller.
+  const ports = resolvePorts({});
+  loadConfig({ LLMCAP_ADMINS: admins.join(',') });
+  await checkPortsFree(ports);
   console.log('llmcap local control plane starting...');
+  const { startControlPlane } = await import('./control-plane');
   const cp = await startControlPlane({
     ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),
     persist: args.includes('--persist'),
-    admins: (process.env.LLMCAP_ADMINS ?? LOCAL_ADMIN)
-      .split(',')
-      .map((a) => a.trim())
-      .filter(Boolean),
+    admins,
     log: (l) => console.log(`  ${l}`),
     kubeconfigPath: join(process.cwd(), '.llmcap', 'kubeconfig'),
   });

@@ -42,6 +42,9 @@ const done = (p: Pass) => p.state === 'SUCCEEDED' || p.state === 'FAILED';
 
 /** The server fails a pass that misses its deadline (about 11 minutes at most), so this is only a backstop. */
 const MAX_WAIT_MS = 20 * 60_000;
+// The first read after 100 ms, then twice as long each time up to a second: a local pass ends in well under
+// a second, which a fixed one-second wait always added; a long pass is still read once a second.
+const FIRST_POLL_MS = 100;
 const POLL_MS = 1000;
 
 export const reconcile: Command = {
@@ -133,8 +136,10 @@ async function follow(ctx: Context, client: Client, first: Pass): Promise<Pass> 
     said = p.state;
   };
   show(pass);
+  let wait = FIRST_POLL_MS;
   while (!done(pass) && Date.now() - started < MAX_WAIT_MS) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, POLL_MS);
     pass = (await client.request<Pass>('GET', `/v1/reconcile/${seg(pass.id)}`)).body;
     show(pass);
   }

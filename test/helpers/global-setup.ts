@@ -1,5 +1,6 @@
 import { startCloudSim } from '../../local/cloud-sim';
 import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { buildCliBundle, CLI_BUNDLE_ENV } from './cli-bundle';
 
 // One DynamoDB Local for the whole integration run; each test file makes its own table (test/helpers/table.ts).
 // One cloud simulator answers EC2 DescribeInstanceTypes and the Price List for every compute write the API
@@ -11,5 +12,7 @@ export default async function globalSetup(): Promise<void> {
   const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
   process.env.AWS_ENDPOINT_URL_EC2 = sim.endpoint;
   process.env.AWS_ENDPOINT_URL_PRICING = sim.endpoint;
+  // The CLI tests start the CLI some 200 times: from one bundle built here, not through tsx each time.
+  process.env[CLI_BUNDLE_ENV] = await buildCliBundle();
   Object.assign(globalThis as object, { __ddbLocal: ddb, __cloudSim: sim });
 }

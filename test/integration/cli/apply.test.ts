@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
-import { llmcap } from './run';
+import { inProcess } from './run';
 
 /**
  * `llmcap get KIND -o yaml | llmcap apply -f -` against the local control plane (issue 18 §1, §2): every kind
@@ -9,7 +9,9 @@ import { llmcap } from './run';
  */
 
 let cp: ControlPlane;
-const run = (args: string[], input?: string) => llmcap(args, { endpoint: cp.apiUrl, input });
+// The CLI's main() in this process: what is checked here is what the server answers a round trip, and the
+// CLI as a process (exit codes, stdin, stdout) is test/integration/cli/control-plane.test.ts's.
+const run = (args: string[], input?: string) => inProcess(args, { endpoint: cp.apiUrl, input });
 
 beforeAll(async () => {
   cp = await startControlPlane({

@@ -326,7 +326,8 @@ describe('llmcap help', () => {
       expect(r.stdout).toContain(`llmcap ${c.join(' ')}`);
       expect(r.stdout).toContain('Exit codes:');
     }
-    const top = await llmcap(['--help']);
+    // Through the launcher npx llmcap runs (tsx), so that it is started as a process at least once here.
+    const top = await llmcap(['--help'], { launcher: true });
     expect(top.code).toBe(0);
     expect(top.stdout).toContain('4  not found (404)');
     expect((await inProcess(['help', 'model', 'scale'])).stdout).toContain('--target N');

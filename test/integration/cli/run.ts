@@ -2,8 +2,12 @@ import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { CLI_BUNDLE_ENV } from '../../helpers/cli-bundle';
 
-/** Runs the CLI as a user would: `node cli/bin/llmcap.js ...` in a child process. */
+/**
+ * Runs the CLI as a user would, in a child process: `node cli/bin/llmcap.js ...` with `launcher`, else the
+ * same sources bundled once per run by the global setup (test/helpers/cli-bundle.ts), which start faster.
+ */
 
 const BIN = join(__dirname, '..', '..', '..', 'cli', 'bin', 'llmcap.js');
 
@@ -23,9 +27,13 @@ export function llmcap(
     cwd?: string;
     /** Sees stderr as it comes, e.g. to act on a progress line while the command still runs. */
     onStderr?: (soFar: string) => void;
+    /** Through cli/bin/llmcap.js, what `npx llmcap` runs, rather than the run's bundle of the same sources. */
+    launcher?: boolean;
   } = {},
 ): Promise<CliResult> {
   const env: Record<string, string | undefined> = { ...process.env };
+  const bin = (!opts.launcher && env[CLI_BUNDLE_ENV]) || BIN;
+  delete env[CLI_BUNDLE_ENV];
   // Whatever the developer's shell points at must not leak into the tests.
   for (const k of ['LLMCAP_ENDPOINT', 'LLMCAP_STACK', 'LLMCAP_PRINCIPAL', 'LLMCAP_SIGN', 'AWS_PROFILE'])
     delete env[k];
@@ -33,7 +41,7 @@ export function llmcap(
   Object.assign(env, opts.env ?? {});
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: env as NodeJS.ProcessEnv, cwd: opts.cwd });
+    const child = spawn(process.execPath, [bin, ...args], { env: env as NodeJS.ProcessEnv, cwd: opts.cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
@@ -138,21 +146,39 @@ export const problem = (
 });
 
 /**
- * The CLI's main() in this process, for checks that need no server (help, usage errors): the same code
- * path as the process minus its startup, so the suite stays fast.
+ * The CLI's main() in this process, for checks that need no server (help, usage errors) or that are about the
+ * server's answers rather than the process (test/integration/cli/apply.test.ts): the same argument parsing,
+ * output and exit code as the process minus its startup, so the suite stays fast. `endpoint` is given as
+ * LLMCAP_ENDPOINT, as llmcap() gives it; since the environment is the process's, calls take turns.
  */
-export async function inProcess(args: string[]): Promise<CliResult> {
-  const { main } = await import('../../../cli/main');
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    out: (s) => {
-      stdout += `${s}\n`;
-    },
-    err: (s) => {
-      stderr += `${s}\n`;
-    },
-    readStdin: async () => '',
+let turn: Promise<unknown> = Promise.resolve();
+export function inProcess(
+  args: string[],
+  opts: { endpoint?: string; input?: string } = {},
+): Promise<CliResult> {
+  const call = turn.then(async () => {
+    const { main } = await import('../../../cli/main');
+    const saved = process.env.LLMCAP_ENDPOINT;
+    if (opts.endpoint) process.env.LLMCAP_ENDPOINT = opts.endpoint;
+    else delete process.env.LLMCAP_ENDPOINT;
+    let stdout = '';
+    let stderr = '';
+    try {
+      const code = await main(args, {
+        out: (s) => {
+          stdout += `${s}\n`;
+        },
+        err: (s) => {
+          stderr += `${s}\n`;
+        },
+        readStdin: async () => opts.input ?? '',
+      });
+      return { code, stdout, stderr };
+    } finally {
+      if (saved === undefined) delete process.env.LLMCAP_ENDPOINT;
+      else process.env.LLMCAP_ENDPOINT = saved;
+    }
   });
-  return { code, stdout, stderr };
+  turn = call.catch(() => undefined);
+  return call;
 }

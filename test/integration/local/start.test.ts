@@ -93,10 +93,11 @@ describe('npm start', () => {
           .split(' ')
           .map((kv) => kv.split('=') as [string, string]),
       );
-      const get = await llmcap(['get', 'computes', '-o', 'name'], { env });
+      // Through the launcher npx llmcap runs, as the user the banner speaks to would.
+      const get = await llmcap(['get', 'computes', '-o', 'name'], { env, launcher: true });
       expect(get.stderr).toBe('');
       expect(get.stdout).toContain('compute/gpu-l4-1x');
-      const alarm = await llmcap(['alarm', 'test'], { env });
+      const alarm = await llmcap(['alarm', 'test'], { env, launcher: true });
       expect(alarm.stderr).toBe('');
       // Before or after CloudWatch's first evaluation of the new stage: either prior state is true.
       expect(alarm.stdout).toMatch(/llmcap-local-ReconcileErrors: (INSUFFICIENT_DATA|OK) -> ALARM/);
