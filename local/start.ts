@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { startControlPlane } from './control-plane';
 import { LOCAL_ADMIN } from './identity';
 import { cliEndpointLine, portsHelp } from './ports';
 
@@ -29,6 +28,8 @@ ${portsHelp(26)}
     return;
   }
   console.log('llmcap local control plane starting...');
+  // Loaded only now: the control plane pulls in the simulators and the SDK, which --help has no use for.
+  const { startControlPlane } = await import('./control-plane');
   const cp = await startControlPlane({
     ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),
     persist: args.includes('--persist'),
