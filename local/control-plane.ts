@@ -80,6 +80,12 @@ export interface ControlPlaneOptions {
    */
   createRetrySeconds?: number;
   /**
+   * The share of their time the AWS SDK's retry backoff and adaptive rate limiter wait in llmcap's clients
+   * (LLMCAP_SDK_RETRY_TIME_SCALE); default 1, the SDK's own. A test of throttling can set the simulator's time
+   * scale here, so that each retry waits as long, relative to the simulated EKS, as it would in AWS.
+   */
+  sdkRetryTimeScale?: number;
+  /**
    * An HTTP(S) URL subscribed to the on-call topic (LLMCAP_ALERT_WEBHOOK): it receives SNS's
    * SubscriptionConfirmation first, then every alarm notification, as an HTTPS subscription does in AWS.
    */
@@ -222,6 +228,9 @@ async function start(
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
     LLMCAP_CREATE_RETRY_SECONDS: String(
       opts.createRetrySeconds ?? process.env.LLMCAP_CREATE_RETRY_SECONDS ?? 300 * timeScale,
+    ),
+    LLMCAP_SDK_RETRY_TIME_SCALE: String(
+      opts.sdkRetryTimeScale ?? process.env.LLMCAP_SDK_RETRY_TIME_SCALE ?? 1,
     ),
     AWS_REGION: region,
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',

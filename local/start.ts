@@ -20,6 +20,7 @@ ${portsHelp(26)}
   LLMCAP_RECONCILE_SECONDS  seconds between reconciles (default 10; 0 = only POST /v1/reconcile)
   LLMCAP_COOLDOWN_SECONDS   scale-down cool-down (default 600)
   LLMCAP_CREATE_RETRY_SECONDS  first wait before a failed node group create is retried (default 300 x time scale)
+  LLMCAP_SDK_RETRY_TIME_SCALE  share of their time the AWS SDK's retry backoff and rate limiter wait (default 1)
   LLMCAP_ALERT_WEBHOOK      HTTP(S) URL subscribed to the on-call SNS topic: it gets SNS's SubscriptionConfirmation
                             (GET its SubscribeURL to confirm), then each alarm notification (docs/local.md)
   LLMCAP_SIM_TIME_SCALE     simulator speed: 1 = EKS's real durations (default 0.1: a create takes 12 s)
@@ -37,6 +38,7 @@ ${portsHelp(26)}
   loadConfig({ LLMCAP_ADMINS: admins.join(',') });
   await checkPortsFree(ports);
   console.log('llmcap local control plane starting...');
+  // Loaded only now: the control plane pulls in the simulators and the SDK, which --help has no use for.
   const { startControlPlane } = await import('./control-plane');
   const cp = await startControlPlane({
     ...(process.env.LLMCAP_ALERT_WEBHOOK ? { alertWebhook: process.env.LLMCAP_ALERT_WEBHOOK } : {}),

@@ -8,6 +8,7 @@ import type { PricingClient } from '@aws-sdk/client-pricing';
 import type { SFNClient } from '@aws-sdk/client-sfn';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from './config';
+import { retryOptions } from './retry';
 
 /**
  * Every AWS SDK client, built once per Lambda container (or local process) and reused, all with one retry
@@ -17,12 +18,12 @@ import { config } from './config';
  * that the api Lambda's cold start pays for none of the reconciler's (and for Lambda's only on POST /v1/reconcile).
  */
 
-/**
- * Adaptive retries: exponential backoff with jitter on throttling and transient errors, and, once throttled, a
- * client-side rate limit, which a reconcile of hundreds of computes (EKS, CloudWatch) and a burst of API writes
- * (DynamoDB) both meet. Six attempts back off for about 3 s in all, well inside the API's 29 s.
- */
-export const RETRY = { maxAttempts: 6, retryMode: 'adaptive' } as const;
+export { RETRY } from './retry';
+
+/** The one retry policy (retry.ts), its waits scaled locally by LLMCAP_SDK_RETRY_TIME_SCALE; one per client. */
+function retry(baseDelay?: number) {
+  return retryOptions(config().sdkRetryTimeScale, baseDelay);
+}
 
 /**
  * Invoke answers an Event invocation in milliseconds; a call that takes longer is stuck, and six attempts of at
@@ -51,7 +52,8 @@ export function dynamoEndpoint(): string | undefined {
 
 /** A plain DynamoDB client (tests and the local control plane create tables with it; the caller destroys it). */
 export function dynamoClient(endpoint = dynamoEndpoint()): DynamoDBClient {
-  return new DynamoDBClient({ endpoint, ...RETRY });
+  // 25 ms: the DynamoDB client's own base delay, which the SDK's default policy would use.
+  return new DynamoDBClient({ endpoint, ...retry(25) });
 }
 
 export function documentClient(): DynamoDBDocumentClient {
@@ -65,7 +67,7 @@ export function documentClient(): DynamoDBDocumentClient {
 export function eksClient(): EKSClient {
   return once('eks', () => {
     const { EKSClient } = require('@aws-sdk/client-eks') as typeof import('@aws-sdk/client-eks');
-    return new EKSClient({ endpoint: config().endpoints.eks, ...RETRY });
+    return new EKSClient({ endpoint: config().endpoints.eks, ...retry() });
   });
 }
 
@@ -74,14 +76,14 @@ export function autoScalingClient(): AutoScalingClient {
   return once('autoscaling', () => {
     const { AutoScalingClient } =
       require('@aws-sdk/client-auto-scaling') as typeof import('@aws-sdk/client-auto-scaling');
-    return new AutoScalingClient({ endpoint: config().endpoints.eks, ...RETRY });
+    return new AutoScalingClient({ endpoint: config().endpoints.eks, ...retry() });
   });
 }
 
 export function sfnClient(): SFNClient {
   return once('sfn', () => {
     const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-    return new SFNClient({ endpoint: config().endpoints.sfn, ...RETRY });
+    return new SFNClient({ endpoint: config().endpoints.sfn, ...retry() });
   });
 }
 
@@ -89,28 +91,28 @@ export function cloudWatchClient(): CloudWatchClient {
   return once('cloudwatch', () => {
     const { CloudWatchClient } =
       require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
-    return new CloudWatchClient(RETRY);
+    return new CloudWatchClient(retry());
   });
 }
 
 export function lambdaClient(): LambdaClient {
   return once('lambda', () => {
     const { LambdaClient } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
-    return new LambdaClient({ ...RETRY, requestHandler: LAMBDA_TIMEOUTS });
+    return new LambdaClient({ ...retry(), requestHandler: LAMBDA_TIMEOUTS });
   });
 }
 
 export function ec2Client(region: string): EC2Client {
   return once(`ec2|${region}`, () => {
     const { EC2Client } = require('@aws-sdk/client-ec2') as typeof import('@aws-sdk/client-ec2');
-    return new EC2Client({ region, ...RETRY });
+    return new EC2Client({ region, ...retry() });
   });
 }
 
 export function pricingClient(region: string): PricingClient {
   return once(`pricing|${region}`, () => {
     const { PricingClient } = require('@aws-sdk/client-pricing') as typeof import('@aws-sdk/client-pricing');
-    return new PricingClient({ region, ...RETRY });
+    return new PricingClient({ region, ...retry() });
   });
 }
 

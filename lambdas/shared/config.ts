@@ -90,6 +90,11 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_DYNAMODB_ENDPOINT: endpoint,
   LLMCAP_EKS_ENDPOINT: endpoint,
   LLMCAP_SFN_ENDPOINT: endpoint,
+  /**
+   * Locally and in tests: the AWS SDK's retry backoff and adaptive rate limiter wait this fraction of their time,
+   * for a simulator that runs faster than AWS (shared/retry.ts). 1, the SDK's own policy, everywhere else.
+   */
+  LLMCAP_SDK_RETRY_TIME_SCALE: z.coerce.number().gt(0).max(1).default(1),
   /** Where config/*.yaml are read from when the deploy inlined none (locally and in tests). */
   LLMCAP_CONFIG_DIR: z.string().min(1).optional(),
   /** The stage's region, as the Lambda runtime sets it: where node groups run and prices are asked for. */
@@ -117,6 +122,8 @@ export interface RuntimeConfig {
   stateMachines: Partial<Record<WorkflowKind, string>>;
   alarmTopicArn?: string;
   endpoints: { dynamodb?: string; eks?: string; sfn?: string };
+  /** LLMCAP_SDK_RETRY_TIME_SCALE: 1 in AWS. */
+  sdkRetryTimeScale: number;
   configDir?: string;
   region: string;
   deployWorkloads: boolean;
@@ -153,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
       ...(e.LLMCAP_EKS_ENDPOINT ? { eks: e.LLMCAP_EKS_ENDPOINT } : {}),
       ...(e.LLMCAP_SFN_ENDPOINT ? { sfn: e.LLMCAP_SFN_ENDPOINT } : {}),
     },
+    sdkRetryTimeScale: e.LLMCAP_SDK_RETRY_TIME_SCALE,
     ...(e.LLMCAP_CONFIG_DIR ? { configDir: e.LLMCAP_CONFIG_DIR } : {}),
     region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? 'us-east-1',
     deployWorkloads: e.LLMCAP_WORKLOADS === 'deploy',

@@ -6,6 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { LlmcapStack } from '../../infra/stacks/llmcap-stack';
 import { loadStageConfig, type StageConfig } from '../../infra/stage-config';
+import { TEST_APP_PROPS } from './cdk-app';
 
 /**
  * The llmcap stack as `cdk synth` builds it (the feature flags of cdk.json, a stage config with a real account
@@ -46,7 +47,10 @@ export interface CfnTemplate {
  * same but for the asset hash, and a test file no longer runs esbuild for each function.
  */
 export function synthStage(config: StageConfig = loadStageConfig('dev', ROOT)): Synthesized {
-  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({
+    ...TEST_APP_PROPS,
+    context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] },
+  });
   const stack = new LlmcapStack(app, `llmcap-${config.stage}`, {
     config,
     env: { account: config.account, region: config.region },

@@ -6,12 +6,13 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { NodegroupWorkflows, type NodegroupWorkflowsProps } from '../../infra/constructs/nodegroup-workflows';
+import { TEST_APP_PROPS } from '../helpers/cdk-app';
 
 const ENV = { account: '123456789012', region: 'us-east-1' };
 const NODEGROUP_ARN = 'arn:aws:eks:us-east-1:123456789012:nodegroup/prod-eks/llmcap-dev-*/*';
 
 function build(props: Partial<NodegroupWorkflowsProps> = {}, stackProps: StackProps = { env: ENV }) {
-  const app = new App();
+  const app = new App(TEST_APP_PROPS);
   const stack = new Stack(app, 'Test', stackProps);
   const table = new dynamodb.TableV2(stack, 'Table', {
     partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
@@ -177,7 +178,7 @@ describe('NodegroupWorkflows construct', () => {
 
 describe('grantStartWorkflows', () => {
   it('lets the reconcile role start the three workflows and describe only their executions', () => {
-    const app = new App();
+    const app = new App(TEST_APP_PROPS);
     const stack = new Stack(app, 'Grant', { env: ENV });
     const table = new dynamodb.TableV2(stack, 'Table', {
       partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
