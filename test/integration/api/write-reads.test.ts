@@ -1,5 +1,5 @@
 import { documentClient } from '../../../lambdas/shared/clients';
-import { recordWorkloads } from '../../../lambdas/store/workloads';
+import { lastObserved, recordWorkloads } from '../../../lambdas/store/workloads';
 import { type TestApi, testApi } from '../../helpers/api';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 
@@ -7,8 +7,8 @@ import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
  * What one PUT /v1/models/{name}/scaling reads through the real store on DynamoDB Local (issue 19's write
  * path): the answer's admission is the one the write's own decision committed, so no GetItem of the admission
  * record follows the commit; where llmcap runs the pods, the answer reads the model's pods and the pass stamp
- * (written by reconcile outside the ledger), and nothing else item by item. The answer still says what a GET
- * reads afterwards.
+ * (written by reconcile outside the ledger), and nothing else item by item; concurrent answers share the stamp's
+ * read. The answer still says what a GET reads afterwards.
  */
 
 let api: TestApi;
@@ -79,6 +79,15 @@ it('a scaling write reads no admission record after its commit, only what the re
   const got = await api.call('GET', '/v1/models/chat');
   expect(answer.body.status).toEqual(got.body.status);
   expect(answer.headers.etag).toBe(got.headers.etag);
+});
+
+it('answers asking together share one read of the pass stamp, and one asked after a pass sees it', async () => {
+  const r = await reads(() => Promise.all(Array.from({ length: 20 }, () => lastObserved())));
+  expect(r.gets).toEqual(['WORKLOAD_OBSERVED/LAST']);
+  await recordWorkloads(new Map(), '2026-01-05T10:16:02.000Z');
+  expect(await lastObserved()).toBe('2026-01-05T10:16:02.000Z');
+  const got = await api.call('GET', '/v1/models/chat');
+  expect(got.body.status.observedAt).toBe('2026-01-05T10:16:02.000Z');
 });
 
 it('a stage that runs no pods reads nothing item by item to answer a scaling write', async () => {
