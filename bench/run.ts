@@ -106,6 +106,9 @@ async function main(): Promise<void> {
       continue;
     }
     console.log(`== ${s.title}`);
+    // Each section starts from the same environment: a control plane one section starts sets endpoints and
+    // LLMCAP_WORKLOADS, which otherwise changed what a later section measured (or pointed it at a stopped simulator).
+    const env = { ...process.env };
     try {
       const r = await s.run();
       results[s.title] = r.rows;
@@ -114,6 +117,9 @@ async function main(): Promise<void> {
     } catch (e) {
       console.error(`${s.title}: ${(e as Error).message}`);
       md.push(`## ${s.title}\n\nnot measured: ${(e as Error).message}\n`);
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in env)) delete process.env[k];
+      Object.assign(process.env, env);
     }
   }
   // Figures measured by other runs (workflow transitions, npm run soak) are kept as those runs wrote them.

@@ -4,9 +4,11 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
+import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { documentClient, dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
+import { startCloudSim } from '../local/cloud-sim';
 import { startControlPlane } from '../local/control-plane';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local';
 import { iamAuthorizerOf, LOCAL_ADMIN } from '../local/identity';
@@ -55,8 +57,10 @@ function instrument(): void {
         const pk = (args.input as { ExpressionAttributeValues?: Record<string, unknown> })
           .ExpressionAttributeValues?.[':pk'];
         const command = String(context.commandName ?? '?').replace(/Command$/, '');
+        // A GetItem is named by its partition too, so the table says which item each write reads.
+        const got = command === 'GetItem' ? (args.input as { Key?: { pk?: unknown } }).Key?.pk : undefined;
         calls?.push({
-          command: pk ? `${command} ${pk}` : command,
+          command: pk ? `${command} ${pk}` : got ? `${command} ${got}` : command,
           ms: performance.now() - start,
           start,
           wire,
@@ -429,7 +433,7 @@ function markdown(r: Results, before?: Results): string {
     '',
     whereTheTimeGoes(r.inProcess.one),
     '',
-    'DynamoDB calls per write (the Query of a partition names it):',
+    'DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored: GetItem WORKLOAD and WORKLOAD_OBSERVED):',
     '',
     `| run | calls per write |${before ? ' before (main) |' : ''}`,
     `|---|---|${before ? '---|' : ''}`,
@@ -444,14 +448,22 @@ function markdown(r: Results, before?: Results): string {
 export async function benchWritePath(): Promise<{ rows: Results; markdown: string }> {
   const start = loadavg()[0]!;
   const ddb: DynamoDbLocal = await startDynamoDbLocal();
+  // The API resolves the built-in computes against EC2 and the Price List on its first request: in process,
+  // those are the simulator's, through the SDK's endpoint variables, as the local control plane sets them.
+  const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
   try {
     Object.assign(process.env, {
       LLMCAP_DYNAMODB_ENDPOINT: ddb.endpoint,
       LLMCAP_TABLE: 'bench-write',
       LLMCAP_ADMINS: LOCAL_ADMIN,
+      AWS_ENDPOINT_URL_EC2: sim.endpoint,
+      AWS_ENDPOINT_URL_PRICING: sim.endpoint,
+      // As the local control plane runs (and so the HTTP runs below): each answer carries the model's pods.
+      LLMCAP_WORKLOADS: 'deploy',
     });
     resetConfig();
     resetClients();
+    resetHardwareFacts();
     const c = dynamoClient();
     await ensureTable(c, 'bench-write');
     c.destroy();
@@ -517,6 +529,7 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
         : undefined;
     return { rows, markdown: markdown(rows, before) };
   } finally {
+    await sim.stop();
     await ddb.stop();
   }
 }

@@ -54,11 +54,15 @@ export function buildRouter(svc: Services = createApiServices()): Router {
   return router;
 }
 
-/** Built-ins are loaded once per handler, before its first request, so they are there on a fresh install. */
+/**
+ * Built-ins are loaded once per handler, before its first request, so they are there on a fresh install and
+ * follow a new config/computes.yaml at once. When the table already holds them as resolved from this same file
+ * (by an earlier container or the reconciler, which resolves them every pass), the cold start asks AWS nothing.
+ */
 function seeder(svc: Services): () => Promise<unknown> {
   let seeded: Promise<unknown> | undefined;
   return () =>
-    (seeded ??= svc.computes.seedBuiltins().catch((e) => {
+    (seeded ??= svc.computes.seedBuiltins({ unlessAsDeclared: true }).catch((e) => {
       seeded = undefined;
       // A wrong config/computes.yaml is the operator's to fix: every answer says so until it is.
       if (e instanceof BuiltinsInvalid)

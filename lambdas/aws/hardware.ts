@@ -1,10 +1,5 @@
-import {
-  DescribeInstanceTypesCommand,
-  type EC2Client,
-  type Filter as Ec2Filter,
-  type InstanceTypeInfo,
-} from '@aws-sdk/client-ec2';
-import { GetProductsCommand, type Filter as PriceFilter, type PricingClient } from '@aws-sdk/client-pricing';
+import type { EC2Client, Filter as Ec2Filter, InstanceTypeInfo } from '@aws-sdk/client-ec2';
+import type { Filter as PriceFilter, PricingClient } from '@aws-sdk/client-pricing';
 import {
   type Accelerator,
   type Architecture,
@@ -306,6 +301,10 @@ export class HardwareFacts {
     const out = new Map<string, InstanceFacts>();
     // Pages by hand: the SDK's paginators check `instanceof` on the client, which fails when the client was
     // built by another copy of the SDK (a bundle's, or a test's isolated module registry).
+    // Required on first use, as clients.ts requires the SDKs: the EC2 SDK alone takes about half a second to
+    // load, which an API cold start whose built-ins stand as declared should not pay.
+    const { DescribeInstanceTypesCommand } =
+      require('@aws-sdk/client-ec2') as typeof import('@aws-sdk/client-ec2');
     let NextToken: string | undefined;
     do {
       const page = await this.opts.ec2.send(
@@ -321,6 +320,8 @@ export class HardwareFacts {
   private async fetchPrice(
     f: Pick<InstanceFacts, 'instanceType' | 'bareMetal'>,
   ): Promise<OnDemandPrice | undefined> {
+    const { GetProductsCommand } =
+      require('@aws-sdk/client-pricing') as typeof import('@aws-sdk/client-pricing');
     const entries: unknown[] = [];
     let NextToken: string | undefined;
     do {

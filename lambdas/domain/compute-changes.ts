@@ -3,6 +3,7 @@ import {
   type Compute,
   type ComputeSpec,
   type CostSourceRecord,
+  canonical,
   frozenFieldChanges,
   nodegroupExists,
   sameValue,
@@ -205,8 +206,34 @@ export function decideClone(
 export function decideSeed(
   current: StoredCompute | undefined,
   spec: ComputeSpec,
+  declaredAs?: string,
 ): { kind: 'create' } | { kind: 'follow'; requireNoNodegroup: boolean } | { kind: 'keep' } {
   if (!current) return { kind: 'create' };
-  if (current.updatedBy !== 'config' || sameValue(current.spec, spec)) return { kind: 'keep' };
+  if (current.updatedBy !== 'config') return { kind: 'keep' };
+  // The same spec from another declaration is still written, so the item records what it was resolved from.
+  if (sameValue(current.spec, spec) && (declaredAs === undefined || current.declaredAs === declaredAs))
+    return { kind: 'keep' };
   return { kind: 'follow', requireNoNodegroup: frozenFieldChanges(current.spec, spec).length > 0 };
+}
+
+/** What a built-in is resolved from: its entry in config/computes.yaml, in the stage's region. */
+export function declarationOf(b: { spec: unknown }, region: string): string {
+  return canonical({ region, spec: b.spec });
+}
+
+/**
+ * Whether every built-in the file declares is stored as resolved from that same declaration (or was taken over
+ * by an admin, which loading keeps anyway): then loading them again would ask AWS only to write nothing, since an
+ * instance type's facts do not change and the reconciler resolves the built-ins, prices included, every pass.
+ */
+export function builtinsStandAsDeclared(
+  declared: readonly { name: string; spec: unknown }[],
+  stored: readonly StoredCompute[],
+  region: string,
+): boolean {
+  const byName = new Map(stored.map((c) => [c.name, c]));
+  return declared.every((b) => {
+    const c = byName.get(b.name);
+    return c !== undefined && (c.updatedBy !== 'config' || c.declaredAs === declarationOf(b, region));
+  });
 }

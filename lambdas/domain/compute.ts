@@ -202,6 +202,11 @@ export interface Compute {
    * Absent on items stored before it was recorded.
    */
   costSource?: CostSourceRecord;
+  /**
+   * A built-in loaded from configuration: the declaration (config/computes.yaml's entry and the region) its spec
+   * was resolved from, against EC2 and the Price List (compute-changes.ts declarationOf). Absent otherwise.
+   */
+  declaredAs?: string;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
 }
 
@@ -327,7 +332,8 @@ export function sameValue(a: unknown, b: unknown): boolean {
   return canonical(a) === canonical(b);
 }
 
-function canonical(v: unknown): string {
+/** One string per value, whatever its key order (what sameValue compares). */
+export function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
     const entries = Object.entries(v as Record<string, unknown>)

@@ -2,7 +2,7 @@ import { admitCatalogChange, decisionWrites, type World } from '../domain/admiss
 import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
-import { type Decision, modelStatus } from '../domain/quota';
+import { type Decision, type ModelAdmission, modelStatus } from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
@@ -37,7 +37,7 @@ export function admissionService(deps: Dependencies) {
       change: ChangeResult,
       now: string,
       alongside: number,
-    ): Promise<{ items: TxItem[]; decision: Decision }> {
+    ): Promise<{ items: TxItem[]; decision: Decision; after: ModelAdmission | undefined }> {
       const [scopes, quotas, stored] = await Promise.all([
         tenancy.listScopes(),
         tenancy.listQuotas(),
@@ -57,7 +57,14 @@ export function admissionService(deps: Dependencies) {
           'TooLarge',
         );
       }
-      return { items, decision: d };
+      // The changed model's admission once this commits: what the write answers with, so it reads nothing more.
+      const name = change.after?.name;
+      // In a group, `stored` is the overlay: what the decisions before this one left.
+      const after =
+        name === undefined
+          ? undefined
+          : (w.next.find((a) => a.model === name) ?? stored.find((a) => a.model === name));
+      return { items, decision: d, after };
     },
 
     /**
@@ -65,13 +72,17 @@ export function admissionService(deps: Dependencies) {
      * single model, the (cached) admission partition for a list, never one read per model. Where llmcap runs
      * the pods (LLMCAP_WORKLOADS=deploy), each also gets `running` (0 until a pod is Ready), the pods and their
      * reasons, read the same way from what the reconciler last saw; elsewhere llmcap knows nothing of the pods
-     * and says nothing.
+     * and says nothing. `known` gives the admissions when the caller has them (a write's own decision).
      */
-    async summaries(models: readonly Model[]) {
+    async summaries(models: readonly Model[], known?: { admissions: readonly ModelAdmission[] }) {
       const deploy = deps.config().deployWorkloads;
       const one = models.length === 1 ? models[0]! : undefined;
       const [stored, seen, lastObserved] = await Promise.all([
-        one ? admissions.getAdmission(one.name).then((a) => (a ? [a] : [])) : admissions.listAdmissions(),
+        known
+          ? known.admissions
+          : one
+            ? admissions.getAdmission(one.name).then((a) => (a ? [a] : []))
+            : admissions.listAdmissions(),
         !deploy
           ? []
           : one

@@ -1,11 +1,13 @@
 import type { Caller } from '../domain/access';
 import {
+  builtinsStandAsDeclared,
   type ComputeInput,
   decideApply,
   decideClone,
   decideDelete,
   decideRename,
   decideSeed,
+  declarationOf,
   requireComputeWrite,
   type StoredCompute,
   visibleCompute,
@@ -203,25 +205,40 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
      * Loads the built-ins from configuration (domain decideSeed); returns how many were written. A write that
      * loses to another process seeding, or to an admin's change, is left to them.
      */
-    async seedBuiltins(): Promise<number> {
+    async seedBuiltins(opts: { unlessAsDeclared?: boolean } = {}): Promise<number> {
+      const declared = deps.builtins.computes();
+      const region = deps.config().region;
+      const stored = await store.listComputes();
+      // The API's cold start: built-ins already resolved from this very file need no EC2 or Price List call.
+      if (opts.unlessAsDeclared && builtinsStandAsDeclared(declared, stored, region)) return 0;
       // Resolved as every compute write is, through the same DescribeInstanceTypes and Price List calls.
       const hw = deps.hardware();
-      const declared = deps.builtins.computes();
       const found = await Promise.all(declared.map((b) => hw.lookup(b.spec.node.instanceType)));
       const resolved = resolveBuiltins(declared, found, hw.region);
-      const existing = new Map((await store.listComputes()).map((c) => [c.name, c]));
+      const asDeclared = new Map(declared.map((b) => [b.name, declarationOf(b, hw.region)]));
+      const existing = new Map(stored.map((c) => [c.name, c]));
       let written = 0;
       for (const b of resolved) {
         const cur = existing.get(b.name);
-        const d = decideSeed(cur, b.spec);
+        const declaredAs = asDeclared.get(b.name)!;
+        const d = decideSeed(cur, b.spec, declaredAs);
         if (d.kind === 'keep') continue;
         try {
           if (d.kind === 'create') {
-            await store.createCompute({ ...b, builtin: true, by: 'config', uid: newComputeId() }, now());
+            await store.createCompute(
+              { ...b, builtin: true, by: 'config', uid: newComputeId(), declaredAs },
+              now(),
+            );
           } else {
             // A live node group keeps its hardware: such a config change waits until the group is gone.
             await store.replaceCompute(
-              { ...b, by: 'config', expectedVersion: cur!.version, requireNoNodegroup: d.requireNoNodegroup },
+              {
+                ...b,
+                by: 'config',
+                expectedVersion: cur!.version,
+                requireNoNodegroup: d.requireNoNodegroup,
+                declaredAs,
+              },
               now(),
             );
           }

@@ -11,6 +11,7 @@ import {
 } from '../domain/catalog';
 import { conflict, notFound } from '../domain/errors';
 import type { AdmissionSummary, Model } from '../domain/model';
+import type { ModelAdmission } from '../domain/quota';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
@@ -40,7 +41,7 @@ export function modelService(
   async function change(
     c: CatalogChange,
     opts: { by: string; access?: CatalogAccess } & WriteOptions,
-  ): Promise<ChangeResult & { preview?: ChangePreview }> {
+  ): Promise<ChangeResult & { preview?: ChangePreview; admission?: { after: ModelAdmission | undefined } }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
     return deps.store.ledger.withLedger(
@@ -64,7 +65,10 @@ export function modelService(
         }
         const own = deps.store.models.changeItems(r, state.computes);
         const admitted = await admission.forCatalogChange(state, r, now, own.length);
-        const result = opts.dryRun ? { ...r, preview: changePreview(r, admitted.decision) } : r;
+        // A commit answers with the admission it wrote (or kept), so the answer needs no read of it afterwards.
+        const result = opts.dryRun
+          ? { ...r, preview: changePreview(r, admitted.decision) }
+          : { ...r, admission: { after: admitted.after } };
         return { items: [...own, ...admitted.items], result };
       }),
       {
@@ -88,8 +92,11 @@ export function modelService(
     change,
 
     /** The admission part of each model's status (absent until admission decided something for it). */
-    statusOf(models: readonly Model[]): Promise<(AdmissionSummary | undefined)[]> {
-      return admission.summaries(models);
+    statusOf(
+      models: readonly Model[],
+      known?: { admissions: readonly ModelAdmission[] },
+    ): Promise<(AdmissionSummary | undefined)[]> {
+      return admission.summaries(models, known);
     },
 
     /** The catalog the caller can see, sorted; rows left out are an operator's concern (platform admins see them). */

@@ -50,6 +50,8 @@ export interface NewCompute {
   by: string;
   /** The incarnation id (domain/nodegroup.ts newComputeId): new for every item created, renames included. */
   uid: string;
+  /** A built-in's declaration (domain/compute-changes.ts declarationOf). */
+  declaredAs?: string;
 }
 
 function newItem(c: NewCompute, now: string): Item {
@@ -60,6 +62,7 @@ function newItem(c: NewCompute, now: string): Item {
     builtin: c.builtin,
     spec: c.spec,
     ...(c.costSource ? { costSource: c.costSource } : {}),
+    ...(c.declaredAs ? { declaredAs: c.declaredAs } : {}),
     version: 1,
     createdAt: now,
     createdBy: c.by,
@@ -108,6 +111,8 @@ export interface ReplaceCompute {
   expectedVersion: number;
   /** Set when node.* or subnetIds change: then the write also requires that no node group exists. */
   requireNoNodegroup: boolean;
+  /** A built-in's declaration, when configuration writes it; any other write removes it. */
+  declaredAs?: string;
 }
 
 /**
@@ -124,6 +129,8 @@ export async function replaceCompute(r: ReplaceCompute, now: string): Promise<St
     ':by': r.by,
   };
   if (r.costSource) values[':cost'] = r.costSource;
+  if (r.declaredAs) values[':declared'] = r.declaredAs;
+  const remove = [...(r.owner ? [] : ['#owner']), ...(r.declaredAs ? [] : ['declaredAs'])];
   if (r.requireNoNodegroup) {
     cond.push(NO_GROUP_CONDITION);
     Object.assign(values, NO_GROUP_VALUES);
@@ -137,7 +144,9 @@ export async function replaceCompute(r: ReplaceCompute, now: string): Promise<St
         Key: keys.compute(r.name),
         UpdateExpression: `SET spec = :spec, #version = #version + :one, updatedAt = :now, updatedBy = :by${
           owner ? `, ${owner}` : ''
-        }${r.costSource ? ', costSource = :cost' : ''}${r.owner ? '' : ' REMOVE #owner'}`,
+        }${r.costSource ? ', costSource = :cost' : ''}${r.declaredAs ? ', declaredAs = :declared' : ''}${
+          remove.length ? ` REMOVE ${remove.join(', ')}` : ''
+        }`,
         ConditionExpression: cond.join(' AND '),
         ExpressionAttributeNames: {
           '#version': 'version',

@@ -78,10 +78,11 @@ const OUTSIDE = ['COMPUTE', 'SCOPE'] as const;
 
 type Rows = readonly Record<string, unknown>[];
 
-/** The next read of one outside partition, not sent yet: whoever asks before it is sent shares it. */
+/** The next read of one key, not sent yet: whoever asks before it is sent shares it. */
 interface NextRead {
-  promise: Promise<Rows>;
-  resolve: (rows: Rows) => void;
+  read: () => Promise<unknown>;
+  promise: Promise<unknown>;
+  resolve: (value: unknown) => void;
   reject: (e: unknown) => void;
 }
 interface Reads {
@@ -91,42 +92,49 @@ interface Reads {
 const reads = new Map<string, Reads>();
 
 /**
- * A Query of an outside partition, shared by every caller that asked before it was sent, so it is as fresh for
- * each of them as a Query of their own (it sees every write that ended before they asked). Under load, every
- * request reads the scope tree to know its caller; this makes that one Query per round trip, not one per
- * request. The rows are frozen, since callers share them.
+ * One read of `key`, shared by every caller that asked before it was sent, so it is as fresh for each of them as
+ * a read of their own (it sees every write that ended before they asked). Under load, every request reads the
+ * scope tree to know its caller; this makes that one Query per round trip, not one per request. Callers share
+ * the value, so `read` freezes what it returns.
  */
-function sharedQuery(pk: (typeof OUTSIDE)[number]): Promise<Rows> {
-  const key = cacheKey(pk);
-  const r = reads.get(key) ?? { inFlight: false };
-  reads.set(key, r);
-  if (r.next) return r.next.promise;
+export function sharedRead<T>(key: string, read: () => Promise<T>): Promise<T> {
+  const k = `${dynamoEndpoint() ?? ''}|${config().table}|${key}`;
+  const r = reads.get(k) ?? { inFlight: false };
+  reads.set(k, r);
+  if (r.next) return r.next.promise as Promise<T>;
   let resolve!: NextRead['resolve'];
   let reject!: NextRead['reject'];
-  const promise = new Promise<Rows>((res, rej) => {
-    resolve = res;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res as NextRead['resolve'];
     reject = rej;
   });
-  r.next = { promise, resolve, reject };
+  r.next = { read, promise, resolve, reject };
   // Sent once this turn of the event loop has asked all it will; or, if one is in flight, when it returns.
-  if (!r.inFlight) setImmediate(() => send(pk, r));
+  if (!r.inFlight) setImmediate(() => send(r));
   return promise;
 }
 
-function send(pk: (typeof OUTSIDE)[number], r: Reads): void {
+function send(r: Reads): void {
   const batch = r.next;
   if (!batch) return;
   r.next = undefined;
   r.inFlight = true;
-  queryPartition(pk)
-    .then((rows) => {
-      for (const row of rows) deepFreeze(row);
-      batch.resolve(rows);
-    }, batch.reject)
+  batch
+    .read()
+    .then(batch.resolve, batch.reject)
     .finally(() => {
       r.inFlight = false;
-      if (r.next) send(pk, r);
+      if (r.next) send(r);
     });
+}
+
+/** An outside partition's rows through sharedRead, frozen. */
+function sharedQuery(pk: (typeof OUTSIDE)[number]): Promise<Rows> {
+  return sharedRead(pk, async () => {
+    const rows = await queryPartition(pk);
+    for (const row of rows) deepFreeze(row);
+    return rows as Rows;
+  });
 }
 
 /** The ledger partitions at `version`, for a group of decisions to read and write in memory. */

@@ -1,9 +1,11 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { sameValue } from '../domain/compute';
+import { deepFreeze } from '../domain/freeze';
 import type { WorkloadStatus } from '../domain/workloads';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
+import { sharedRead } from './ledger-cache';
 import { queryPartition } from './query';
 
 /**
@@ -27,19 +29,25 @@ export async function listWorkloads(): Promise<StoredWorkload[]> {
   return (await queryPartition(keys.workloads().pk)).map(fromItem);
 }
 
-export async function getWorkload(model: string): Promise<StoredWorkload | undefined> {
-  const out = await documentClient().send(
-    new GetCommand({ TableName: config().table, Key: keys.workload(model) }),
-  );
-  return out.Item ? fromItem(out.Item) : undefined;
+// Both items are written by reconcile outside the ledger, and every model answer reads the pass stamp: readers
+// that ask together share one GetItem (sharedRead), as fresh for each as its own, so 64 concurrent writes make
+// one read of the stamp per round trip rather than 64. Shared, so frozen.
+export function getWorkload(model: string): Promise<StoredWorkload | undefined> {
+  const key = keys.workload(model);
+  return sharedRead(`${key.pk}#${key.sk}`, async () => {
+    const out = await documentClient().send(new GetCommand({ TableName: config().table, Key: key }));
+    return out.Item ? deepFreeze(fromItem(out.Item)) : undefined;
+  });
 }
 
 /** When the reconciler last listed every pod of llmcap's namespaces; absent before its first such pass. */
-export async function lastObserved(): Promise<string | undefined> {
-  const out = await documentClient().send(
-    new GetCommand({ TableName: config().table, Key: keys.podsObserved() }),
-  );
-  return typeof out.Item?.observedAt === 'string' ? out.Item.observedAt : undefined;
+export function lastObserved(): Promise<string | undefined> {
+  return sharedRead(keys.podsObserved().pk, async () => {
+    const out = await documentClient().send(
+      new GetCommand({ TableName: config().table, Key: keys.podsObserved() }),
+    );
+    return typeof out.Item?.observedAt === 'string' ? out.Item.observedAt : undefined;
+  });
 }
 
 /**

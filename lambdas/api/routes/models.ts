@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { scopeName } from '../../domain/compute';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
-import { modelStatus } from '../../domain/quota';
+import { type ModelAdmission, modelStatus } from '../../domain/quota';
 import type { Services } from '../../service';
 import { type ApiResponse, json, nameFromPathIssues, parseBody } from '../http';
 import type { Router } from '../router';
@@ -28,15 +28,17 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
   const changeCatalog = models.change;
 
   // A manifest's status carries the admission fields from the model's admission record.
-  const manifests = async (ms: readonly Model[]) => {
-    const summaries = await models.statusOf(ms);
+  const manifests = async (ms: readonly Model[], known?: { admissions: readonly ModelAdmission[] }) => {
+    const summaries = await models.statusOf(ms, known);
     return ms.map((m, i) => modelManifest(m, summaries[i]));
   };
   const withEtag = async (
     status: number,
     m: Model,
     extra: Record<string, string> = {},
-  ): Promise<ApiResponse> => json(status, (await manifests([m]))[0], { etag: `"${m.version}"`, ...extra });
+    known?: { admissions: readonly ModelAdmission[] },
+  ): Promise<ApiResponse> =>
+    json(status, (await manifests([m], known))[0], { etag: `"${m.version}"`, ...extra });
 
   /**
    * The answer to a catalog change. A dry run's model carries the admission the change would get (admitted,
@@ -47,7 +49,11 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     r: Awaited<ReturnType<typeof changeCatalog>>,
     extra: Record<string, string> = {},
   ): Promise<ApiResponse> => {
-    if (!r.preview) return withEtag(status, r.after!, extra);
+    if (!r.preview) {
+      // A committed change carries the model's admission as it wrote it: no read of the admission record.
+      const after = r.admission?.after;
+      return withEtag(status, r.after!, extra, r.admission && { admissions: after ? [after] : [] });
+    }
     const m = r.after!;
     const body = modelManifest(m, r.preview.admission && modelStatus(m, r.preview.admission));
     return json(

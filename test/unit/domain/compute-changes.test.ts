@@ -6,11 +6,13 @@ import {
   type NodegroupStatus,
 } from '../../../lambdas/domain/compute';
 import {
+  builtinsStandAsDeclared,
   decideApply,
   decideClone,
   decideDelete,
   decideRename,
   decideSeed,
+  declarationOf,
   hasNodegroupOrWork,
   needsObservation,
   type StoredCompute,
@@ -239,5 +241,33 @@ describe('clone and seed', () => {
       requireNoNodegroup: false,
     });
     expect(decideSeed(compute({ builtin: true, updatedBy: 'admin' }), bigger)).toEqual({ kind: 'keep' });
+  });
+
+  it('records the declaration a built-in was resolved from, and says when every built-in stands as declared', () => {
+    const entry = { name: 'c', spec: { node: { instanceType: 'g6.2xlarge' }, nodeGroup: { maxNodes: 2 } } };
+    const as = declarationOf(entry, 'us-east-1');
+    // Key order does not matter; the region does (another region's prices and offerings).
+    expect(
+      declarationOf(
+        { spec: { nodeGroup: { maxNodes: 2 }, node: { instanceType: 'g6.2xlarge' } } },
+        'us-east-1',
+      ),
+    ).toBe(as);
+    expect(declarationOf(entry, 'eu-west-1')).not.toBe(as);
+    const seeded = compute({ name: 'c', builtin: true, updatedBy: 'config', declaredAs: as });
+    expect(decideSeed(seeded, spec, as)).toEqual({ kind: 'keep' });
+    // The same spec from an older item (or another declaration) is written once, to record what it came from.
+    expect(decideSeed({ ...seeded, declaredAs: undefined }, spec, as)).toEqual({
+      kind: 'follow',
+      requireNoNodegroup: false,
+    });
+    expect(builtinsStandAsDeclared([entry], [seeded], 'us-east-1')).toBe(true);
+    expect(builtinsStandAsDeclared([entry], [seeded], 'eu-west-1')).toBe(false);
+    expect(builtinsStandAsDeclared([entry], [], 'us-east-1')).toBe(false);
+    const changed = { ...entry, spec: { ...entry.spec, nodeGroup: { maxNodes: 3 } } };
+    expect(builtinsStandAsDeclared([changed], [seeded], 'us-east-1')).toBe(false);
+    // An admin's built-in is kept whatever the file says, so it needs no resolution either.
+    const taken = compute({ name: 'c', builtin: true, updatedBy: 'admin' });
+    expect(builtinsStandAsDeclared([changed], [taken], 'us-east-1')).toBe(true);
   });
 });

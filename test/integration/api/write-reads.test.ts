@@ -1,0 +1,109 @@
+import { documentClient } from '../../../lambdas/shared/clients';
+import { lastObserved, recordWorkloads } from '../../../lambdas/store/workloads';
+import { type TestApi, testApi } from '../../helpers/api';
+import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
+
+/**
+ * What one PUT /v1/models/{name}/scaling reads through the real store on DynamoDB Local (issue 19's write
+ * path): the answer's admission is the one the write's own decision committed, so no GetItem of the admission
+ * record follows the commit; where llmcap runs the pods, the answer reads the model's pods and the pass stamp
+ * (written by reconcile outside the ledger), and nothing else item by item; concurrent answers share the stamp's
+ * read. The answer still says what a GET reads afterwards.
+ */
+
+let api: TestApi;
+const before = process.env.LLMCAP_WORKLOADS;
+
+/** The GetItem calls (by key) and Queries (by partition) the document client sent while `fn` ran. */
+async function reads(fn: () => Promise<unknown>): Promise<{ gets: string[]; queries: string[] }> {
+  const gets: string[] = [];
+  const queries: string[] = [];
+  documentClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as {
+        Key?: { pk: string; sk: string };
+        ExpressionAttributeValues?: Record<string, unknown>;
+      };
+      // The document client's middleware sees the low-level command names (GetItemCommand for a GetCommand).
+      if (context.commandName === 'GetItemCommand') gets.push(`${input.Key?.pk}/${input.Key?.sk}`);
+      if (context.commandName === 'QueryCommand')
+        queries.push(String(input.ExpressionAttributeValues?.[':pk']));
+      return next(args);
+    },
+    { step: 'initialize', name: 'countReads' },
+  );
+  try {
+    await fn();
+  } finally {
+    documentClient().middlewareStack.remove('countReads');
+  }
+  return { gets, queries };
+}
+
+// Whether a write reads the ledger version depends on how long ago this process last saw it (a free turn's
+// cached version lasts 5 s), which a loaded machine may stretch: that read is the ledger's own business.
+const notLedger = (keys: string[]) => keys.filter((k) => !k.startsWith('LEDGER/'));
+
+beforeAll(async () => {
+  process.env.LLMCAP_WORKLOADS = 'deploy';
+  api = await testApi();
+  expect((await api.call('POST', '/v1/computes', l4Pool('l4-pool'))).status).toBe(201);
+  expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
+  expect((await api.call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
+  const quota = { guarantee: { gpus: 8 }, limit: { gpus: 8 } };
+  expect((await api.call('PUT', '/v1/quotas/team:ml', quota)).status).toBe(200);
+  const add = await api.call('POST', '/v1/models', l4Model('l4-pool', 'chat', 'team:ml', scale(1, 2)));
+  expect(add.status).toBe(201);
+  await recordWorkloads(new Map(), '2026-01-05T10:15:02.000Z');
+});
+afterAll(() => {
+  if (before === undefined) delete process.env.LLMCAP_WORKLOADS;
+  else process.env.LLMCAP_WORKLOADS = before;
+});
+
+it('a scaling write reads no admission record after its commit, only what the reconciler wrote', async () => {
+  // Warm: the first write of the process reads the partitions it then keeps by ledger version.
+  expect((await api.call('PUT', '/v1/models/chat/scaling', scale(1, 3))).status).toBe(200);
+  let answer: any;
+  const r = await reads(async () => {
+    answer = await api.call('PUT', '/v1/models/chat/scaling', scale(2, 3));
+  });
+  expect(answer.status).toBe(200);
+  expect(notLedger(r.gets).sort()).toEqual(['WORKLOAD/chat', 'WORKLOAD_OBSERVED/LAST']);
+  // A change of replicas reads no instance types, prices or pods partition: only what the decision needs.
+  expect(r.queries.filter((q) => !['SCOPE', 'COMPUTE', 'MODEL', 'QUOTA', 'ADMISSION'].includes(q))).toEqual(
+    [],
+  );
+  // The answer is what the write committed: two replicas admitted, as a read afterwards says too.
+  expect(answer.body.status).toMatchObject({ admitted: 2, observedAt: '2026-01-05T10:15:02.000Z' });
+  const got = await api.call('GET', '/v1/models/chat');
+  expect(answer.body.status).toEqual(got.body.status);
+  expect(answer.headers.etag).toBe(got.headers.etag);
+});
+
+it('answers asking together share one read of the pass stamp, and one asked after a pass sees it', async () => {
+  const r = await reads(() => Promise.all(Array.from({ length: 20 }, () => lastObserved())));
+  expect(r.gets).toEqual(['WORKLOAD_OBSERVED/LAST']);
+  await recordWorkloads(new Map(), '2026-01-05T10:16:02.000Z');
+  expect(await lastObserved()).toBe('2026-01-05T10:16:02.000Z');
+  const got = await api.call('GET', '/v1/models/chat');
+  expect(got.body.status.observedAt).toBe('2026-01-05T10:16:02.000Z');
+});
+
+it('a stage that runs no pods reads nothing item by item to answer a scaling write', async () => {
+  process.env.LLMCAP_WORKLOADS = 'off';
+  api = await testApi();
+  expect((await api.call('POST', '/v1/computes', l4Pool('l4-pool'))).status).toBe(201);
+  const add = await api.call('POST', '/v1/models', l4Model('l4-pool', 'chat', undefined as never, scale(1)));
+  expect(add.status).toBe(201);
+  expect((await api.call('PUT', '/v1/models/chat/scaling', scale(1, 2))).status).toBe(200);
+  let answer: any;
+  const r = await reads(async () => {
+    answer = await api.call('PUT', '/v1/models/chat/scaling', scale(0, 2));
+  });
+  expect(answer.status).toBe(200);
+  expect(notLedger(r.gets)).toEqual([]);
+  const got = await api.call('GET', '/v1/models/chat');
+  expect(answer.body.status).toEqual(got.body.status);
+  expect(answer.body.status.admitted).toBe(0);
+});
