@@ -99,7 +99,11 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
       if (process.env.BENCH_DEBUG) console.log(colds[colds.length - 1]);
     }
     const cold = colds.map((c) => c.load + c.first).sort((a, b) => a - b);
-    const med = (f: (c: (typeof colds)[number]) => number) => percentile(colds.map(f).sort((a, b) => a - b), 50);
+    const med = (f: (c: (typeof colds)[number]) => number) =>
+      percentile(
+        colds.map(f).sort((a, b) => a - b),
+        50,
+      );
 
     const time = async (n: number, fn: (i: number) => Promise<Response>) => {
       const ms: number[] = [];
