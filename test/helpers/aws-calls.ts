@@ -173,7 +173,7 @@ export function commandKey(c: Pick<SdkCommand, 'pkg' | 'command'>): string {
 /**
  * The AWS SDK commands a Lambda entry can send: every `new XCommand(` (and `paginateX(`) in the modules
  * esbuild puts in its bundle, matched to the @aws-sdk package it is imported from (statically or with
- * `await import(...)`). A command whose import cannot be found fails, rather than being skipped.
+ * `await import(...)` or `require(...)` on first use). A command whose import cannot be found fails, rather than being skipped.
  */
 export async function sdkCommands(entry: string): Promise<SdkCommand[]> {
   const result = await build({
@@ -196,7 +196,7 @@ export async function sdkCommands(entry: string): Promise<SdkCommand[]> {
     const src = readFileSync(join(process.cwd(), f), 'utf8');
     const imported = new Map<string, string>();
     const importRe =
-      /import\s*\{([^{}]*)\}\s*from\s*'(@aws-sdk\/[\w-]+)'|\{([^{}]*)\}\s*=\s*await\s+import\(\s*'(@aws-sdk\/[\w-]+)'\s*\)/g;
+      /import\s*\{([^{}]*)\}\s*from\s*'(@aws-sdk\/[\w-]+)'|\{([^{}]*)\}\s*=\s*(?:await\s+import|require)\(\s*'(@aws-sdk\/[\w-]+)'\s*\)/g;
     for (const m of src.matchAll(importRe)) {
       const names = m[1] ?? m[3] ?? '';
       const pkg = m[2] ?? m[4]!;
