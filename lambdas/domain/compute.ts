@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { retryMessage } from './create-retry';
+import { labelValue } from './names';
 import { COMPUTE_ID_PATTERN, incarnation, nodegroupNameOf } from './nodegroup';
 
 export { nodegroupName } from './nodegroup';
@@ -267,15 +268,16 @@ export interface Taint {
 export function taint(name: string, spec: Pick<ComputeSpec, 'node'>): Taint {
   return spec.node.gpu
     ? { key: spec.node.gpu.resource ?? 'nvidia.com/gpu', value: 'true', effect: 'NO_SCHEDULE' }
-    : { key: 'llmcap.dev/compute', value: name, effect: 'NO_SCHEDULE' };
+    : { key: 'llmcap.dev/compute', value: labelValue(name), effect: 'NO_SCHEDULE' };
 }
 
 export function taintString(t: Taint): string {
   return `${t.key}=${t.value}:${t.effect}`;
 }
 
+/** The node labels of a compute's group; a twin key as its label value (domain/names.ts). */
 export function labels(name: string): Record<string, string> {
-  return { 'llmcap.dev/compute': name };
+  return { 'llmcap.dev/compute': labelValue(name) };
 }
 
 /** Statuses in which this compute owns no node group: ABSENT, or FOREIGN (the name is held by another's). */

@@ -15,6 +15,8 @@ export type DomainErrorKind =
 export const REFUSAL_REASONS = [
   /** A compute, model or scope of that name exists. */
   'AlreadyExists',
+  /** The caller sees two resources of that name (owned in unrelated scopes): `?owner=` says which. */
+  'AmbiguousName',
   /** A built-in compute cannot be renamed (clone it). */
   'BuiltIn',
   /** The pre-add check says the model cannot run (engine, weights, hardware). */

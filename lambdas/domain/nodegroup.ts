@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Compute } from './compute';
+import { labelValue, TWIN_MARK } from './names';
 
 /**
  * What identifies a compute's node group and its work in AWS: the incarnation id fixed when the compute item
@@ -53,10 +54,14 @@ export const NODEGROUP_NAME_MAX = 63;
  * `llmcap-<stage>-<name>`, lowercased, other characters as `-`. EKS allows 63 characters: a longer name keeps
  * its first 54 and ends in `-` and 8 hex digits of the full name's SHA-256, so two long names sharing a prefix
  * get different groups. `legacy` keeps the plain cut of items stored before that rule, whose groups exist
- * under it.
+ * under it. A twin key's mark (domain/names.ts) becomes `_`, which neither names nor stages hold, so the twin's
+ * group can never be another compute's.
  */
 export function nodegroupName(stage: string, name: string, legacy = false): string {
-  const full = `llmcap-${stage}-${name}`.toLowerCase().replace(/[^a-z0-9-]+/g, '-');
+  const full = `llmcap-${stage}-${name}`
+    .toLowerCase()
+    .replace(/[^a-z0-9~-]+/g, '-')
+    .replace(TWIN_MARK, '_');
   if (full.length <= NODEGROUP_NAME_MAX) return full.replace(/-+$/, '');
   if (legacy) return full.slice(0, NODEGROUP_NAME_MAX).replace(/-+$/, '');
   const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
@@ -77,7 +82,8 @@ export interface NodegroupOwner {
 
 export function ownerOf(stage: string, c: Pick<Compute, 'name' | 'createdAt' | 'uid'>): NodegroupOwner {
   const { id, legacy } = incarnation(c);
-  return { stage, compute: c.name, computeId: id, legacy };
+  // A tag value allows no `~`: a twin key is tagged as its label value (only legacy items compare it, never twins).
+  return { stage, compute: labelValue(c.name), computeId: id, legacy };
 }
 
 export function nodegroupTags(o: NodegroupOwner): Record<string, string> {
@@ -118,7 +124,10 @@ export const EXECUTION_NAME_MAX = 80;
  */
 export function executionName(computeName: string, kind: string, generation: number, id: string): string {
   const suffix = `-${kind}-g${generation}-${id}`;
-  const base = computeName.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, EXECUTION_NAME_MAX - suffix.length);
+  const base = computeName
+    .replace(TWIN_MARK, '_')
+    .replace(/[^A-Za-z0-9_-]+/g, '-')
+    .slice(0, EXECUTION_NAME_MAX - suffix.length);
   return `${base}${suffix}`;
 }
 

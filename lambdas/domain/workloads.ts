@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { type Compute, labels, taint } from './compute';
 import { ENGINES, type Model, type Profile } from './model';
+import { keyFromLabel, labelValue, nameOf } from './names';
 import { type ModelAdmission, modelStatus } from './quota';
 
 /**
@@ -137,8 +138,12 @@ export interface K8sObject {
   [field: string]: unknown;
 }
 
+/**
+ * Labels carry keys (a twin's as its label value) so the reconciler tells twins apart; object names carry the
+ * name, which is unique in its owner's namespace and in the reach of its models (domain/names.ts).
+ */
 function commonLabels(stage: string, model: string): Record<string, string> {
-  return { [MANAGED_BY]: FIELD_MANAGER, [LABEL_STAGE]: stage, [LABEL_MODEL]: model };
+  return { [MANAGED_BY]: FIELD_MANAGER, [LABEL_STAGE]: stage, [LABEL_MODEL]: labelValue(model) };
 }
 
 export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): K8sObject {
@@ -150,12 +155,12 @@ export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): 
     source: model.spec.source,
     gpus: String(Math.max(1, gpus)),
     port: String(engine.port),
-    name: model.name,
+    name: nameOf(model.name),
   };
   const selector = {
-    [LABEL_MODEL]: model.name,
+    [LABEL_MODEL]: labelValue(model.name),
     [LABEL_PROFILE]: profile.name,
-    [LABEL_COMPUTE]: compute.name,
+    [LABEL_COMPUTE]: labelValue(compute.name),
   };
   const gpuResource = compute.spec.node.gpu?.resource ?? 'nvidia.com/gpu';
   const requests: Record<string, string> = { cpu: cpuQuantity(profile.cpuCores) };
@@ -196,12 +201,12 @@ export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): 
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: {
-      name: deploymentName(model.name, profile.name, compute.name),
+      name: deploymentName(nameOf(model.name), profile.name, nameOf(compute.name)),
       namespace: namespaceFor(stage, model.owner),
       labels: {
         ...commonLabels(stage, model.name),
         [LABEL_PROFILE]: profile.name,
-        [LABEL_COMPUTE]: compute.name,
+        [LABEL_COMPUTE]: labelValue(compute.name),
       },
     },
     spec: {
@@ -225,12 +230,12 @@ export function serviceFor(stage: string, model: Placement['model']): K8sObject 
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
-      name: serviceName(model.name),
+      name: serviceName(nameOf(model.name)),
       namespace: namespaceFor(stage, model.owner),
       labels: commonLabels(stage, model.name),
     },
     spec: {
-      selector: { [LABEL_MODEL]: model.name },
+      selector: { [LABEL_MODEL]: labelValue(model.name) },
       ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
     },
   };
@@ -247,13 +252,13 @@ export function disruptionBudgetFor(stage: string, model: Placement['model'], re
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
     metadata: {
-      name: serviceName(model.name),
+      name: serviceName(nameOf(model.name)),
       namespace: namespaceFor(stage, model.owner),
       labels: commonLabels(stage, model.name),
     },
     spec: {
       ...(replicas <= 1 ? { minAvailable: 1 } : { maxUnavailable: 1 }),
-      selector: { matchLabels: { [LABEL_MODEL]: model.name } },
+      selector: { matchLabels: { [LABEL_MODEL]: labelValue(model.name) } },
       unhealthyPodEvictionPolicy: 'AlwaysAllow',
     },
   };
@@ -409,9 +414,9 @@ export function podView(pod: PodLike, probeMessage?: string): PodView {
   const createdAt = isoTime(pod.metadata?.creationTimestamp);
   const base: PodView = {
     name: pod.metadata?.name ?? '',
-    model: labelsOf[LABEL_MODEL] ?? '',
+    model: keyFromLabel(labelsOf[LABEL_MODEL] ?? ''),
     namespace: pod.metadata?.namespace ?? '',
-    compute: labelsOf[LABEL_COMPUTE] ?? '',
+    compute: keyFromLabel(labelsOf[LABEL_COMPUTE] ?? ''),
     profile: labelsOf[LABEL_PROFILE] ?? '',
     ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
     phase: pod.status?.phase ?? 'Pending',

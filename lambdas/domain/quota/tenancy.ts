@@ -129,6 +129,13 @@ export class ScopeTree implements Tenancy {
     return Array.from(this.pathOf[this.id(name)]!, (i) => this.names[i]!);
   }
 
+  /** True if scope `a` is scope `b` or above it (domain/names.ts Lineage); false for a name not in the tree. */
+  above(a: string, b: string): boolean {
+    const i = this.ids.get(a);
+    const j = this.ids.get(b);
+    return i !== undefined && j !== undefined && this.isAncestorOrSelf(i, j);
+  }
+
   /** True if `a` is `b` or above it. */
   isAncestorOrSelf(a: number, b: number): boolean {
     const da = this.depthOf[a]!;

@@ -1,0 +1,123 @@
+import { DomainError } from '../../../lambdas/domain/errors';
+import {
+  isTwinKey,
+  keyForNew,
+  keyFromLabel,
+  labelValue,
+  nameOf,
+  newTwinKey,
+  resolveName,
+  resolveReference,
+  speakNames,
+} from '../../../lambdas/domain/names';
+import { nodegroupName } from '../../../lambdas/domain/nodegroup';
+import { ScopeTree } from '../../../lambdas/domain/quota';
+
+const tree = new ScopeTree([
+  { name: 'org:acme' },
+  { name: 'team:ml', parent: 'org:acme' },
+  { name: 'project:a', parent: 'team:ml' },
+  { name: 'org:beta' },
+  { name: 'project:b', parent: 'org:beta' },
+] as never);
+
+const refusal = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof DomainError ? { reason: e.details.reason, message: e.message } : e;
+  }
+  return undefined;
+};
+
+describe('names per owner', () => {
+  it('stores a new name under itself when free, and a twin key when an unrelated owner holds it', () => {
+    expect(keyForNew('compute', 'gpu', 'project:a', [], tree)).toBe('gpu');
+    const twin = keyForNew('compute', 'gpu', 'project:b', [{ name: 'gpu', owner: 'project:a' }], tree);
+    expect(twin).toMatch(/^gpu~[a-z2-7]{8}$/);
+    expect(nameOf(twin)).toBe('gpu');
+    expect(isTwinKey(twin)).toBe(true);
+  });
+
+  it("refuses a name held on the owner's line: the owner, above it, below it, or shared", () => {
+    for (const holder of ['project:a', 'team:ml', 'org:acme', undefined]) {
+      const r = refusal(() =>
+        keyForNew('model', 'llama', 'team:ml', [{ name: 'llama~abcdefgh', owner: holder }], tree),
+      );
+      expect({ holder, r }).toMatchObject({ holder, r: { reason: 'AlreadyExists' } });
+    }
+    // A shared one clashes with every owner's, and every owner's with a shared one.
+    expect(
+      refusal(() => keyForNew('model', 'llama', undefined, [{ name: 'llama', owner: 'project:b' }], tree)),
+    ).toMatchObject({
+      reason: 'AlreadyExists',
+      message: expect.stringContaining('owned by project:b'),
+    });
+    // The resource being moved does not clash with itself.
+    expect(
+      keyForNew('model', 'llama', 'team:ml', [{ name: 'llama', owner: 'project:a' }], tree, {
+        except: 'llama',
+      }),
+    ).toBe('llama');
+  });
+
+  it('draws twin keys from randomness, never one already taken', () => {
+    const fixed = [new Uint8Array(8).fill(0), new Uint8Array(8).fill(1)];
+    let i = 0;
+    const random = () => fixed[Math.min(i++, 1)]!;
+    const existing = [
+      { name: 'gpu', owner: 'project:a' },
+      { name: 'gpu~aaaaaaaa', owner: 'project:b' },
+    ];
+    const key = keyForNew('compute', 'gpu', 'org:zeta', existing, { above: () => false }, { random });
+    expect(key).toBe('gpu~bbbbbbbb');
+    expect(newTwinKey('x')).not.toBe(newTwinKey('x'));
+  });
+
+  it('resolves a name among what the caller sees, asking which owner when it sees two', () => {
+    const items = [
+      { name: 'gpu', owner: 'project:a' },
+      { name: 'gpu~k3jd6s2a', owner: 'project:b' },
+      { name: 'cpu' },
+    ];
+    const seesA = (r: { owner?: string }) => r.owner !== 'project:b';
+    expect(resolveName('compute', 'gpu', undefined, items, seesA)?.owner).toBe('project:a');
+    expect(resolveName('compute', 'gpu', undefined, items, (r) => r.owner === 'project:b')?.name).toBe(
+      'gpu~k3jd6s2a',
+    );
+    expect(resolveName('compute', 'gpu', undefined, items, () => false)).toBeUndefined();
+    expect(refusal(() => resolveName('compute', 'gpu', undefined, items, () => true))).toMatchObject({
+      reason: 'AmbiguousName',
+      message: expect.stringContaining('project:a and project:b'),
+    });
+    expect(resolveName('compute', 'gpu', 'project:b', items, () => true)?.name).toBe('gpu~k3jd6s2a');
+    expect(resolveName('compute', 'cpu', 'shared', items, () => true)?.name).toBe('cpu');
+  });
+
+  it("resolves a pin or fallback to the one within the owner's reach", () => {
+    const items = [
+      { name: 'gpu', owner: 'project:a' },
+      { name: 'gpu~k3jd6s2a', owner: 'project:b' },
+    ];
+    expect(resolveReference('gpu', items, (o) => o === 'project:b')).toBe('gpu~k3jd6s2a');
+    expect(resolveReference('gpu', items, (o) => o === 'project:a')).toBe('gpu');
+    // None in reach: the name stays, for the catalog rules to refuse in their own words.
+    expect(resolveReference('gpu', items, () => false)).toBe('gpu');
+  });
+
+  it('speaks names in answers, and keeps keys apart on the wire', () => {
+    const text = JSON.stringify({
+      name: 'gpu~k3jd6s2a',
+      detail: 'compute gpu~k3jd6s2a is used by llama~abcdefgh.',
+    });
+    expect(speakNames(text)).toBe(JSON.stringify({ name: 'gpu', detail: 'compute gpu is used by llama.' }));
+    // Text that merely holds a tilde is left alone.
+    expect(speakNames('~/.llmcap/config and a~b')).toBe('~/.llmcap/config and a~b');
+    expect(labelValue('gpu~k3jd6s2a')).toBe('gpu.k3jd6s2a');
+    expect(keyFromLabel('gpu.k3jd6s2a')).toBe('gpu~k3jd6s2a');
+    expect(keyFromLabel('gpu')).toBe('gpu');
+    // A twin's node group can never be the group of a compute named gpu-k3jd6s2a.
+    expect(nodegroupName('dev', 'gpu~k3jd6s2a')).toBe('llmcap-dev-gpu_k3jd6s2a');
+    expect(nodegroupName('dev', 'gpu-k3jd6s2a')).toBe('llmcap-dev-gpu-k3jd6s2a');
+  });
+});
