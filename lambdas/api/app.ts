@@ -1,4 +1,5 @@
 import { BuiltinsInvalid } from '../domain/hardware';
+import { speakNames } from '../domain/names';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import type { Services } from '../service';
 import { createApiServices } from '../service/for-api';
@@ -148,12 +149,14 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
   };
 }
 
+/** Every answer speaks names, never keys (domain/names.ts): a twin's mark would tell that another exists. */
 function toResult(status: number, body: unknown, headers: Record<string, string> = {}): Result {
-  if (body === undefined) return { statusCode: status, headers };
+  const spoken = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, speakNames(v)]));
+  if (body === undefined) return { statusCode: status, headers: spoken };
   return {
     statusCode: status,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...spoken },
+    body: speakNames(JSON.stringify(body)),
   };
 }
 

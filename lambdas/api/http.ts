@@ -1,6 +1,8 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type * as z from 'zod';
+import { SCOPE_PATTERN } from '../domain/compute';
 import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
+import { speakNames } from '../domain/names';
 import type { Identity } from '../domain/principal';
 import { formatPath } from '../domain/rules';
 
@@ -127,7 +129,8 @@ export function problem(status: number, detail: string, extra: HttpError['extra'
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...(extra.headers ?? {}) },
-    body: JSON.stringify(body),
+    // A refusal speaks names, as every answer does (domain/names.ts).
+    body: speakNames(JSON.stringify(body)),
   };
 }
 
@@ -223,6 +226,21 @@ export function parseBody<S extends z.ZodType>(
     throw new HttpError(400, detail, { errors, ...(opts.reason ? { reason: opts.reason } : {}) });
   }
   return r.data as z.output<S>;
+}
+
+/**
+ * `?owner=<scope>` or `?owner=shared`: whose compute or model a name means when the caller sees two of that
+ * name (domain/names.ts). Absent: the only one the caller sees.
+ */
+export function ownerParam(req: ApiRequest): string | undefined {
+  const v = req.query.owner;
+  if (v === undefined) return undefined;
+  if (v !== 'shared' && !SCOPE_PATTERN.test(v)) {
+    throw new HttpError(400, `owner must be a scope such as team:ml, or shared, not ${v}`, {
+      errors: [{ path: 'owner', message: 'a scope (org:, team:, project: and a name) or shared' }],
+    });
+  }
+  return v;
 }
 
 /** Parses the query string with its schema, or throws a 400 that lists every issue. */

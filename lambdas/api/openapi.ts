@@ -47,6 +47,18 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
       required: !(s as z.ZodType).safeParse(undefined).success,
       schema: schemaOf(s as z.ZodType),
     }));
+    // A compute or model route's name may need its owner, when the caller sees two of it (http.ts ownerParam).
+    if (/^\/v1\/(models|computes)\/\{name\}/.test(r.path)) {
+      query.push({
+        name: 'owner',
+        in: 'query',
+        required: false,
+        schema: {
+          type: 'string',
+          description: 'a scope such as team:ml, or shared: whose resource of that name, when you see two',
+        },
+      });
+    }
     // Every write takes ?dryRun=All (app.ts): decided and validated as the write, nothing written.
     if (r.write) {
       query.push({

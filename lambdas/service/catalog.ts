@@ -8,6 +8,7 @@ import {
 } from '../domain/catalog';
 import type { Compute } from '../domain/compute';
 import type { Model } from '../domain/model';
+import { resolveName } from '../domain/names';
 import { ScopeTree } from '../domain/quota';
 import { logger } from '../shared/logger';
 import type { Dependencies } from '.';
@@ -21,6 +22,8 @@ export interface LoadedCatalog extends BuiltCatalog {
   /** The computes the catalog was validated against (those not being deleted), with their versions. */
   computes: Compute[];
   reach: ReachOf;
+  /** The tenancy tree, for names per owner (domain/names.ts). */
+  lineage: ScopeTree;
 }
 
 // Declared models are as old as the configuration this container loaded.
@@ -68,18 +71,27 @@ export function catalogService(deps: Dependencies) {
         },
       );
     }
-    return { ...built, computes, reach };
+    return { ...built, computes, reach, lineage: tree };
   }
 
   return {
     load,
 
-    /** One model of the catalog in force, or the skipped row of that name, or nothing. */
-    async get(name: string): Promise<{ model?: Model; skipped?: SkippedModel }> {
+    /**
+     * The model or skipped row a caller means by `name` (and `owner`, when it sees two: 409 AmbiguousName), among
+     * those `canSee` allows; or nothing.
+     */
+    async get(
+      name: string,
+      canSee: (m: { declared?: boolean; owner?: string }) => boolean,
+      owner?: string,
+    ): Promise<{ model?: Model; skipped?: SkippedModel }> {
       const c = await load();
-      const model = c.models.find((m) => m.name === name);
+      const rows = [...c.models, ...c.skipped.map((s) => ({ ...s, declared: false }))];
+      const key = resolveName('model', name, owner, rows, canSee)?.name;
+      const model = c.models.find((m) => m.name === key);
       if (model) return { model };
-      return { skipped: c.skipped.find((s) => s.name === name) };
+      return { skipped: c.skipped.find((s) => s.name === key) };
     },
 
     /** The models a compute cannot be deleted or renamed under (domain/catalog modelsUsingCompute). */

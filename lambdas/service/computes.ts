@@ -12,9 +12,11 @@ import {
   type StoredCompute,
   visibleCompute,
 } from '../domain/compute-changes';
-import { conflict, DomainError } from '../domain/errors';
+import { conflict, DomainError, versionMismatch } from '../domain/errors';
 import { type DeclaredSpec, decideComputeSpec, familyLimits, resolveBuiltins } from '../domain/hardware';
+import { keyForNew, nameOf, resolveName } from '../domain/names';
 import { newComputeId } from '../domain/nodegroup';
+import { ScopeTree } from '../domain/quota';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
 import { committing, type WriteOptions } from './writes';
@@ -42,18 +44,32 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
   const store = deps.store.computes;
   const now = () => deps.clock().toISOString();
 
-  /** A dry run checks the name is free (the create's condition) and answers the compute it would store. */
-  const create = async (c: ComputeInput, by: string, opts?: WriteOptions) => {
-    const item = { ...c, builtin: false, by, uid: newComputeId() };
-    if (!opts?.dryRun) return store.createCompute(item, now());
-    if (await store.getCompute(c.name)) {
-      throw conflict(
-        `compute ${c.name} already exists; use PUT /v1/computes/${c.name} to replace it`,
-        'AlreadyExists',
-      );
-    }
-    return store.previewCompute(item, now());
+  /**
+   * The key a compute of `name` owned by `owner` is stored under (domain/names.ts keyForNew): 409 when the name
+   * is taken on the owner's line. Called under the ledger, so two creates on one line cannot both pass.
+   */
+  const keyFor = async (name: string, owner: string | undefined, except?: string) => {
+    const [all, scopes] = await Promise.all([store.listComputes(), deps.store.tenancy.listScopes()]);
+    return keyForNew('compute', name, owner, all, new ScopeTree(scopes), {
+      except,
+      hint: `use PUT /v1/computes/${name} to replace it, or choose another name`,
+    });
   };
+
+  /** Creates under the ledger (names per owner); a dry run decides the same and answers what it would store. */
+  const create = (c: ComputeInput, by: string, opts?: WriteOptions) =>
+    deps.store.ledger.withLedger(
+      committing(opts, async () => {
+        const key = await keyFor(c.name, c.owner);
+        const made = store.createItem({ ...c, name: key, builtin: false, by, uid: newComputeId() }, now());
+        return { items: [made.item], result: made.compute };
+      }),
+      {
+        by,
+        onItemConflict: () =>
+          conflict(`compute ${c.name} was created meanwhile; read it, then retry`, 'AlreadyExists'),
+      },
+    );
 
   /**
    * The manifest resolved against what AWS says (domain/hardware.ts decideComputeSpec): the facts are loaded
@@ -76,9 +92,13 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     return { name: c.name, ...(c.owner ? { owner: c.owner } : {}), spec: r.spec, costSource: r.costSource };
   };
 
+  /** The compute of that name the caller sees (`owner` says which of two), or undefined. */
+  const located = async (caller: Caller, name: string, owner?: string) =>
+    resolveName('compute', name, owner, await store.listComputes(), (c) => caller.canSee(c.owner));
+
   /** The compute as the caller may see it; one it may not see is 404 like a missing one, so names do not leak. */
-  const visible = async (caller: Caller, name: string) =>
-    visibleCompute(caller, name, await store.getCompute(name));
+  const visible = async (caller: Caller, name: string, owner?: string) =>
+    visibleCompute(caller, name, await located(caller, name, owner));
 
   return {
     visible,
@@ -105,19 +125,39 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       expected: number | undefined,
       caller: Caller,
       by: string,
-      opts?: WriteOptions,
+      opts?: WriteOptions & { owner?: string },
     ): Promise<{ compute: StoredCompute; created: boolean }> {
       const c = await resolve(declared, caller, by);
-      const current = await store.getCompute(c.name);
+      // The manifest's owner says which of two the caller means, as ?owner= would.
+      const current = await located(caller, c.name, opts?.owner).catch((e: unknown) => {
+        if (opts?.owner !== undefined || !(e instanceof DomainError) || e.details.reason !== 'AmbiguousName')
+          throw e;
+        return located(caller, c.name, c.owner ?? 'shared');
+      });
       const d = decideApply(caller, current, c, expected);
       if (d.kind === 'create') return { compute: await create(c, by, opts), created: true };
       if (d.kind === 'unchanged') return { compute: current!, created: false };
-      if (opts?.dryRun) return { compute: replaced(current!, c, by, now()), created: false };
-      const compute = await store.replaceCompute(
-        { ...c, by, expectedVersion: d.expectedVersion, requireNoNodegroup: d.requireNoNodegroup },
-        now(),
-      );
-      return { compute, created: false };
+      const write = { ...c, name: current!.name, by, expectedVersion: d.expectedVersion };
+      const next = { ...write, requireNoNodegroup: d.requireNoNodegroup };
+      if ((current!.owner ?? '') !== (c.owner ?? '')) {
+        // A new owner brings a new line of the tree: the name must be free on it, decided under the ledger.
+        const compute = await deps.store.ledger.withLedger(
+          committing(opts, async () => {
+            await keyFor(c.name, c.owner, current!.name);
+            return { items: [store.replaceItem(next, now())], result: replaced(current!, write, by, now()) };
+          }),
+          {
+            by,
+            onItemConflict: () =>
+              versionMismatch(
+                `compute ${c.name} changed since version ${d.expectedVersion}; read it again and retry`,
+              ),
+          },
+        );
+        return { compute, created: false };
+      }
+      if (opts?.dryRun) return { compute: replaced(current!, write, by, now()), created: false };
+      return { compute: await store.replaceCompute(next, now()), created: false };
     },
 
     /**
@@ -129,13 +169,15 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       expected: number | undefined,
       caller: Caller,
       by: string,
-      opts?: WriteOptions,
+      opts?: WriteOptions & { owner?: string },
     ): Promise<{ deleted: boolean; compute: StoredCompute }> {
-      requireComputeWrite(caller, await visible(caller, name), 'delete');
+      const seen = await visible(caller, name, opts?.owner);
+      requireComputeWrite(caller, seen, 'delete');
+      const key = seen.name;
       return deps.store.ledger.withLedger<{ deleted: boolean; compute: StoredCompute }>(
         committing<{ deleted: boolean; compute: StoredCompute }>(opts, async () => {
-          const c = await store.getCompute(name);
-          const how = decideDelete(c, name, expected, c ? await svc.catalog.modelsUsing(name) : []);
+          const c = await store.getCompute(key);
+          const how = decideDelete(c, name, expected, c ? await svc.catalog.modelsUsing(key) : []);
           if (how === 'remove-now')
             return { items: [store.removeNowItem(c!)], result: { deleted: true, compute: c! } };
           return {
@@ -160,9 +202,9 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       to: { name: string; owner?: string },
       caller: Caller,
       by: string,
-      opts?: WriteOptions,
+      opts?: WriteOptions & { owner?: string },
     ) {
-      const source = await visible(caller, name);
+      const source = await visible(caller, name, opts?.owner);
       // Resolved like any write: the clone's owner may be bound to other families, and its price to on-demand.
       return create(await resolve(decideClone(caller, source, to), caller, by), by, opts);
     },
@@ -173,25 +215,26 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       to: string,
       caller: Caller,
       by: string,
-      opts?: WriteOptions,
+      opts?: WriteOptions & { owner?: string },
     ): Promise<{ compute: StoredCompute; renamed: boolean }> {
-      const source = await visible(caller, name);
+      const source = await visible(caller, name, opts?.owner);
       requireComputeWrite(caller, source, 'rename');
-      if (to === source.name) return { compute: source, renamed: false };
+      if (to === nameOf(source.name)) return { compute: source, renamed: false };
       const compute = await deps.store.ledger.withLedger(
         committing(opts, async () => {
-          const found = await store.getCompute(name);
-          const users = found && !found.builtin ? await svc.catalog.modelsUsing(name) : [];
+          const found = await store.getCompute(source.name);
+          const users = found && !found.builtin ? await svc.catalog.modelsUsing(source.name) : [];
           const c = decideRename(found, name, to, users);
+          const key = await keyFor(to, c.owner, c.name);
           // A new item, so a new incarnation id: its node group name and execution names are new as well.
-          const { items, renamed } = store.renameItems(c, { name: to, by, uid: newComputeId() }, now());
+          const { items, renamed } = store.renameItems(c, { name: key, by, uid: newComputeId() }, now());
           return { items, result: renamed };
         }),
         {
           by,
           onItemConflict: (i) =>
             i === 1
-              ? conflict(`compute ${to} already exists; choose another name`, 'AlreadyExists')
+              ? conflict(`compute ${to} was created meanwhile; choose another name`, 'AlreadyExists')
               : conflict(
                   `compute ${name} changed while it was being renamed; read it again and retry`,
                   'ConcurrentUpdate',

@@ -28,8 +28,8 @@ import { committing, type WriteOptions } from './writes';
 const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resources']);
 
 // Declared models are readable by everyone; an added one by its owner's members (and everyone when shared).
-export const visibleTo = (caller: Caller, m: Pick<Model, 'declared' | 'owner'>) =>
-  m.declared || caller.canSee(m.owner);
+export const visibleTo = (caller: Caller, m: { declared?: boolean; owner?: string }) =>
+  m.declared === true || caller.canSee(m.owner);
 
 export function modelService(
   deps: Dependencies,
@@ -40,7 +40,7 @@ export function modelService(
   /** Applies one catalog change (refused, writing nothing, when it breaks a rule); the model before and after. */
   async function change(
     c: CatalogChange,
-    opts: { by: string; access?: CatalogAccess } & WriteOptions,
+    opts: { by: string; access?: CatalogAccess; owner?: string } & WriteOptions,
   ): Promise<ChangeResult & { preview?: ChangePreview; admission?: { after: ModelAdmission | undefined } }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
@@ -48,7 +48,7 @@ export function modelService(
       committing(opts, async () => {
         const state = await catalog.load();
         const now = deps.clock().toISOString();
-        const r = applyChange(state, c, { by: opts.by, now, access: opts.access });
+        const r = applyChange(state, c, { by: opts.by, now, access: opts.access, ownerParam: opts.owner });
         if (r.unchanged) return { items: [], result: r };
         if (r.after && CHECKED_VERBS.has(c.verb)) {
           const candidate = { name: r.after.name, owner: r.after.owner, spec: r.after.spec };
@@ -106,11 +106,11 @@ export function modelService(
       return { items, skipped: caller.isPlatformAdmin ? c.skipped : [] };
     },
 
-    /** One model the caller can see; a stored row left out of the catalog says why. */
-    async get(name: string, caller: Caller): Promise<Model> {
-      const { model, skipped } = await catalog.get(name);
-      if (model && visibleTo(caller, model)) return model;
-      if (skipped && caller.canSee(skipped.owner)) {
+    /** One model the caller can see (`owner` says which of two); a stored row left out of the catalog says why. */
+    async get(name: string, caller: Caller, owner?: string): Promise<Model> {
+      const { model, skipped } = await catalog.get(name, (m) => visibleTo(caller, m), owner);
+      if (model) return model;
+      if (skipped) {
         throw notFound(
           `model ${name} is stored but left out of the catalog because ${skipped.problem}; replace it with PUT /v1/models/${name} or remove it with DELETE`,
         );

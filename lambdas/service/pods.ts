@@ -1,5 +1,6 @@
 import type { Caller } from '../domain/access';
 import { notFound } from '../domain/errors';
+import { resolveName } from '../domain/names';
 import { type PodFilter, type PodView, podMatches } from '../domain/workloads';
 import type { Dependencies } from '.';
 import { latest } from './admission';
@@ -31,15 +32,27 @@ export interface PodList {
 export function podService(deps: Dependencies, svc: { catalog: CatalogService }) {
   const { workloads } = deps.store;
   return {
-    async list(caller: Caller, filter: PodFilter): Promise<PodList> {
+    async list(caller: Caller, asked: PodFilter): Promise<PodList> {
       const catalog = await svc.catalog.load();
       const models = new Map(catalog.models.map((m) => [m.name, m]));
       const mayRead = (name: string) => {
         const m = models.get(name);
         return m ? visibleTo(caller, m) : caller.isPlatformAdmin;
       };
-      if (filter.model !== undefined && !mayRead(filter.model))
-        throw notFound(`model ${filter.model} does not exist; GET /v1/models lists the catalog`);
+      // The filter speaks names; pods carry keys: the model and compute of that name the caller sees.
+      const filter = { ...asked };
+      if (asked.model !== undefined) {
+        const m = resolveName('model', asked.model, undefined, catalog.models, (x) => visibleTo(caller, x));
+        if (m) filter.model = m.name;
+        else if (!mayRead(asked.model))
+          throw notFound(`model ${asked.model} does not exist; GET /v1/models lists the catalog`);
+      }
+      if (asked.compute !== undefined) {
+        const c = resolveName('compute', asked.compute, undefined, catalog.computes, (x) =>
+          caller.canSee(x.owner),
+        );
+        if (c) filter.compute = c.name;
+      }
       if (!deps.config().deployWorkloads) return { deployed: false, items: [], truncated: [] };
       const [stored, last] = await Promise.all([
         filter.model !== undefined

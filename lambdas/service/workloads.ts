@@ -10,6 +10,7 @@ import {
   SURGE_ANNOTATION,
 } from '../domain/drain';
 import type { Model } from '../domain/model';
+import { keyFromLabel } from '../domain/names';
 import type { ModelAdmission } from '../domain/quota';
 import {
   appliedAsWanted,
@@ -147,14 +148,14 @@ export async function reconcileWorkloads(input: {
       if (o.kind !== 'Deployment') return o;
       const l = here.get(keyOf(o));
       const labels = o.metadata.labels ?? {};
-      const compute = labels[LABEL_COMPUTE] ?? '';
+      const compute = keyFromLabel(labels[LABEL_COMPUTE] ?? '');
       const admitted = (o.spec as { replicas: number }).replicas;
       const surge = shrinking?.draining.has(compute) ? parseSurge(l?.metadata.annotations) : undefined;
       if (shrinking?.draining.has(compute))
         deployments.push({
           namespace: ns,
           name: o.metadata.name,
-          model: labels[LABEL_MODEL] ?? '',
+          model: keyFromLabel(labels[LABEL_MODEL] ?? ''),
           profile: labels[LABEL_PROFILE] ?? '',
           compute,
           admitted,
@@ -180,9 +181,9 @@ export async function reconcileWorkloads(input: {
           const own = pods.filter(
             (p) =>
               p.namespace === ns &&
-              p.model === labels[LABEL_MODEL] &&
+              p.model === keyFromLabel(labels[LABEL_MODEL] ?? '') &&
               p.profile === labels[LABEL_PROFILE] &&
-              p.compute === labels[LABEL_COMPUTE],
+              p.compute === keyFromLabel(labels[LABEL_COMPUTE] ?? ''),
           );
           for (const p of podsToSteer(own, going))
             await k.patch('v1', 'Pod', ns, p.name, {

@@ -83,13 +83,23 @@ export function previewCompute(c: NewCompute, now: string): StoredCompute {
 const NO_GROUP_CONDITION = '#status.nodegroupStatus IN (:absent, :foreign)';
 const NO_GROUP_VALUES = { ':absent': 'ABSENT', ':foreign': 'FOREIGN' };
 
-/** Creates a compute item; 409 AlreadyExists when one of that name exists. */
-export async function createCompute(c: NewCompute, now: string): Promise<StoredCompute> {
+/**
+ * The write that creates a compute item, for a ledger transaction (the compute service decides its key there,
+ * names per owner): it fails when an item of that key exists.
+ */
+export function createItem(c: NewCompute, now: string): { item: TxItem; compute: StoredCompute } {
   const item = newItem(c, now);
+  return {
+    item: { Put: { TableName: table(), Item: item, ConditionExpression: 'attribute_not_exists(pk)' } },
+    compute: toCompute(item as unknown as Record<string, unknown>),
+  };
+}
+
+/** Creates a compute item at once (built-ins, which no tenant's name can clash with); 409 when it exists. */
+export async function createCompute(c: NewCompute, now: string): Promise<StoredCompute> {
+  const { item, compute } = createItem(c, now);
   try {
-    await documentClient().send(
-      new PutCommand({ TableName: table(), Item: item, ConditionExpression: 'attribute_not_exists(pk)' }),
-    );
+    await documentClient().send(new PutCommand(item.Put!));
   } catch (e) {
     if (isConditionFailure(e)) {
       throw conflict(
@@ -99,7 +109,7 @@ export async function createCompute(c: NewCompute, now: string): Promise<StoredC
     }
     throw e;
   }
-  return toCompute(item as unknown as Record<string, unknown>);
+  return compute;
 }
 
 export interface ReplaceCompute {
@@ -119,7 +129,7 @@ export interface ReplaceCompute {
  * Replaces the spec (and owner) only: status, generation and workflow belong to reconcile and the workflows,
  * so a user's write can never erase what AWS was observed to be doing.
  */
-export async function replaceCompute(r: ReplaceCompute, now: string): Promise<StoredCompute> {
+function replaceUpdate(r: ReplaceCompute, now: string) {
   const cond = ['#version = :expected'];
   const values: Record<string, unknown> = {
     ':spec': r.spec,
@@ -137,25 +147,33 @@ export async function replaceCompute(r: ReplaceCompute, now: string): Promise<St
   }
   const owner = r.owner ? '#owner = :owner' : undefined;
   if (r.owner) values[':owner'] = r.owner;
+  return {
+    TableName: table(),
+    Key: keys.compute(r.name),
+    UpdateExpression: `SET spec = :spec, #version = #version + :one, updatedAt = :now, updatedBy = :by${
+      owner ? `, ${owner}` : ''
+    }${r.costSource ? ', costSource = :cost' : ''}${r.declaredAs ? ', declaredAs = :declared' : ''}${
+      remove.length ? ` REMOVE ${remove.join(', ')}` : ''
+    }`,
+    ConditionExpression: cond.join(' AND '),
+    ExpressionAttributeNames: {
+      '#version': 'version',
+      '#owner': 'owner',
+      ...(r.requireNoNodegroup ? { '#status': 'status' } : {}),
+    },
+    ExpressionAttributeValues: values,
+  };
+}
+
+/** A replace as one write of a ledger transaction: one that hands the compute to another owner (names per owner). */
+export function replaceItem(r: ReplaceCompute, now: string): TxItem {
+  return { Update: replaceUpdate(r, now) };
+}
+
+export async function replaceCompute(r: ReplaceCompute, now: string): Promise<StoredCompute> {
   try {
     const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: keys.compute(r.name),
-        UpdateExpression: `SET spec = :spec, #version = #version + :one, updatedAt = :now, updatedBy = :by${
-          owner ? `, ${owner}` : ''
-        }${r.costSource ? ', costSource = :cost' : ''}${r.declaredAs ? ', declaredAs = :declared' : ''}${
-          remove.length ? ` REMOVE ${remove.join(', ')}` : ''
-        }`,
-        ConditionExpression: cond.join(' AND '),
-        ExpressionAttributeNames: {
-          '#version': 'version',
-          '#owner': 'owner',
-          ...(r.requireNoNodegroup ? { '#status': 'status' } : {}),
-        },
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-      }),
+      new UpdateCommand({ ...replaceUpdate(r, now), ReturnValues: 'ALL_NEW' }),
     );
     return toCompute(out.Attributes ?? {});
   } catch (e) {

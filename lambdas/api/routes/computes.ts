@@ -2,10 +2,19 @@ import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { type Compute, computeName, scopeName, toManifest } from '../../domain/compute';
 import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
+import { nameOf } from '../../domain/names';
 import type { ScopeTree } from '../../domain/quota';
 import type { Services } from '../../service';
 import { config } from '../../shared/config';
-import { type ApiRequest, type ApiResponse, HttpError, json, nameFromPathIssues, parseBody } from '../http';
+import {
+  type ApiRequest,
+  type ApiResponse,
+  HttpError,
+  json,
+  nameFromPathIssues,
+  ownerParam,
+  parseBody,
+} from '../http';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
@@ -14,13 +23,38 @@ export const RenameBody = z.strictObject({ name: computeName });
 /** Who is calling, in the tenancy tree as it stands (service/access.ts). */
 export type CallerOf = (req: ApiRequest) => Promise<Caller<ScopeTree>>;
 
-function manifest(c: Compute & { deletionRequested?: boolean }) {
-  const m = toManifest(config().stage, c);
+/**
+ * How the cluster and AWS know a compute (its node group, taint, labels and execution names) carry its key,
+ * whose twin mark would tell a tenant that another compute of its name exists (domain/names.ts): they are the
+ * platform's to read, as the node groups are the platform's to run. Every other caller gets the same shape for
+ * every compute, twin or not.
+ */
+function forCaller(m: ReturnType<typeof toManifest>, caller: Caller) {
+  if (caller.isPlatformAdmin) return m;
+  const { nodegroupName, taint: _t, labels: _l, workflow, statusMessage, healthIssues, ...status } = m.status;
+  const w = workflow && (({ executionName: _e, ...rest }) => rest)(workflow);
+  // Messages of the workflows and EKS quote the group's name: they read "node group of compute <name>".
+  const unwired = (text: string) => text.split(nodegroupName).join(`of compute ${nameOf(m.metadata.name)}`);
+  return {
+    ...m,
+    status: {
+      ...status,
+      ...(statusMessage !== undefined ? { statusMessage: unwired(statusMessage) } : {}),
+      ...(healthIssues
+        ? { healthIssues: healthIssues.map((h) => ({ ...h, message: unwired(h.message) })) }
+        : {}),
+      ...(w ? { workflow: w } : {}),
+    },
+  };
+}
+
+function manifest(c: Compute & { deletionRequested?: boolean }, caller: Caller) {
+  const m = forCaller(toManifest(config().stage, c), caller);
   return c.deletionRequested ? { ...m, status: { ...m.status, deletionRequested: true } } : m;
 }
 
-function withEtag(status: number, c: Compute): ApiResponse {
-  return json(status, manifest(c), { etag: `"${c.version}"` });
+function withEtag(status: number, c: Compute, caller: Caller): ApiResponse {
+  return json(status, manifest(c, caller), { etag: `"${c.version}"` });
 }
 
 /** `If-Match: "3"` (or the manifest's metadata.version) pins a write to the version the client read. */
@@ -43,7 +77,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      return json(200, { items: (await computes.list(caller)).map(manifest) });
+      return json(200, { items: (await computes.list(caller)).map((c) => manifest(c, caller)) });
     },
     { summary: 'List the computes you can see', responses: { 200: 'the computes' } },
   );
@@ -60,7 +94,10 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
         req.principal,
         { dryRun: req.dryRun },
       );
-      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+      return {
+        ...withEtag(201, c, caller),
+        headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` },
+      };
     },
     {
       summary: 'Create a compute (409 if it exists)',
@@ -74,7 +111,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await computes.visible(caller, req.params.name!));
+      return withEtag(200, await computes.visible(caller, req.params.name!, ownerParam(req)), caller);
     },
     { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
   );
@@ -91,8 +128,9 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const input = { name, owner: m.metadata.owner, spec: m.spec };
       const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
         dryRun: req.dryRun,
+        owner: ownerParam(req),
       });
-      return withEtag(r.created ? 201 : 200, r.compute);
+      return withEtag(r.created ? 201 : 200, r.compute, caller);
     },
     {
       summary: 'Create or replace a compute (apply)',
@@ -108,9 +146,10 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const caller = await callerOf(req);
       const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal, {
         dryRun: req.dryRun,
+        owner: ownerParam(req),
       });
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
-      return r.deleted ? { status: 204 } : json(202, manifest(r.compute));
+      return r.deleted ? { status: 204 } : json(202, manifest(r.compute, caller));
     },
     {
       summary: 'Delete a compute; with a node group, the node group is deleted first',
@@ -124,8 +163,14 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
-      const c = await computes.clone(req.params.name!, body, caller, req.principal, { dryRun: req.dryRun });
-      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+      const c = await computes.clone(req.params.name!, body, caller, req.principal, {
+        dryRun: req.dryRun,
+        owner: ownerParam(req),
+      });
+      return {
+        ...withEtag(201, c, caller),
+        headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` },
+      };
     },
     {
       summary: 'Clone the spec of a compute under a new name',
@@ -145,10 +190,13 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
         body.name,
         caller,
         req.principal,
-        { dryRun: req.dryRun },
+        { dryRun: req.dryRun, owner: ownerParam(req) },
       );
-      if (!renamed) return withEtag(200, c);
-      return { ...withEtag(201, c), headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` } };
+      if (!renamed) return withEtag(200, c, caller);
+      return {
+        ...withEtag(201, c, caller),
+        headers: { etag: `"${c.version}"`, location: `/v1/computes/${c.name}` },
+      };
     },
     {
       summary: 'Rename a compute (refused while it has a node group or models use it)',

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { scopeName } from '../compute';
 import { deepFreeze } from '../freeze';
 import { type Model, ModelSpecSchema, modelName } from '../model';
+import { nameOf } from '../names';
 import type { ComputeLike } from '../placement';
 import { DECLARED_FILE } from './declared';
 import { type CatalogIssue, OWN_REACH, type ReachOf, validateCatalog } from './validation';
@@ -47,11 +48,60 @@ export function parseStoredModel(raw: Record<string, unknown>): Parsed {
   return p;
 }
 
+type Row = Record<string, unknown>;
+const isRow = (v: unknown): v is Row => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A row keyed by twin keys (domain/names.ts) is parsed as the names its keys stand for, since the schema is the
+ * manifest's, and keeps its keys: the name and the pins and fallback it resolved to when written.
+ */
+function spoken(raw: Row): Row {
+  const spec = isRow(raw.spec) ? raw.spec : undefined;
+  const profiles = spec && Array.isArray(spec.profiles) ? spec.profiles : undefined;
+  const speak = (v: unknown) => (typeof v === 'string' ? nameOf(v) : v);
+  return {
+    ...raw,
+    name: speak(raw.name),
+    ...(spec
+      ? {
+          spec: {
+            ...spec,
+            ...(profiles
+              ? {
+                  profiles: profiles.map((p) =>
+                    isRow(p) && 'compute' in p ? { ...p, compute: speak(p.compute) } : p,
+                  ),
+                }
+              : {}),
+            ...('fallback' in spec ? { fallback: speak(spec.fallback) } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+function keyed(data: z.output<typeof StoredModelSchema>, raw: Row): z.output<typeof StoredModelSchema> {
+  const spec = raw.spec as Row;
+  const profiles = spec.profiles as Row[];
+  return {
+    ...data,
+    name: raw.name as string,
+    spec: {
+      ...data.spec,
+      profiles: data.spec.profiles.map((p, i) =>
+        p.compute ? { ...p, compute: profiles[i]!.compute as string } : p,
+      ),
+      ...(data.spec.fallback ? { fallback: spec.fallback as string } : {}),
+    },
+  };
+}
+
 function parseRow(raw: Record<string, unknown>): Parsed {
   const name = typeof raw.name === 'string' ? raw.name : typeof raw.sk === 'string' ? raw.sk : '(unnamed)';
   const version = typeof raw.version === 'number' ? raw.version : undefined;
   const owner = typeof raw.owner === 'string' ? raw.owner : undefined;
-  const r = StoredModelSchema.safeParse(raw);
+  const parsed = StoredModelSchema.safeParse(spoken(raw));
+  const r = parsed.success ? { success: true as const, data: keyed(parsed.data, raw) } : parsed;
   if (!r.success) {
     const what = r.error.issues.map((i) => `${i.path.join('.') || '(row)'}: ${i.message}`).join('; ');
     return { skipped: { name, version, owner, problem: `the stored row does not parse (${what})` } };

@@ -1,8 +1,10 @@
 import { changedPaths, sameValue } from '../compute';
 import { DomainError, notFound } from '../errors';
 import type { Model, ModelClass, ModelSpec, Scaling } from '../model';
+import type { Lineage } from '../names';
 import type { ComputeLike } from '../placement';
 import { listed } from '../text';
+import { address, checkLine } from './addressing';
 import { DECLARED_FILE } from './declared';
 import type { SkippedModel } from './loading';
 import { issuesError, newIssues, type ReachOf, validateCatalog } from './validation';
@@ -19,6 +21,8 @@ export interface CatalogState {
   computes: readonly ComputeLike[];
   /** Whose computes and fallbacks each owner's models may use (the tenancy tree's reach). */
   reach?: ReachOf;
+  /** Which scopes are above which, for names per owner (domain/names.ts); absent: none is above another. */
+  lineage?: Lineage;
 }
 
 /** What a transition needs to know about the caller; the API's Caller satisfies it. */
@@ -32,6 +36,8 @@ export interface ChangeContext {
   now: string;
   /** Absent for trusted callers (tests, seeding); the API always passes the caller. */
   access?: CatalogAccess;
+  /** The request's `?owner=`: whose model the name means when the caller sees two. */
+  ownerParam?: string;
 }
 
 export interface ChangeResult {
@@ -339,7 +345,13 @@ export function setOwner(
 }
 
 /** One entry point for every verb, so the store wraps each the same way. */
-export function applyChange(state: CatalogState, c: CatalogChange, ctx: ChangeContext): ChangeResult {
+export function applyChange(state: CatalogState, named: CatalogChange, ctx: ChangeContext): ChangeResult {
+  const r = transition(state, address(state, named, ctx), ctx);
+  checkLine(state, r);
+  return r;
+}
+
+function transition(state: CatalogState, c: CatalogChange, ctx: ChangeContext): ChangeResult {
   switch (c.verb) {
     case 'add':
       return addModel(state, c, ctx);
