@@ -22,6 +22,28 @@ export function expectOk(what: string, r: { status: number; body?: unknown }, ..
 
 export const enc = encodeURIComponent;
 
+type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body?: unknown }>;
+
+/** Creates scopes (parents first) and grants roles in them, failing loudly on any refusal. */
+export async function createTenancy(
+  call: Call,
+  scopes: readonly (readonly [name: string, parent?: string])[],
+  members: readonly (readonly [scope: string, principal: string, role: string])[] = [],
+): Promise<void> {
+  for (const [name, parent] of scopes)
+    expectOk(
+      `create ${name}`,
+      await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) }),
+      201,
+    );
+  for (const [scope, who, role] of members)
+    expectOk(
+      `${role} ${who} in ${scope}`,
+      await call('PUT', `/v1/scopes/${enc(scope)}/members/${enc(who)}`, { role }),
+      200,
+    );
+}
+
 /** A model on the L4 built-in (or a pinned compute); min 0 unless told, so it fits any quota. */
 export function l4Model(name: string, owner: string | undefined, replicas = 0, compute?: string) {
   return {

@@ -55,12 +55,20 @@ export async function passesUntil(
   return passes;
 }
 
-/** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin). */
+/** Two tenants side by side: org:acme > team:ml and org:beta > team:ops (soak/lib/fixture.ts createTenancy). */
+export const TWO_TENANTS = [
+  ['org:acme'],
+  ['team:ml', 'org:acme'],
+  ['org:beta'],
+  ['team:ops', 'org:beta'],
+] as const;
+
+/** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin) or `as`. */
 export function httpApi(cp: Pick<ControlPlane, 'apiUrl'>) {
-  return async (method: string, path: string, body?: unknown) => {
+  return async (method: string, path: string, body?: unknown, as?: string) => {
     const r = await fetch(`${cp.apiUrl}${path}`, {
       method,
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(as ? { 'x-llmcap-principal': as } : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await r.text();

@@ -2,6 +2,7 @@ import { buildRouter } from '../../../lambdas/api/app';
 import { recordWorkloads } from '../../../lambdas/store/workloads';
 import type { LocalLambda } from '../../../local/lambda';
 import {
+  createTenancy,
   enc,
   expectOk,
   l4Compute,
@@ -104,7 +105,8 @@ const MATRIX: Record<string, Case> = {
       body.spec.nodeGroup.maxNodes = 3;
       return { path: `/v1/computes/${n('c-put', p)}`, body };
     },
-    expect: projectEdit(200),
+    // To a stranger the name is free (names per owner): a create in project:a, which it may not make, as POST.
+    expect: { ...projectEdit(200), stranger: 403 },
   },
   'DELETE /v1/computes/{name}': {
     setup: mkCompute('c-del'),
@@ -134,7 +136,8 @@ const MATRIX: Record<string, Case> = {
       body.spec.scaling = { min: 0, max: 2 };
       return { path: `/v1/models/${n('m-put', p)}`, body };
     },
-    expect: projectEdit(200),
+    // As for computes: to a stranger the name is free, and a create in project:a is not its to make.
+    expect: { ...projectEdit(200), stranger: 403 },
   },
   'DELETE /v1/models/{name}': {
     setup: mkModel('m-del'),
@@ -259,18 +262,15 @@ const SCOPES_B = ['org:beta', 'team:ops', 'project:b'];
 const owned: Record<'a' | 'b', string[]> = { a: [...SCOPES_A], b: [...SCOPES_B, 'c-b', 'm-b'] };
 
 async function setupTenantB(admin: JsonClient): Promise<void> {
-  for (const [name, parent] of [
-    ['org:beta', undefined],
-    ['team:ops', 'org:beta'],
-    ['project:b', 'team:ops'],
-  ] as const)
-    expectOk(name, await admin('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) }), 201);
-  for (const [scope, who, role] of [
-    ['team:ops', B.teamAdminB, 'admin'],
-    ['project:b', B.editorB, 'editor'],
-    ['project:b', B.viewerB, 'viewer'],
-  ] as const)
-    expectOk(who, await admin('PUT', `/v1/scopes/${enc(scope)}/members/${enc(who)}`, { role }), 200);
+  await createTenancy(
+    admin,
+    [['org:beta'], ['team:ops', 'org:beta'], ['project:b', 'team:ops']],
+    [
+      ['team:ops', B.teamAdminB, 'admin'],
+      ['project:b', B.editorB, 'editor'],
+      ['project:b', B.viewerB, 'viewer'],
+    ],
+  );
   expectOk('c-b', await admin('POST', '/v1/computes', l4Compute('c-b', 'project:b', 2)), 201);
   expectOk('m-b', await admin('POST', '/v1/models', l4Model('m-b', 'project:b', 1, 'c-b')), 201);
 }

@@ -1,6 +1,7 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { createTenancy } from '../../../soak/lib/fixture';
+import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -39,20 +40,10 @@ beforeAll(async () => {
   kc.loadFromString(cp.sim.kubernetes!.kubeconfig());
   core = kc.makeApiClient(CoreV1Api);
   expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-pods' })).status).toBe(201);
-  for (const [name, parent] of [
-    ['org:acme'],
-    ['team:ml', 'org:acme'],
-    ['org:beta'],
-    ['team:ops', 'org:beta'],
-  ] as const)
-    expect((await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) })).status).toBe(201);
-  for (const [scope, who] of [
-    ['team:ml', ML_VIEWER],
-    ['team:ops', OPS_VIEWER],
-  ] as const) {
-    const path = `/v1/scopes/${encodeURIComponent(scope)}/members/${encodeURIComponent(who)}`;
-    expect((await call('PUT', path, { role: 'viewer' })).status).toBe(200);
-  }
+  await createTenancy(call, TWO_TENANTS, [
+    ['team:ml', ML_VIEWER, 'viewer'],
+    ['team:ops', OPS_VIEWER, 'viewer'],
+  ]);
   expect((await call('POST', '/v1/models', model('chat', 'team:ml', 2))).status).toBe(201);
   expect((await call('POST', '/v1/models', model('ops-bot', 'team:ops', 1))).status).toBe(201);
   await reconcileUntil(cp, async () => (await running('chat')) === 2 && (await running('ops-bot')) === 1);
