@@ -433,8 +433,14 @@ export function kindNamed(word: string): Kind {
   return k;
 }
 
-export function itemPath(kind: Kind, name: string): string {
-  return `${kind.path}/${seg(name)}`;
+/**
+ * A compute's or model's path says whose, when `owner` is given: a caller who sees two of a name (a platform
+ * admin) says which with ?owner= (docs/security.md "What names tell").
+ */
+export function itemPath(kind: Kind, name: string, owner?: string): string {
+  const whose =
+    owner && (kind.name === 'compute' || kind.name === 'model') ? `?owner=${encodeURIComponent(owner)}` : '';
+  return `${kind.path}/${seg(name)}${whose}`;
 }
 
 /** A list answer is `{items}`; accept a bare array too. */

@@ -60,7 +60,7 @@ export const get: Command = {
   name: 'get',
   summary: 'List resources, or show some by name',
   usage: [
-    'get KIND [NAME...] [-o table|wide|json|yaml|name]',
+    'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name]',
     'get pods [NAME...] [--model M] [--compute C] [--node N] [-n NAMESPACE] [--ready true|false]',
   ],
   help: `KIND is one of ${KIND_LIST} (singular or plural; also co, mo, sc, q, po).
@@ -72,6 +72,7 @@ CrashLoopBackOff, Unready, Starting); -o wide adds the pod's own message and whe
 Options:
   -o, --output FORMAT    table (default), wide (more columns), json, yaml (a multi-document stream that
                          apply -f accepts), name (kind/name per line)
+  --owner SCOPE          computes and models: the one owned by SCOPE (or shared), when you see two of NAME
   --model NAME           pods only: those of this model
   --compute NAME         pods only: those placed on this compute
   --node NAME            pods only: those on this node
@@ -86,6 +87,7 @@ Examples:
   llmcap get pods --ready false`,
   options: {
     ...OUTPUT_OPTION,
+    owner: { type: 'string' },
     model: { type: 'string' },
     compute: { type: 'string' },
     node: { type: 'string' },
@@ -116,7 +118,7 @@ Examples:
       names,
       (n) => `${kind.name}/${n}`,
       async (n) => {
-        items.push((await client.get(itemPath(kind, n))).body);
+        items.push((await client.get(itemPath(kind, n, str(ctx.args.values, 'owner')))).body);
       },
     );
     if (items.length) printItems(ctx, kind, items, names.length === 1);
@@ -162,8 +164,11 @@ async function getPods(
 export const describe: Command = {
   name: 'describe',
   summary: 'Explain resources in words: status, placements, why replicas wait',
-  usage: ['describe KIND [NAME...]'],
+  usage: ['describe KIND [NAME...] [--owner SCOPE]'],
   help: `KIND is one of computes, models, scopes, quotas. Without NAME, every resource of the kind.
+
+Options:
+  --owner SCOPE          computes and models: the one owned by SCOPE (or shared), when you see two of NAME
 
 Examples:
   llmcap describe compute gpu-l4-1x
@@ -183,7 +188,7 @@ Examples:
         names,
         (n) => `${kind.name}/${n}`,
         async (n) => {
-          items.push((await client.get(itemPath(kind, n))).body);
+          items.push((await client.get(itemPath(kind, n, str(ctx.args.values, 'owner')))).body);
         },
       );
     }
@@ -198,7 +203,10 @@ Examples:
 export const del: Command = {
   name: 'delete',
   summary: 'Delete resources by name, or those a manifest names',
-  usage: ['delete KIND NAME... [--ignore-not-found]', 'delete -f FILE|DIR|- [--ignore-not-found]'],
+  usage: [
+    'delete KIND NAME... [--owner SCOPE] [--ignore-not-found]',
+    'delete -f FILE|DIR|- [--ignore-not-found]',
+  ],
   help: `KIND is one of computes, models, scopes, quotas. With -f, the manifests' resources are deleted in the
 reverse of apply's order (models before computes, child scopes before parents).
 
@@ -206,7 +214,9 @@ A compute with a node group is deleted in the background: the API answers 202 an
 DELETING until the node group is gone.
 
 Options:
-  -f, --filename FILE    manifests to delete (repeatable; - is stdin; a directory means its *.yaml/json)
+  -f, --filename FILE    manifests to delete (repeatable; - is stdin; a directory means its *.yaml/json);
+                         a manifest's metadata.owner says whose, as --owner does
+  --owner SCOPE          computes and models: the one owned by SCOPE (or shared), when you see two of NAME
   --ignore-not-found     a resource that does not exist is not an error
 
 Examples:
@@ -214,21 +224,23 @@ Examples:
   llmcap delete -f team-ml.yaml`,
   options: {
     filename: { type: 'string', short: 'f', multiple: true },
+    owner: { type: 'string' },
     'ignore-not-found': { type: 'boolean' },
   },
   async run(ctx) {
     const files = list(ctx.args.values, 'filename');
     const ignore = ctx.args.values['ignore-not-found'] === true;
-    let targets: { kind: Kind; name: string }[];
+    let targets: { kind: Kind; name: string; owner?: string }[];
     if (files.length) {
       if (ctx.args.positionals.length) throw new UsageError('give either -f FILE or KIND NAME..., not both');
       const ms = deleteOrder(await readManifests(files, ctx.readStdin));
-      targets = ms.map((m) => ({ kind: kindNamed(m.kind), name: m.name }));
+      targets = ms.map((m) => ({ kind: kindNamed(m.kind), name: m.name, owner: ownerOf(m) }));
     } else {
       const [kindWord, ...names] = positionals(ctx.args, 2, Number.POSITIVE_INFINITY, 'KIND and NAME');
       const kind = kindNamed(kindWord!);
       if (!kind.deletable) throw new UsageError(`${kind.plural} cannot be deleted`);
-      targets = names.map((name) => ({ kind, name }));
+      const owner = str(ctx.args.values, 'owner');
+      targets = names.map((name) => ({ kind, name, ...(owner ? { owner } : {}) }));
     }
     const client = await ctx.client();
     return each(
@@ -237,7 +249,7 @@ Examples:
       (t) => `${t.kind.name}/${t.name}`,
       async (t) => {
         try {
-          const r = await client.request('DELETE', itemPath(t.kind, t.name));
+          const r = await client.request('DELETE', itemPath(t.kind, t.name, t.owner));
           ctx.out(
             r.status === 202
               ? `${t.kind.name}/${t.name} deletion requested (its node group is being deleted)`
@@ -348,9 +360,19 @@ function ifMatch(m: Manifest): Record<string, string> {
   return v === undefined ? {} : { 'if-match': `"${v}"` };
 }
 
+/** The owner a manifest names, if any. */
+function ownerOf(m: Manifest): string | undefined {
+  const o = m.body.metadata?.owner;
+  return typeof o === 'string' && o ? o : undefined;
+}
+
 async function applyResource(client: Client, kind: Kind, m: Manifest, dryRun: boolean): Promise<Outcome> {
   const path = itemPath(kind, m.name);
-  const before = await client.find(path);
+  // Who sees two of the name reads the manifest's owner's, which is also the one the PUT changes.
+  const before = await client.find(path).catch((e: unknown) => {
+    if (!(e instanceof ApiError) || e.problem?.reason !== 'AmbiguousName') throw e;
+    return client.find(itemPath(kind, m.name, ownerOf(m) ?? 'shared'));
+  });
   // status is output only; leaving it out keeps a `get -o yaml` file small on the wire.
   const { status: _status, ...body } = m.body;
   const r = await client.request('PUT', `${path}${dryRun ? DRY_RUN : ''}`, body);
