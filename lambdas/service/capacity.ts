@@ -26,7 +26,13 @@ export function capacityService(
       const owners = new Map(world.computes.map((c) => [c.name, c.owner]));
       const usage = headroom.usage().map((u) => ({ ...u, freeNodes: u.maxNodes - u.usedNodes }));
       // Computes the caller cannot see count in the cluster's totals only: no name, owner or count of their own.
-      const computes = usage.filter((u) => caller.canSee(owners.get(u.compute)));
+      // Each with its owner: two tenants' computes may share a name (domain/names.ts).
+      const computes = usage
+        .filter((u) => caller.canSee(owners.get(u.compute)))
+        .map((u) => {
+          const owner = owners.get(u.compute);
+          return owner ? { ...u, owner } : u;
+        });
       const sum = (k: 'usedNodes' | 'replicas' | 'maxNodes' | 'freeNodes') =>
         usage.reduce((n, u) => n + u[k], 0);
       return {

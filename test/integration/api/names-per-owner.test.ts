@@ -135,6 +135,14 @@ describe('names per owner', () => {
       .map((i: { status: { nodegroupName: string } }) => i.status.nodegroupName);
     expect(new Set(groups).size).toBe(2);
     expect(groups).toContain('llmcap-test-gpu');
+    // Capacity lists both, each with its owner; a tenant's lists its own.
+    const owners = async (call: JsonClient) =>
+      (await call('GET', '/v1/capacity')).body.cluster.computes
+        .filter((c: { compute: string }) => c.compute === 'gpu')
+        .map((c: { owner?: string }) => c.owner)
+        .sort();
+    expect(await owners(admin)).toEqual(['project:a', 'project:b']);
+    expect(await owners(b)).toEqual(['project:b']);
     const m = await admin('GET', '/v1/models/llama?owner=project:a');
     expect({ status: m.status, owner: m.body.metadata.owner }).toEqual({ status: 200, owner: 'project:a' });
     expect((await admin('GET', '/v1/models/llama')).body.reason).toBe('AmbiguousName');
