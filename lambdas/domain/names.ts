@@ -111,6 +111,8 @@ export function resolveName<T extends Named>(
   items: readonly T[],
   canSee: (r: T) => boolean,
 ): T | undefined {
+  // A twin key itself (what alarms, metrics and node groups carry, for operators) means that one.
+  if (isTwinKey(name)) return items.find((r) => r.name === name && canSee(r));
   const seen = items.filter((r) => nameOf(r.name) === name && canSee(r));
   const found = owner === undefined ? seen : seen.filter((r) => (r.owner ?? '') === ownerParam(owner));
   if (found.length <= 1) return found[0];

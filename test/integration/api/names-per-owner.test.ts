@@ -1,3 +1,4 @@
+import { listComputes } from '../../../lambdas/store/computes';
 import { createTenancy, expectOk, l4Compute, l4Model, P, setupTenancy } from '../../../soak/lib/fixture';
 import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/invoke';
 import { testApi } from '../../helpers/api';
@@ -148,6 +149,20 @@ describe('names per owner', () => {
     expect((await admin('GET', '/v1/models/llama')).body.reason).toBe('AmbiguousName');
     const bad = await admin('GET', '/v1/models/llama?owner=acme');
     expect({ status: bad.status, path: bad.body.errors?.[0]?.path }).toEqual({ status: 400, path: 'owner' });
+    // The key itself, as a NodegroupFailed alarm names it ("llmcap describe compute <key>"), means that one.
+    const twin = (await listComputes()).find((c) => c.name.startsWith('gpu~'))!;
+    const byKey = await admin('GET', `/v1/computes/${twin.name}`);
+    expect({
+      status: byKey.status,
+      owner: byKey.body.metadata.owner,
+      name: byKey.body.metadata.name,
+    }).toEqual({
+      status: 200,
+      owner: twin.owner,
+      name: 'gpu',
+    });
+    const other = twin.owner === 'project:a' ? b : a;
+    expect((await other('GET', `/v1/computes/${twin.name}`)).status).toBe(404);
     // A PUT's manifest names its owner: that says which, as ?owner= would.
     const put = l4Compute('gpu', 'project:a', 4);
     const applied = await admin('PUT', '/v1/computes/gpu', put);

@@ -92,6 +92,9 @@ describe('names per owner', () => {
     });
     expect(resolveName('compute', 'gpu', 'project:b', items, () => true)?.name).toBe('gpu~k3jd6s2a');
     expect(resolveName('compute', 'cpu', 'shared', items, () => true)?.name).toBe('cpu');
+    // An operator may give the key an alarm or a node group carries; only to one who may see it.
+    expect(resolveName('compute', 'gpu~k3jd6s2a', undefined, items, () => true)?.owner).toBe('project:b');
+    expect(resolveName('compute', 'gpu~k3jd6s2a', undefined, items, seesA)).toBeUndefined();
   });
 
   it("resolves a pin or fallback to the one within the owner's reach", () => {
