@@ -13,6 +13,12 @@ export { nodegroupName } from './nodegroup';
 
 export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?$/;
 export const SCOPE_PATTERN = /^(org|team|project):[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const ONE_SCOPE = SCOPE_PATTERN.source.slice(1, -1);
+/**
+ * A reference to a scope in a request: its name, or `<scope>/<scope>`, each within the one before, for a caller
+ * who sees two scopes of a name (domain/names.ts resolveScopeRef).
+ */
+export const SCOPE_REF_PATTERN = new RegExp(`^${ONE_SCOPE}(/${ONE_SCOPE}){0,3}$`);
 
 export const AMI_TYPES = [
   'AL2023_x86_64_STANDARD',
@@ -51,6 +57,15 @@ export const scopeName = z
   .regex(
     SCOPE_PATTERN,
     'a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)',
+  );
+
+/** Where a request names a scope that exists: a name, or `team:ml/project:a` to say which of two. */
+export const scopeRef = z
+  .string()
+  .max(300)
+  .regex(
+    SCOPE_REF_PATTERN,
+    'a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -); team:<id>/project:<id> says which of two',
   );
 
 export const GpuSchema = z.strictObject({
@@ -122,7 +137,7 @@ export const READ_ONLY_METADATA = {
 
 export const ComputeMetadataInput = z.strictObject({
   name: computeName,
-  owner: scopeName.optional(),
+  owner: scopeRef.optional(),
   version: z.number().int().min(1).optional(),
   ...READ_ONLY_METADATA,
   uid: z.string().regex(COMPUTE_ID_PATTERN, 'the id llmcap gave the compute (read only)').optional(),

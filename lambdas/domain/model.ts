@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { computeName, NAME_PATTERN, scopeName } from './compute';
+import { computeName, NAME_PATTERN, scopeRef } from './compute';
 import { numberAt, type RuleIssue, refineWith, repeats, stringAt, whenParsed } from './rules';
 
 /**
@@ -124,7 +124,7 @@ export const ModelSpecSchema = z
 export type ModelSpec = Omit<z.output<typeof ModelSpecSchema>, 'class'> & { class?: ModelClass };
 
 /** `org:<id>`, `team:<id>`, `project:<id>`, or empty (or absent) for a shared model. */
-export const ModelOwnerSchema = z.union([scopeName, z.literal('')]).optional();
+export const ModelOwnerSchema = z.union([scopeRef, z.literal('')]).optional();
 
 /** The payload of POST /v1/models and PUT /v1/models/{name}. */
 export const ModelManifestInput = z.strictObject({

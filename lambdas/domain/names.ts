@@ -143,3 +143,68 @@ export function resolveReference(
   const inReach = items.filter((r) => nameOf(r.name) === name && mayUse(r.owner));
   return inReach.length === 1 ? inReach[0]!.name : name;
 }
+
+/**
+ * Scopes follow the same rule (docs/security.md, What names tell). A scope's line is its parent's: the parent,
+ * the scopes above it and every scope beneath it, all of which the creator (an admin of the parent or above)
+ * sees. An org's line is the whole tree (only platform admins create orgs, and they see it all).
+ */
+export interface ScopeLineage extends Lineage {
+  readonly names: readonly string[];
+  parent(key: string): string | undefined;
+}
+
+const under = (tree: ScopeLineage, key: string) => {
+  const p = tree.parent(key);
+  return p ? ` (under ${p})` : '';
+};
+
+/** The key a new scope of `name` under `parent` (a key) is stored under; 409 when the name is on its line. */
+export function scopeKeyForNew(
+  name: string,
+  parent: string | undefined,
+  tree: ScopeLineage,
+  random?: (n: number) => Uint8Array,
+): string {
+  const same = tree.names.filter((k) => nameOf(k) === name);
+  const clash = same.find((k) => parent === undefined || tree.above(parent, k) || tree.above(k, parent));
+  if (clash)
+    throw conflict(`scope ${name} already exists${under(tree, clash)}; choose another name`, 'AlreadyExists');
+  if (!same.includes(name)) return name;
+  for (;;) {
+    const key = newTwinKey(name, random);
+    if (!same.includes(key)) return key;
+  }
+}
+
+/**
+ * The scope a reference means among those the caller sees: a name, a key, or `<scope>/<scope>...` (each within
+ * the one before it) for a caller who sees two of a name: 409 AmbiguousName says which parents to write.
+ * None is `undefined` (the caller's "does not exist").
+ */
+export function resolveScopeRef(
+  ref: string,
+  tree: ScopeLineage,
+  canSee: (key: string) => boolean,
+): string | undefined {
+  let within: string | undefined;
+  for (const part of ref.split('/')) {
+    const found = tree.names.filter(
+      (k) =>
+        (isTwinKey(part) ? k === part : nameOf(k) === part) &&
+        canSee(k) &&
+        (within === undefined || (k !== within && tree.above(within, k))),
+    );
+    if (found.length === 0) return undefined;
+    if (found.length > 1) {
+      const parents = found.map((k) => tree.parent(k) ?? '(the top)').sort();
+      throw new DomainError(
+        'conflict',
+        `${found.length} scopes named ${part} are visible to you, under ${parents.join(' and ')}; write ${parents[0]}/${part} to say which`,
+        { reason: 'AmbiguousName' },
+      );
+    }
+    within = found[0];
+  }
+  return within;
+}

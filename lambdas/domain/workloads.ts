@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { type Compute, labels, taint } from './compute';
 import { ENGINES, type Model, type Profile } from './model';
-import { keyFromLabel, labelValue, nameOf } from './names';
+import { isTwinKey, keyFromLabel, labelValue, nameOf, TWIN_MARK } from './names';
 import { type ModelAdmission, modelStatus } from './quota';
 
 /**
@@ -60,6 +60,11 @@ export function dnsLabel(raw: string, max = 63): string {
 
 /** `llmcap-<stage>-shared` for shared models, `llmcap-<stage>-team-ml` for a model owned by team:ml. */
 export function namespaceFor(stage: string, owner: string | undefined): string {
+  // A twin scope (domain/names.ts) gets `t-` first, which no kind starts with: never another scope's namespace.
+  if (owner && isTwinKey(owner)) {
+    const [kindAndId, mark] = owner.split(TWIN_MARK) as [string, string];
+    return dnsLabel(`llmcap-${stage}-t-${kindAndId.replace(':', '-')}-${mark}`);
+  }
   return dnsLabel(`llmcap-${stage}-${owner ? owner.replace(':', '-') : 'shared'}`);
 }
 

@@ -53,7 +53,7 @@ const isRow = (v: unknown): v is Row => typeof v === 'object' && v !== null && !
 
 /**
  * A row keyed by twin keys (domain/names.ts) is parsed as the names its keys stand for, since the schema is the
- * manifest's, and keeps its keys: the name and the pins and fallback it resolved to when written.
+ * manifest's, and keeps its keys: the name, the owner scope, and the pins and fallback it resolved to when written.
  */
 function spoken(raw: Row): Row {
   const spec = isRow(raw.spec) ? raw.spec : undefined;
@@ -62,6 +62,7 @@ function spoken(raw: Row): Row {
   return {
     ...raw,
     name: speak(raw.name),
+    ...('owner' in raw ? { owner: speak(raw.owner) } : {}),
     ...(spec
       ? {
           spec: {
@@ -86,6 +87,7 @@ function keyed(data: z.output<typeof StoredModelSchema>, raw: Row): z.output<typ
   return {
     ...data,
     name: raw.name as string,
+    ...(data.owner ? { owner: raw.owner as string } : {}),
     spec: {
       ...data.spec,
       profiles: data.spec.profiles.map((p, i) =>

@@ -1,6 +1,7 @@
 import { isRole, RANK, type Role, type Tenancy } from '../access';
 import { SCOPE_PATTERN } from '../compute';
-import { conflict, DomainError, invalid, notFound } from '../errors';
+import { DomainError, invalid, notFound } from '../errors';
+import { scopeKeyForNew } from '../names';
 import { type Identity, PrincipalMap, parsePrincipal, principalKey } from '../principal';
 import { listed } from '../text';
 
@@ -250,15 +251,17 @@ export function planMemberWrite(
 // ---------------------------------------------------------------------------------------------------------
 // Tree changes
 
-/** Validates creating `{name, parent}`; throws 400 for a bad shape, 409 for a conflict with the tree. */
-export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?: string }): void {
+/**
+ * Validates creating `{name, parent}` and answers the key it is stored under (names per owner, domain/names.ts);
+ * throws 400 for a bad shape, 409 for a conflict with the tree.
+ */
+export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?: string }): string {
   if (!SCOPE_PATTERN.test(s.name)) {
     throw invalid(
       'a scope is org:<id>, team:<id> or project:<id>, with a lowercase id (letters, digits, -)',
       [{ path: 'name', message: 'not a scope name' }],
     );
   }
-  if (tree.has(s.name)) throw conflict(`scope ${s.name} already exists`);
   const kind = scopeKind(s.name);
   const allowed = PARENT_KINDS[kind];
   if (s.parent === undefined) {
@@ -267,7 +270,7 @@ export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?:
         { path: 'parent', message: 'required' },
       ]);
     }
-    return;
+    return scopeKeyForNew(s.name, undefined, tree);
   }
   if (allowed.length === 0) {
     throw invalid('an org is at the top of the tree and has no parent', [
@@ -281,6 +284,7 @@ export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?:
     );
   }
   if (!tree.has(s.parent)) throw notFound(`parent scope ${s.parent} does not exist`);
+  return scopeKeyForNew(s.name, s.parent, tree);
 }
 
 /** A scope with children or models cannot be deleted: say which, so the caller knows what to move first. */

@@ -8,10 +8,13 @@ import {
   newTwinKey,
   resolveName,
   resolveReference,
+  resolveScopeRef,
+  scopeKeyForNew,
   speakNames,
 } from '../../../lambdas/domain/names';
 import { nodegroupName } from '../../../lambdas/domain/nodegroup';
 import { ScopeTree } from '../../../lambdas/domain/quota';
+import { namespaceFor } from '../../../lambdas/domain/workloads';
 
 const tree = new ScopeTree([
   { name: 'org:acme' },
@@ -122,5 +125,54 @@ describe('names per owner', () => {
     // A twin's node group can never be the group of a compute named gpu-k3jd6s2a.
     expect(nodegroupName('dev', 'gpu~k3jd6s2a')).toBe('llmcap-dev-gpu_k3jd6s2a');
     expect(nodegroupName('dev', 'gpu-k3jd6s2a')).toBe('llmcap-dev-gpu-k3jd6s2a');
+  });
+
+  it("gives a scope a twin key beside an unrelated one, and refuses one on its parent's line", () => {
+    const t = new ScopeTree([
+      { name: 'org:acme' },
+      { name: 'team:ml', parent: 'org:acme' },
+      { name: 'team:ops', parent: 'org:acme' },
+      { name: 'project:x', parent: 'team:ml' },
+    ] as never);
+    expect(scopeKeyForNew('project:x', 'team:ops', t)).toMatch(/^project:x~[a-z2-7]{8}$/);
+    // Under the same parent, above it, or anywhere beneath it: the creator sees it.
+    expect(refusal(() => scopeKeyForNew('project:x', 'team:ml', t))).toMatchObject({
+      reason: 'AlreadyExists',
+      message: expect.stringContaining('(under team:ml)'),
+    });
+    expect(refusal(() => scopeKeyForNew('project:x', 'org:acme', t))).toMatchObject({
+      reason: 'AlreadyExists',
+    });
+    expect(refusal(() => scopeKeyForNew('team:ml', 'org:acme', t))).toMatchObject({
+      reason: 'AlreadyExists',
+    });
+    // An org is the platform's, whose admins see the whole tree.
+    expect(refusal(() => scopeKeyForNew('project:x', undefined, t))).toMatchObject({
+      reason: 'AlreadyExists',
+    });
+    expect(scopeKeyForNew('project:y', 'team:ops', t)).toBe('project:y');
+  });
+
+  it('resolves a scope reference among the scopes seen, a parent path saying which of two', () => {
+    const t = new ScopeTree([
+      { name: 'org:acme' },
+      { name: 'team:ml', parent: 'org:acme' },
+      { name: 'team:ops', parent: 'org:acme' },
+      { name: 'project:x', parent: 'team:ml' },
+      { name: 'project:x~abcdefgh', parent: 'team:ops' },
+    ] as never);
+    const all = () => true;
+    expect(refusal(() => resolveScopeRef('project:x', t, all))).toMatchObject({
+      reason: 'AmbiguousName',
+      message: expect.stringContaining('under team:ml and team:ops; write team:ml/project:x'),
+    });
+    expect(resolveScopeRef('team:ops/project:x', t, all)).toBe('project:x~abcdefgh');
+    expect(resolveScopeRef('org:acme/team:ml/project:x', t, all)).toBe('project:x');
+    expect(resolveScopeRef('project:x', t, (k) => k !== 'project:x')).toBe('project:x~abcdefgh');
+    expect(resolveScopeRef('team:nope/project:x', t, all)).toBeUndefined();
+    expect(resolveScopeRef('project:x~abcdefgh', t, all)).toBe('project:x~abcdefgh');
+    // A twin owner's namespace cannot be another scope's.
+    expect(namespaceFor('dev', 'project:x~abcdefgh')).toBe('llmcap-dev-t-project-x-abcdefgh');
+    expect(namespaceFor('dev', 'project:x-abcdefgh')).toBe('llmcap-dev-project-x-abcdefgh');
   });
 });
