@@ -1,9 +1,11 @@
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type * as z from 'zod';
-import { SCOPE_PATTERN } from '../domain/compute';
+import type { Caller } from '../domain/access';
+import { SCOPE_REF_PATTERN } from '../domain/compute';
 import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
-import { speakNames } from '../domain/names';
+import { resolveScopeRef, speakNames } from '../domain/names';
 import type { Identity } from '../domain/principal';
+import type { ScopeTree } from '../domain/quota';
 import { formatPath } from '../domain/rules';
 
 /** What a route handler sees: the parsed request and the caller's identity, never the raw event. */
@@ -232,15 +234,32 @@ export function parseBody<S extends z.ZodType>(
  * `?owner=<scope>` or `?owner=shared`: whose compute or model a name means when the caller sees two of that
  * name (domain/names.ts). Absent: the only one the caller sees.
  */
-export function ownerParam(req: ApiRequest): string | undefined {
+export function ownerParam(req: ApiRequest, caller: Caller<ScopeTree>): string | undefined {
   const v = req.query.owner;
   if (v === undefined) return undefined;
-  if (v !== 'shared' && !SCOPE_PATTERN.test(v)) {
+  if (v !== 'shared' && !SCOPE_REF_PATTERN.test(v)) {
     throw new HttpError(400, `owner must be a scope such as team:ml, or shared, not ${v}`, {
       errors: [{ path: 'owner', message: 'a scope (org:, team:, project: and a name) or shared' }],
     });
   }
-  return v;
+  return v === 'shared' ? v : scopeKey(caller, v);
+}
+
+/**
+ * The key of the scope a request names, among those the caller sees (domain/names.ts resolveScopeRef). A plain
+ * name the caller sees none of stays as it is, for the use case to refuse as any unknown scope; a qualified one
+ * (`team:ml/project:a`) that means nothing is 404.
+ */
+export function scopeKey(caller: Caller<ScopeTree>, ref: string): string {
+  const key = resolveScopeRef(ref, caller.tenancy, (k) => caller.can('read', k));
+  if (key !== undefined) return key;
+  if (ref.includes('/')) throw new HttpError(404, `scope ${ref} does not exist`);
+  return ref;
+}
+
+/** scopeKey for an optional reference ('' and null mean none). */
+export function scopeKeyOf(caller: Caller<ScopeTree>, ref: string | null | undefined): string | undefined {
+  return ref ? scopeKey(caller, ref) : undefined;
 }
 
 /** Parses the query string with its schema, or throws a 400 that lists every issue. */

@@ -92,10 +92,10 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       return ledger.withLedger(
         committing(opts, async () => {
           const tree = await loadTree();
-          validateScopeCreate(tree, s);
+          const key = validateScopeCreate(tree, s);
           const at = now();
           const item: StoredScope = {
-            name: s.name,
+            name: key,
             ...(s.parent ? { parent: s.parent } : {}),
             members: {},
             version: 1,

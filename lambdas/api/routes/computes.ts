@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
-import { type Compute, computeName, scopeName, toManifest } from '../../domain/compute';
+import { type Compute, computeName, scopeRef, toManifest } from '../../domain/compute';
 import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
 import { nameOf } from '../../domain/names';
 import type { ScopeTree } from '../../domain/quota';
@@ -14,10 +14,11 @@ import {
   nameFromPathIssues,
   ownerParam,
   parseBody,
+  scopeKeyOf,
 } from '../http';
 import type { Router } from '../router';
 
-export const CloneBody = z.strictObject({ name: computeName, owner: scopeName.optional() });
+export const CloneBody = z.strictObject({ name: computeName, owner: scopeRef.optional() });
 export const RenameBody = z.strictObject({ name: computeName });
 
 /** Who is calling, in the tenancy tree as it stands (service/access.ts). */
@@ -89,7 +90,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const caller = await callerOf(req);
       const m = parseBody(ComputeManifestInput, req.body);
       const c = await computes.create(
-        { name: m.metadata.name, owner: m.metadata.owner, spec: m.spec },
+        { name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
         caller,
         req.principal,
         { dryRun: req.dryRun },
@@ -111,7 +112,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await computes.visible(caller, req.params.name!, ownerParam(req)), caller);
+      return withEtag(200, await computes.visible(caller, req.params.name!, ownerParam(req, caller)), caller);
     },
     { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
   );
@@ -125,10 +126,10 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const m = parseBody(ComputeManifestInput, req.body, {
         also: nameFromPathIssues(req.body, name),
       });
-      const input = { name, owner: m.metadata.owner, spec: m.spec };
+      const input = { name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec };
       const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
         dryRun: req.dryRun,
-        owner: ownerParam(req),
+        owner: ownerParam(req, caller),
       });
       return withEtag(r.created ? 201 : 200, r.compute, caller);
     },
@@ -146,7 +147,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const caller = await callerOf(req);
       const r = await computes.remove(req.params.name!, expectedVersion(req), caller, req.principal, {
         dryRun: req.dryRun,
-        owner: ownerParam(req),
+        owner: ownerParam(req, caller),
       });
       // With a node group, deletion is work for the workflows: 202 and the compute shows deletionRequested.
       return r.deleted ? { status: 204 } : json(202, manifest(r.compute, caller));
@@ -163,9 +164,10 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     async (req) => {
       const caller = await callerOf(req);
       const body = parseBody(CloneBody, req.body);
-      const c = await computes.clone(req.params.name!, body, caller, req.principal, {
+      const to = { name: body.name, owner: scopeKeyOf(caller, body.owner) };
+      const c = await computes.clone(req.params.name!, to, caller, req.principal, {
         dryRun: req.dryRun,
-        owner: ownerParam(req),
+        owner: ownerParam(req, caller),
       });
       return {
         ...withEtag(201, c, caller),
@@ -190,7 +192,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
         body.name,
         caller,
         req.principal,
-        { dryRun: req.dryRun, owner: ownerParam(req) },
+        { dryRun: req.dryRun, owner: ownerParam(req, caller) },
       );
       if (!renamed) return withEtag(200, c, caller);
       return {

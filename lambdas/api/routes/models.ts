@@ -1,9 +1,9 @@
 import * as z from 'zod';
-import { scopeName } from '../../domain/compute';
+import { scopeRef } from '../../domain/compute';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
 import { type ModelAdmission, modelStatus } from '../../domain/quota';
 import type { Services } from '../../service';
-import { type ApiResponse, json, nameFromPathIssues, ownerParam, parseBody } from '../http';
+import { type ApiResponse, json, nameFromPathIssues, ownerParam, parseBody, scopeKeyOf } from '../http';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
 
@@ -20,7 +20,7 @@ export const ClassBody = z.strictObject({
   class: z.union([z.enum(CLASSES), z.literal(''), z.null()]).describe('empty or null: implied by scaling'),
 });
 export const OwnerBody = z.strictObject({
-  owner: z.union([scopeName, z.literal(''), z.null()]).describe('empty or null: a shared model'),
+  owner: z.union([scopeRef, z.literal(''), z.null()]).describe('empty or null: a shared model'),
 });
 
 export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
@@ -91,8 +91,8 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const caller = await callerOf(req);
       const m = parseBody(ModelBody, req.body, { reason: 'InvalidModel' });
       const r = await changeCatalog(
-        { verb: 'add', name: m.metadata.name, owner: m.metadata.owner || undefined, spec: m.spec },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { verb: 'add', name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return changed(201, r, { location: `/v1/models/${r.after!.name}` });
     },
@@ -108,7 +108,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await models.get(req.params.name!, caller, ownerParam(req)));
+      return withEtag(200, await models.get(req.params.name!, caller, ownerParam(req, caller)));
     },
     { summary: 'Read a model with its status', responses: { 200: 'the model' } },
   );
@@ -127,11 +127,11 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         {
           verb: 'replace',
           name,
-          owner: m.metadata.owner || undefined,
+          owner: scopeKeyOf(caller, m.metadata.owner),
           spec: m.spec,
           expectedVersion: expectedVersion(req, m.metadata.version),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       const created = !r.before && !r.replacesSkipped;
       return changed(created ? 201 : 200, r, created ? { location: `/v1/models/${name}` } : {});
@@ -150,7 +150,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const caller = await callerOf(req);
       await changeCatalog(
         { verb: 'remove', name: req.params.name!, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return { status: 204 };
     },
@@ -165,7 +165,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const scaling = parseBody(ScalingBody, req.body, { reason: 'InvalidModel', at: 'spec.scaling' });
       const r = await changeCatalog(
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return changed(200, r);
     },
@@ -180,7 +180,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const body = parseBody(ResourcesBody, req.body);
       const r = await changeCatalog(
         { verb: 'resources', name: req.params.name!, ...body, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return changed(200, r);
     },
@@ -204,7 +204,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           class: body.class || undefined,
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return changed(200, r);
     },
@@ -225,10 +225,10 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         {
           verb: 'owner',
           name: req.params.name!,
-          owner: body.owner || undefined,
+          owner: scopeKeyOf(caller, body.owner),
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       return changed(200, r);
     },

@@ -1,13 +1,13 @@
 import * as z from 'zod';
 import { ROLES } from '../../domain/access';
-import { scopeName } from '../../domain/compute';
+import { scopeName, scopeRef } from '../../domain/compute';
 import { InstanceFamiliesSchema } from '../../domain/hardware';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { membersIssues, QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
 import { refineWith } from '../../domain/rules';
 import type { Services, StoredQuota, StoredScope } from '../../service';
 import type { ApiRequest } from '../http';
-import { HttpError, json, parseBody } from '../http';
+import { HttpError, json, parseBody, scopeKey, scopeKeyOf } from '../http';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
 
@@ -15,7 +15,7 @@ import { type CallerOf, expectedVersion } from './computes';
 
 export const ScopeBody = z.strictObject({
   name: scopeName,
-  parent: scopeName.optional(),
+  parent: scopeRef.optional(),
 });
 export const MemberBody = z.strictObject({ role: z.enum(ROLES) });
 /** null lifts the limit; a list (possibly empty: no computes of their own) sets it. */
@@ -97,7 +97,16 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/scopes',
     async (req) => {
       const body = parseBody(ScopeBody, req.body);
-      const s = await scopes.create(body, await callerOf(req), req.principal, { dryRun: req.dryRun });
+      const caller = await callerOf(req);
+      const parent = scopeKeyOf(caller, body.parent);
+      const s = await scopes.create(
+        { name: body.name, ...(parent ? { parent } : {}) },
+        caller,
+        req.principal,
+        {
+          dryRun: req.dryRun,
+        },
+      );
       return json(201, scopeManifest(s, await scopes.loadTree()), { location: `/v1/scopes/${s.name}` });
     },
     {
@@ -112,7 +121,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/scopes/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      const s = await scopes.get(req.params.name!, caller);
+      const s = await scopes.get(scopeKey(caller, req.params.name!), caller);
       return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },
     { summary: 'Read a scope with its members and children', responses: { 200: 'the scope' } },
@@ -122,7 +131,8 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'DELETE',
     '/v1/scopes/{name}',
     async (req) => {
-      await scopes.remove(req.params.name!, await callerOf(req), req.principal, { dryRun: req.dryRun });
+      const caller = await callerOf(req);
+      await scopes.remove(scopeKey(caller, req.params.name!), caller, req.principal, { dryRun: req.dryRun });
       return { status: 204 };
     },
     { summary: 'Delete a scope that has no children and owns no models', responses: { 204: 'deleted' } },
@@ -135,7 +145,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const body = parseBody(InstanceFamiliesBody, req.body);
       const caller = await callerOf(req);
       const s = await scopes.setInstanceFamilies(
-        req.params.name!,
+        scopeKey(caller, req.params.name!),
         body.instanceFamilies,
         caller,
         req.principal,
@@ -157,9 +167,16 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const body = parseBody(MemberBody, req.body);
       const principal = memberPrincipal(req);
       const caller = await callerOf(req);
-      const s = await scopes.setMember(req.params.name!, principal, body.role, caller, req.principal, {
-        dryRun: req.dryRun,
-      });
+      const s = await scopes.setMember(
+        scopeKey(caller, req.params.name!),
+        principal,
+        body.role,
+        caller,
+        req.principal,
+        {
+          dryRun: req.dryRun,
+        },
+      );
       return json(200, scopeManifest(s, caller.tenancy, await quotaOf(s.name)));
     },
     {
@@ -178,7 +195,7 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
       const body = parseBody(MembersBody, req.body);
       const caller = await callerOf(req);
       const s = await scopes.replaceMembers(
-        req.params.name!,
+        scopeKey(caller, req.params.name!),
         body.members,
         expectedVersion(req),
         caller,
@@ -200,11 +217,12 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/scopes/{name}/members/{principal}',
     async (req) => {
       // Any string is removable, so that a member stored before members were checked can still be taken out.
+      const caller = await callerOf(req);
       await scopes.setMember(
-        req.params.name!,
+        scopeKey(caller, req.params.name!),
         req.params.principal!,
         undefined,
-        await callerOf(req),
+        caller,
         req.principal,
         { dryRun: req.dryRun },
       );
@@ -227,7 +245,8 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'GET',
     '/v1/quotas/{scope}',
     async (req) => {
-      const q = await quotas.get(req.params.scope!, await callerOf(req));
+      const caller = await callerOf(req);
+      const q = await quotas.get(scopeKey(caller, req.params.scope!), caller);
       return json(200, quotaManifest(q), { etag: `"${q.version}"` });
     },
     { summary: "Read a scope's quota", responses: { 200: 'the quota' } },
@@ -238,11 +257,12 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/quotas/{scope}',
     async (req) => {
       const body = parseBody(QuotaBody, req.body);
-      const scope = req.params.scope!;
+      const caller = await callerOf(req);
+      const scope = scopeKey(caller, req.params.scope!);
       const q = await quotas.apply(
         { scope, guarantee: body.guarantee, ...(body.limit ? { limit: body.limit } : {}) },
         expectedVersion(req),
-        await callerOf(req),
+        caller,
         req.principal,
         { dryRun: req.dryRun },
       );
@@ -260,14 +280,20 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'DELETE',
     '/v1/quotas/{scope}',
     async (req) => {
-      await quotas.remove(req.params.scope!, await callerOf(req), req.principal, { dryRun: req.dryRun });
+      const caller = await callerOf(req);
+      await quotas.remove(scopeKey(caller, req.params.scope!), caller, req.principal, { dryRun: req.dryRun });
       return { status: 204 };
     },
     { summary: "Remove a scope's quota", responses: { 204: 'removed' } },
   );
 
-  const capacity = async (req: ApiRequest, scope?: string) =>
-    json(200, await svc.capacity.view(await callerOf(req), scope));
+  const capacity = async (req: ApiRequest, scope?: string) => {
+    const caller = await callerOf(req);
+    return json(
+      200,
+      await svc.capacity.view(caller, scope === undefined ? undefined : scopeKey(caller, scope)),
+    );
+  };
 
   router.add('GET', '/v1/capacity', (req) => capacity(req), {
     summary:
