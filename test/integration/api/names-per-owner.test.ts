@@ -194,11 +194,79 @@ describe('names per owner', () => {
     expect(held).toHaveLength(8);
   });
 
+  it('lets two tenants each make a project of one name, and each use its own', async () => {
+    const bTeam = recording(jsonClient(invokeInProcess, B.teamAdmin), 'tenant');
+    const mine = await aTeam('POST', '/v1/scopes', { name: 'project:x', parent: 'team:ml' });
+    expect(mine.status).toBe(201);
+    const theirs = await bTeam('POST', '/v1/scopes', { name: 'project:x', parent: 'team:ops' });
+    expect({ status: theirs.status, name: theirs.body.metadata?.name }).toEqual({
+      status: 201,
+      name: 'project:x',
+    });
+    expect(theirs.headers.location).toBe('/v1/scopes/project:x');
+    // Twice under one parent is a clash the creator sees.
+    const again = await aTeam('POST', '/v1/scopes', { name: 'project:x', parent: 'team:ml' });
+    expect({ status: again.status, reason: again.body.reason }).toEqual({
+      status: 409,
+      reason: 'AlreadyExists',
+    });
+    for (const [call, parent] of [
+      [aTeam, 'team:ml'],
+      [bTeam, 'team:ops'],
+    ] as const) {
+      const got = await call('GET', '/v1/scopes/project:x');
+      expect({ status: got.status, parent: got.body.spec?.parent }).toEqual({ status: 200, parent });
+      const listed = (await call('GET', '/v1/scopes')).body.items.filter(
+        (i: { metadata: { name: string } }) => i.metadata.name === 'project:x',
+      );
+      expect(listed).toHaveLength(1);
+    }
+    // Quotas, computes and models name the project as their owner: each tenant's means its own.
+    expectOk('b quota', await bTeam('PUT', '/v1/quotas/project:x', { guarantee: { gpus: 1 } }), 200);
+    expect((await aTeam('GET', '/v1/quotas/project:x')).status).toBe(404);
+    expectOk('b compute', await bTeam('POST', '/v1/computes', l4Compute('x-pool', 'project:x', 1)), 201);
+    expect((await aTeam('GET', '/v1/computes/x-pool')).status).toBe(404);
+    expectOk('a model', await aTeam('POST', '/v1/models', l4Model('x-chat', 'project:x')), 201);
+    const bm = await bTeam('GET', '/v1/models/x-chat');
+    expect(bm.status).toBe(404);
+    // The team's own scope tree shows its project among the children.
+    expect((await bTeam('GET', '/v1/scopes/team:ops')).body.status.children).toEqual([
+      'project:b',
+      'project:x',
+    ]);
+  });
+
+  it('asks whoever sees two projects of a name to write the parent', async () => {
+    const both = await admin('GET', '/v1/scopes/project:x');
+    expect({ status: both.status, reason: both.body.reason }).toEqual({
+      status: 409,
+      reason: 'AmbiguousName',
+    });
+    expect(both.body.detail).toContain('write team:ml/project:x');
+    const one = await admin('GET', `/v1/scopes/${encodeURIComponent('team:ops/project:x')}`);
+    expect({ status: one.status, parent: one.body.spec?.parent }).toEqual({
+      status: 200,
+      parent: 'team:ops',
+    });
+    const made = await admin('POST', '/v1/models', l4Model('x-ops', 'team:ops/project:x'));
+    expect({ status: made.status, owner: made.body.metadata?.owner }).toEqual({
+      status: 201,
+      owner: 'project:x',
+    });
+    const ambiguous = await admin('POST', '/v1/models', l4Model('x-which', 'project:x'));
+    expect(ambiguous.body.reason).toBe('AmbiguousName');
+    const q = await admin('GET', `/v1/quotas/${encodeURIComponent('team:ops/project:x')}`);
+    expect({ status: q.status, gpus: q.body.spec?.guarantee?.gpus }).toEqual({ status: 200, gpus: 1 });
+    expect((await admin('GET', `/v1/scopes/${encodeURIComponent('team:nope/project:x')}`)).status).toBe(404);
+    const c = await admin('GET', '/v1/computes/x-pool');
+    expect({ status: c.status, owner: c.body.metadata?.owner }).toEqual({ status: 200, owner: 'project:x' });
+  });
+
   it('never shows a twin mark in an answer, nor a tenant the wire names that carry one', () => {
     expect(answers.tenant.length).toBeGreaterThan(20);
     const tenant = JSON.stringify(answers.tenant);
     // The key (`~`), the node group and execution names (`_`), the labels and taint (`.`).
-    expect(tenant.match(/(gpu|llama|race-\d)[~_.][a-z2-7]{8}/g) ?? []).toEqual([]);
+    expect(tenant.match(/(gpu|llama|race-\d|project:x)[~_.][a-z2-7]{8}/g) ?? []).toEqual([]);
     expect(JSON.stringify(answers.platform).match(/~[a-z2-7]{8}/g) ?? []).toEqual([]);
     // Platform admins do read the wire names: the twin's node group is its own.
     expect(JSON.stringify(answers.platform)).toMatch(/llmcap-test-gpu_[a-z2-7]{8}/);
