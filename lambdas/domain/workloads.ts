@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { type Compute, labels, taint } from './compute';
 import { ENGINES, type Model, type Profile } from './model';
@@ -58,14 +58,53 @@ export function dnsLabel(raw: string, max = 63): string {
   return `${s.slice(0, max - 9).replace(/-+$/, '')}-${hash}`;
 }
 
-/** `llmcap-<stage>-shared` for shared models, `llmcap-<stage>-team-ml` for a model owned by team:ml. */
+/**
+ * The namespace of a scope stored before namespaces were stored, and of shared models: `llmcap-<stage>-shared`
+ * for shared models, `llmcap-<stage>-team-ml` for a model owned by team:ml.
+ */
 export function namespaceFor(stage: string, owner: string | undefined): string {
-  // A twin scope (domain/names.ts) gets `t-` first, which no kind starts with: never another scope's namespace.
+  // A twin scope (domain/names.ts) always has a stored namespace; this keeps one derived from its key apart.
   if (owner && isTwinKey(owner)) {
     const [kindAndId, mark] = owner.split(TWIN_MARK) as [string, string];
     return dnsLabel(`llmcap-${stage}-t-${kindAndId.replace(':', '-')}-${mark}`);
   }
   return dnsLabel(`llmcap-${stage}-${owner ? owner.replace(':', '-') : 'shared'}`);
+}
+
+const NS_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/**
+ * The namespace a new scope gets, stored with it: `llmcap-<stage>-<kind>-<id>-<5 random characters>` for every
+ * scope, so that a namespace never tells whether another scope of its name exists (docs/security.md). `taken`
+ * are the namespaces of the scopes there are; one of them is never given again.
+ */
+export function newScopeNamespace(
+  stage: string,
+  key: string,
+  taken: ReadonlySet<string>,
+  random: (n: number) => Uint8Array = randomBytes,
+): string {
+  for (;;) {
+    const bytes = random(5);
+    let suffix = '';
+    for (let i = 0; i < 5; i++) suffix += NS_ALPHABET[(bytes[i] as number) & 31];
+    const base = `llmcap-${stage}-${nameOf(key).replace(':', '-')}`;
+    // Cut before the suffix, so the random part always survives a long name.
+    const ns = `${dnsLabel(base, 63 - 6)}-${suffix}`;
+    if (!taken.has(ns)) return ns;
+  }
+}
+
+/** Which namespace a model of each owner runs in. */
+export type NamespaceOf = (owner: string | undefined) => string;
+
+/** The namespaces of these scopes: stored, or derived for those stored before (namespaceFor). */
+export function namespacesOf(
+  stage: string,
+  scopes: readonly { name: string; namespace?: string }[],
+): NamespaceOf {
+  const stored = new Map(scopes.filter((s) => s.namespace).map((s) => [s.name, s.namespace!]));
+  return (owner) => (owner && stored.get(owner)) || namespaceFor(stage, owner);
 }
 
 /** Every namespace llmcap manages starts so; the access entry's namespace scope is this prefix and `*`. */
@@ -151,7 +190,12 @@ function commonLabels(stage: string, model: string): Record<string, string> {
   return { [MANAGED_BY]: FIELD_MANAGER, [LABEL_STAGE]: stage, [LABEL_MODEL]: labelValue(model) };
 }
 
-export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): K8sObject {
+export function deploymentFor(
+  stage: string,
+  p: Placement,
+  cfg: EnginesConfig,
+  ns: string = namespaceFor(stage, p.model.owner),
+): K8sObject {
   const { model, profile, compute } = p;
   const engine = engineFor(cfg, model);
   const gpus = profile.gpus;
@@ -207,7 +251,7 @@ export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): 
     kind: 'Deployment',
     metadata: {
       name: deploymentName(nameOf(model.name), profile.name, nameOf(compute.name)),
-      namespace: namespaceFor(stage, model.owner),
+      namespace: ns,
       labels: {
         ...commonLabels(stage, model.name),
         [LABEL_PROFILE]: profile.name,
@@ -230,13 +274,17 @@ export function deploymentFor(stage: string, p: Placement, cfg: EnginesConfig): 
 }
 
 /** One Service per model over all its placements: clients call the model, wherever its replicas run. */
-export function serviceFor(stage: string, model: Placement['model']): K8sObject {
+export function serviceFor(
+  stage: string,
+  model: Placement['model'],
+  ns: string = namespaceFor(stage, model.owner),
+): K8sObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
       name: serviceName(nameOf(model.name)),
-      namespace: namespaceFor(stage, model.owner),
+      namespace: ns,
       labels: commonLabels(stage, model.name),
     },
     spec: {
@@ -252,13 +300,18 @@ export function serviceFor(stage: string, model: Placement['model']): K8sObject 
  * replacement loads its weights (such a drain waits; llmcap's own surges a replacement first). A pod that is
  * not Ready serves nothing and may always go (unhealthyPodEvictionPolicy), so a crash loop never blocks a drain.
  */
-export function disruptionBudgetFor(stage: string, model: Placement['model'], replicas: number): K8sObject {
+export function disruptionBudgetFor(
+  stage: string,
+  model: Placement['model'],
+  replicas: number,
+  ns: string = namespaceFor(stage, model.owner),
+): K8sObject {
   return {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
     metadata: {
       name: serviceName(nameOf(model.name)),
-      namespace: namespaceFor(stage, model.owner),
+      namespace: ns,
       labels: commonLabels(stage, model.name),
     },
     spec: {
@@ -310,6 +363,7 @@ export function desiredWorkloads(
   stage: string,
   placements: readonly Placement[],
   cfg: EnginesConfig,
+  namespaceOf: NamespaceOf = (owner) => namespaceFor(stage, owner),
 ): DesiredWorkloads {
   const namespaces = new Map<string, K8sObject>();
   const perModel = new Map<string, Placement['model']>();
@@ -317,14 +371,16 @@ export function desiredWorkloads(
   const replicas = new Map<string, number>();
   for (const p of placements) {
     replicas.set(p.model.name, (replicas.get(p.model.name) ?? 0) + p.replicas);
-    const ns = namespaceFor(stage, p.model.owner);
+    const ns = namespaceOf(p.model.owner);
     if (!namespaces.has(ns)) namespaces.set(ns, namespaceObject(stage, ns));
     perModel.set(p.model.name, p.model);
-    deployments.push(deploymentFor(stage, p, cfg));
+    deployments.push(deploymentFor(stage, p, cfg, ns));
   }
   const objects = [...deployments];
-  for (const m of perModel.values())
-    objects.push(serviceFor(stage, m), disruptionBudgetFor(stage, m, replicas.get(m.name) ?? 0));
+  for (const m of perModel.values()) {
+    const ns = namespaceOf(m.owner);
+    objects.push(serviceFor(stage, m, ns), disruptionBudgetFor(stage, m, replicas.get(m.name) ?? 0, ns));
+  }
   const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
   return {
     namespaces: [...namespaces.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),

@@ -10,7 +10,7 @@ import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
-import type { EnginesConfig, WorkloadsReport } from '../domain/workloads';
+import { type EnginesConfig, namespacesOf, type WorkloadsReport } from '../domain/workloads';
 import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import type { TxItem } from '../store/ledger';
@@ -128,11 +128,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const stage = deps.config().stage;
     let workloads: WorkloadsReport | undefined;
     try {
-      const client = await deps.cluster();
+      const [client, scopes] = await Promise.all([deps.cluster(), store.tenancy.listScopes()]);
       let chosen = new Map<string, DrainNode[]>();
       const w = await reconcileWorkloads({
         ...input,
         stage,
+        namespaceOf: namespacesOf(stage, scopes),
         engines: deps.engines(),
         client,
         record: store.workloads.recordWorkloads,

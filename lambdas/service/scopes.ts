@@ -10,6 +10,7 @@ import {
   validateScopeDelete,
 } from '../domain/quota';
 import { listed } from '../domain/text';
+import { namespacesOf, newScopeNamespace } from '../domain/workloads';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -91,12 +92,17 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       } else caller.authorize('platform', undefined);
       return ledger.withLedger(
         committing(opts, async () => {
-          const tree = await loadTree();
+          const all = await tenancy.listScopes();
+          const tree = new ScopeTree(all);
           const key = validateScopeCreate(tree, s);
           const at = now();
+          const stage = deps.config().stage;
+          const namespaceOf = namespacesOf(stage, all);
+          const taken = new Set(all.map((x) => namespaceOf(x.name)));
           const item: StoredScope = {
             name: key,
             ...(s.parent ? { parent: s.parent } : {}),
+            namespace: newScopeNamespace(stage, key, taken),
             members: {},
             version: 1,
             createdAt: at,

@@ -23,6 +23,7 @@ import {
   LABEL_PROFILE,
   LABEL_STAGE,
   MANAGED_BY,
+  type NamespaceOf,
   type PodLike,
   type PodView,
   placementsOf,
@@ -62,6 +63,8 @@ export async function reconcileWorkloads(input: {
   now: string;
   stage: string;
   engines: EnginesConfig;
+  /** Each owner's namespace (the scopes' stored ones, domain/workloads.ts namespacesOf); derived when absent. */
+  namespaceOf?: NamespaceOf;
   client: ClusterClient;
   /** Writes each model's pods where the models API reads them (store/workloads.ts); returns the writes. */
   record: (seen: Map<string, WorkloadStatus>, now: string) => Promise<number>;
@@ -85,6 +88,7 @@ export async function reconcileWorkloads(input: {
     stage,
     placementsOf(input.models, input.admissions, input.computes),
     input.engines,
+    input.namespaceOf,
   );
   const k = input.client;
   const before = k.calls;

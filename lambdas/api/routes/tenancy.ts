@@ -5,7 +5,9 @@ import { InstanceFamiliesSchema } from '../../domain/hardware';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { membersIssues, QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
 import { refineWith } from '../../domain/rules';
+import { namespacesOf } from '../../domain/workloads';
 import type { Services, StoredQuota, StoredScope } from '../../service';
+import { config } from '../../shared/config';
 import type { ApiRequest } from '../http';
 import { HttpError, json, parseBody, scopeKey, scopeKeyOf } from '../http';
 import type { Router } from '../router';
@@ -62,7 +64,12 @@ function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
       members: s.members ?? {},
       ...(s.instanceFamilies ? { instanceFamilies: s.instanceFamilies } : {}),
     },
-    status: { children: tree.has(s.name) ? tree.children(s.name) : [], hasQuota: quota !== undefined },
+    status: {
+      children: tree.has(s.name) ? tree.children(s.name) : [],
+      hasQuota: quota !== undefined,
+      // Where its models run: their Services are <model>.<namespace>.svc.
+      namespace: namespacesOf(config().stage, [s])(s.name),
+    },
   };
 }
 

@@ -23,6 +23,11 @@ export interface Scope {
    * platform admin; absent: any (domain/hardware.ts familyLimits).
    */
   instanceFamilies?: readonly string[];
+  /**
+   * Its Kubernetes namespace, fixed when it is created (domain/workloads.ts newScopeNamespace); absent for a
+   * scope stored before namespaces were stored, whose namespace follows from its name (namespaceFor).
+   */
+  namespace?: string;
 }
 
 /**
