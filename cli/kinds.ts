@@ -344,6 +344,8 @@ const scope: Kind = {
       fields([
         ['Name', name],
         ['Parent', parentOf(s) ?? '(top)'],
+        // Where its models run: their Services are <model>.<namespace>.svc.
+        ['Namespace', s.status?.namespace],
       ]),
     ];
     out.push(
