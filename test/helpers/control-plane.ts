@@ -63,6 +63,13 @@ export const TWO_TENANTS = [
   ['team:ops', 'org:beta'],
 ] as const;
 
+/** The Kubernetes namespace a scope's models run in, as its status says (fixed when the scope was created). */
+export async function namespaceOf(cp: Pick<ControlPlane, 'apiUrl'>, scope: string): Promise<string> {
+  const r = await httpApi(cp)('GET', `/v1/scopes/${encodeURIComponent(scope)}`);
+  if (r.status !== 200) throw new Error(`GET scope ${scope}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.status.namespace as string;
+}
+
 /** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin) or `as`. */
 export function httpApi(cp: Pick<ControlPlane, 'apiUrl'>) {
   return async (method: string, path: string, body?: unknown, as?: string) => {

@@ -286,6 +286,8 @@ describe('llmcap against the local control plane', () => {
     const d = await run(['describe', 'scope', 'team:cli']);
     expect(d.stdout).toMatch(/arn:aws:iam::000000000000:role\/cli-lead\s+admin/);
     expect(d.stdout).toMatch(/Limit:\s+gpus=16/);
+    // Where its models run, fixed when it was made.
+    expect(d.stdout).toMatch(/^Namespace:\s+llmcap-local-team-cli-[a-z2-7]{5}$/m);
     const c = await run(['capacity', 'team:cli']);
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/^team:cli\s+\[░{8}·{8}\] {2}0\/8\/16/m);

@@ -1,7 +1,13 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../local/control-plane';
 import { createTenancy } from '../../../soak/lib/fixture';
-import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
+import {
+  httpApi,
+  namespaceOf,
+  reconcileUntil,
+  TWO_TENANTS,
+  testControlPlane,
+} from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -80,7 +86,7 @@ it('lists the Ready pods of every model on the nodes they run on', async () => {
   for (const p of json.items) {
     expect(p).toMatchObject({
       model: 'chat',
-      namespace: 'llmcap-local-team-ml',
+      namespace: await namespaceOf(cp, 'team:ml'),
       profile: 'l4',
       compute: 'l4-pods',
       phase: 'Running',
@@ -91,7 +97,7 @@ it('lists the Ready pods of every model on the nodes they run on', async () => {
     expect(Date.parse(p.createdAt)).not.toBeNaN();
   }
   const wide = rows((await cli(['get', 'pods', '--compute', 'l4-pods', '-o', 'wide'])).stdout);
-  expect(wide[0]).toMatchObject({ NAMESPACE: 'llmcap-local-team-ml', PROFILE: 'l4' });
+  expect(wide[0]).toMatchObject({ NAMESPACE: await namespaceOf(cp, 'team:ml'), PROFILE: 'l4' });
   expect(wide[0]!.OBSERVED).toMatch(/^\d+[smhd] ago$/);
   // By name, as kubectl get pod NAME; a name llmcap has not seen is not found (exit 4).
   const one = await cli(['get', 'pods', json.items[0].name, 'nope']);

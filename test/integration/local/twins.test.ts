@@ -3,7 +3,13 @@ import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { eksClient } from '../../../lambdas/shared/clients';
 import type { ControlPlane } from '../../../local/control-plane';
 import { createTenancy } from '../../../soak/lib/fixture';
-import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
+import {
+  httpApi,
+  namespaceOf,
+  reconcileUntil,
+  TWO_TENANTS,
+  testControlPlane,
+} from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -58,7 +64,34 @@ beforeAll(async () => {
     const m = await call('POST', '/v1/models', model(owner), who);
     expect({ status: m.status, name: m.body.metadata?.name }).toEqual({ status: 201, name: 'chat' });
   }
-  await reconcileUntil(cp, async () => (await running('team:ml')) === 1 && (await running('team:ops')) === 1);
+  // And a project:x under each team (the second a twin), each with a model of its own.
+  for (const [who, parent] of [
+    [ML_EDITOR, 'team:ml'],
+    [OPS_EDITOR, 'team:ops'],
+  ] as const) {
+    expect((await call('POST', '/v1/scopes', { name: 'project:x', parent })).status).toBe(201);
+    const m = await call(
+      'POST',
+      '/v1/models',
+      { ...model('project:x'), metadata: { name: 'helper', owner: 'project:x' } },
+      who,
+    );
+    expect(m.status).toBe(201);
+  }
+  const helpers = async () => {
+    const r = await call('GET', '/v1/pods?model=helper', undefined, ML_EDITOR);
+    const s = await call('GET', '/v1/pods?model=helper', undefined, OPS_EDITOR);
+    return (
+      r.body.items?.length === 1 &&
+      s.body.items?.length === 1 &&
+      r.body.items[0].ready &&
+      s.body.items[0].ready
+    );
+  };
+  await reconcileUntil(
+    cp,
+    async () => (await running('team:ml')) === 1 && (await running('team:ops')) === 1 && (await helpers()),
+  );
 });
 afterAll(() => cp.stop());
 
@@ -78,7 +111,7 @@ it("makes a node group per tenant and runs each tenant's model on its own nodes"
   }
   const nodes = new Map((await core.listNode()).items.map((n) => [n.metadata!.name!, n.metadata!.labels!]));
   for (const [owner, group] of groups) {
-    const ns = `llmcap-local-${owner.replace(':', '-')}`;
+    const ns = await namespaceOf(cp, owner);
     const deployments = (await apps.listNamespacedDeployment({ namespace: ns })).items.map(
       (d) => d.metadata!.name,
     );
@@ -89,11 +122,28 @@ it("makes a node group per tenant and runs each tenant's model on its own nodes"
   }
 });
 
+it('gives each of two projects of one name its own namespace, of the same shape', async () => {
+  const seen: string[] = [];
+  for (const who of [ML_EDITOR, OPS_EDITOR]) {
+    const scope = await call('GET', '/v1/scopes/project:x', undefined, who);
+    expect(scope.status).toBe(200);
+    const ns: string = scope.body.status.namespace;
+    expect(ns).toMatch(/^llmcap-local-project-x-[a-z2-7]{5}$/);
+    const pods = (await call('GET', '/v1/pods?model=helper', undefined, who)).body.items;
+    expect(pods.map((p: { namespace: string }) => p.namespace)).toEqual([ns]);
+    const live = (await apps.listNamespacedDeployment({ namespace: ns })).items.map((d) => d.metadata!.name);
+    expect(live).toEqual(['helper-l4-l4-pool']);
+    seen.push(ns);
+  }
+  expect(new Set(seen).size).toBe(2);
+});
+
 it('shows each tenant its own compute, model and pods by their plain names', async () => {
-  for (const [who, ns] of [
-    [ML_EDITOR, 'llmcap-local-team-ml'],
-    [OPS_EDITOR, 'llmcap-local-team-ops'],
+  for (const [who, owner] of [
+    [ML_EDITOR, 'team:ml'],
+    [OPS_EDITOR, 'team:ops'],
   ] as const) {
+    const ns = await namespaceOf(cp, owner);
     const pods = JSON.parse((await cli(['get', 'pods', '--model', 'chat', '-o', 'json'], who)).stdout).items;
     expect(
       pods.map((p: { model: string; compute: string; namespace: string }) => [
@@ -106,7 +156,7 @@ it('shows each tenant its own compute, model and pods by their plain names', asy
     expect(described.code).toBe(0);
     expect(described.stdout).not.toMatch(/[~_.][a-z2-7]{8}/);
     const yaml = await cli(['get', 'model', 'chat', '-o', 'yaml'], who);
-    expect(yaml.stdout).toContain(`owner: ${ns === 'llmcap-local-team-ml' ? 'team:ml' : 'team:ops'}`);
+    expect(yaml.stdout).toContain(`owner: ${owner}`);
     expect(yaml.stdout).not.toContain('~');
   }
   // The platform admin sees both and says which.

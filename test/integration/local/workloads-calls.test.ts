@@ -1,6 +1,6 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import type { AuditEvent } from '../../../local/k8s-sim';
-import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * What a reconcile pass costs the cluster's API server, counted where the API server counts it (the simulator's
@@ -66,7 +66,8 @@ it('makes no write in a steady pass and reads each kind once per namespace it ma
   expect(seen.filter((e) => WRITES.has(e.verb))).toEqual([]);
   // The namespaces llmcap manages (one per owner scope, and the shared one), each read once per kind.
   const namespaces = [...new Set(seen.filter((e) => e.namespace).map((e) => e.namespace))].sort();
-  expect(namespaces).toEqual(expect.arrayContaining(['llmcap-local-team-a', 'llmcap-local-team-b']));
+  const owners = await Promise.all(['team:a', 'team:b'].map((s) => namespaceOf(cp, s)));
+  expect(namespaces).toEqual(expect.arrayContaining(owners));
   const n = namespaces.length;
   expect(tally(seen)).toEqual({
     'list namespaces': 1,
@@ -85,9 +86,10 @@ it('writes only what a scaling changes: the Deployment, and the budget when one 
     seen.filter((e) => WRITES.has(e.verb)).map((e) => `${e.verb} ${e.resource} ${e.namespace}/${e.name}`);
   // A one-replica model's budget keeps its only replica (minAvailable 1); at two it allows one away.
   expect((await httpApi(cp)('PUT', '/v1/models/a1/scaling', { min: 2, max: 2 })).status).toBe(200);
+  const ns = await namespaceOf(cp, 'team:a');
   expect(writes((await pass()).events)).toEqual([
-    'patch deployments llmcap-local-team-a/a1-l4-l4-calls',
-    'patch poddisruptionbudgets llmcap-local-team-a/a1',
+    `patch deployments ${ns}/a1-l4-l4-calls`,
+    `patch poddisruptionbudgets ${ns}/a1`,
   ]);
   expect(writes((await pass()).events)).toEqual([]);
 });

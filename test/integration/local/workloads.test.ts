@@ -1,6 +1,6 @@
 import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * Issue 20 end to end on the local control plane: an admitted replica becomes a Deployment on its compute's
@@ -24,11 +24,14 @@ beforeAll(async () => {
   expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-wl' })).status).toBe(201);
   expect((await call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
   expect((await call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
+  NS = await namespaceOf(cp, 'team:ml');
+  // Fixed when the scope is made, with a random end, so that it never tells of another scope of its name.
+  expect(NS).toMatch(/^llmcap-local-team-ml-[a-z2-7]{5}$/);
 });
 afterAll(() => cp.stop());
 
 const call = (method: string, path: string, body?: unknown) => httpApi(cp)(method, path, body);
-const NS = 'llmcap-local-team-ml';
+let NS = '';
 
 const chat = (replicas: number) => ({
   apiVersion: 'llmcap/v1',
