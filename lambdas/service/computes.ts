@@ -92,9 +92,16 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     return { name: c.name, ...(c.owner ? { owner: c.owner } : {}), spec: r.spec, costSource: r.costSource };
   };
 
-  /** The compute of that name the caller sees (`owner` says which of two), or undefined. */
-  const located = async (caller: Caller, name: string, owner?: string) =>
-    resolveName('compute', name, owner, await store.listComputes(), (c) => caller.canSee(c.owner));
+  /** The compute of that name the caller sees (`owner`, or else `orOwner`, says which of two), or undefined. */
+  const located = async (caller: Caller, name: string, owner?: string, orOwner?: string) =>
+    resolveName(
+      'compute',
+      name,
+      owner,
+      await store.computesNamed(name),
+      (c) => caller.canSee(c.owner),
+      orOwner,
+    );
 
   /** The compute as the caller may see it; one it may not see is 404 like a missing one, so names do not leak. */
   const visible = async (caller: Caller, name: string, owner?: string) =>
@@ -129,11 +136,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     ): Promise<{ compute: StoredCompute; created: boolean }> {
       const c = await resolve(declared, caller, by);
       // The manifest's owner says which of two the caller means, as ?owner= would.
-      const current = await located(caller, c.name, opts?.owner).catch((e: unknown) => {
-        if (opts?.owner !== undefined || !(e instanceof DomainError) || e.details.reason !== 'AmbiguousName')
-          throw e;
-        return located(caller, c.name, c.owner ?? 'shared');
-      });
+      const current = await located(caller, c.name, opts?.owner, c.owner ?? 'shared');
       const d = decideApply(caller, current, c, expected);
       if (d.kind === 'create') return { compute: await create(c, by, opts), created: true };
       if (d.kind === 'unchanged') return { compute: current!, created: false };

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ABSENT_STATUS,
   type Compute,
@@ -8,6 +8,7 @@ import {
 } from '../domain/compute';
 import type { StoredCompute } from '../domain/compute-changes';
 import { conflict, versionMismatch } from '../domain/errors';
+import { isTwinKey, TWIN_MARK } from '../domain/names';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { isConditionFailure } from './conditions';
@@ -41,6 +42,27 @@ export async function listComputes(): Promise<StoredCompute[]> {
   return (await readPartition('COMPUTE')).map(toCompute);
 }
 
+/**
+ * The computes a name may mean (domain/names.ts): the one keyed by the name and its twins (`name~…`), read as
+ * one GetItem and one Query side by side rather than the whole partition; a key reads that one item.
+ */
+export async function computesNamed(name: string): Promise<StoredCompute[]> {
+  if (isTwinKey(name)) return [await getCompute(name)].filter((c) => c !== undefined);
+  const [plain, twins] = await Promise.all([
+    getCompute(name),
+    documentClient().send(
+      new QueryCommand({
+        TableName: table(),
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :twin)',
+        ExpressionAttributeValues: { ':pk': keys.computes().pk, ':twin': `${name}${TWIN_MARK}` },
+        ConsistentRead: true,
+      }),
+    ),
+  ]);
+  // Twins of one name are a handful: one page holds them.
+  return [...(plain ? [plain] : []), ...(twins.Items ?? []).map(toCompute)];
+}
+
 export interface NewCompute {
   name: string;
   owner?: string;
@@ -72,11 +94,6 @@ function newItem(c: NewCompute, now: string): Item {
     generation: 0,
     uid: c.uid,
   };
-}
-
-/** The compute a create would store, built as createCompute builds it: what a dry run answers. */
-export function previewCompute(c: NewCompute, now: string): StoredCompute {
-  return toCompute(newItem(c, now) as unknown as Record<string, unknown>);
 }
 
 /** Condition (and its values) that the compute owns no node group: ABSENT, or FOREIGN (someone else's). */
