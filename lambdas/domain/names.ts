@@ -101,8 +101,9 @@ export function keyForNew(
 
 /**
  * The resource a caller means by `name` (and `owner`, when given): among those it may see, the one of that
- * name. Two that it sees (owned in unrelated scopes) need the owner: 409 AmbiguousName naming the owners.
- * None is `undefined` (the caller's 404, worded by the use case).
+ * name. Two that it sees (owned in unrelated scopes) need the owner: 409 AmbiguousName naming the owners,
+ * unless `orOwner` (a PUT manifest's owner, `shared` for none) says which. None is `undefined` (the caller's
+ * 404, worded by the use case).
  */
 export function resolveName<T extends Named>(
   kind: 'compute' | 'model',
@@ -110,12 +111,14 @@ export function resolveName<T extends Named>(
   owner: string | undefined,
   items: readonly T[],
   canSee: (r: T) => boolean,
+  orOwner?: string,
 ): T | undefined {
   // A twin key itself (what alarms, metrics and node groups carry, for operators) means that one.
   if (isTwinKey(name)) return items.find((r) => r.name === name && canSee(r));
   const seen = items.filter((r) => nameOf(r.name) === name && canSee(r));
-  const found = owner === undefined ? seen : seen.filter((r) => (r.owner ?? '') === ownerParam(owner));
+  const found = owner === undefined ? seen : seen.filter((r) => (r.owner ?? '') === ownerKey(owner));
   if (found.length <= 1) return found[0];
+  if (owner === undefined && orOwner !== undefined) return resolveName(kind, name, orOwner, items, canSee);
   const owners = found.map((r) => r.owner ?? 'shared').sort();
   throw new DomainError(
     'conflict',
@@ -125,7 +128,7 @@ export function resolveName<T extends Named>(
 }
 
 /** `?owner=shared` (or empty) means the shared resource of that name. */
-function ownerParam(owner: string): string {
+function ownerKey(owner: string): string {
   return owner === 'shared' ? '' : owner;
 }
 

@@ -98,12 +98,17 @@ export function newScopeNamespace(
 /** Which namespace a model of each owner runs in. */
 export type NamespaceOf = (owner: string | undefined) => string;
 
-/** The namespaces of these scopes: stored, or derived for those stored before (namespaceFor). */
+/** A scope's namespace: stored, or derived for one stored before namespaces were (namespaceFor). */
+export function scopeNamespace(stage: string, s: { name: string; namespace?: string }): string {
+  return s.namespace || namespaceFor(stage, s.name);
+}
+
+/** The namespaces of these scopes' models (and of shared ones). */
 export function namespacesOf(
   stage: string,
   scopes: readonly { name: string; namespace?: string }[],
 ): NamespaceOf {
-  const stored = new Map(scopes.filter((s) => s.namespace).map((s) => [s.name, s.namespace!]));
+  const stored = new Map(scopes.map((s) => [s.name, scopeNamespace(stage, s)]));
   return (owner) => (owner && stored.get(owner)) || namespaceFor(stage, owner);
 }
 

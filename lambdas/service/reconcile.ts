@@ -120,7 +120,10 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    * node that empties by itself is cheaper to remove than one whose pods must move.
    */
   async function runWorkloads(
-    input: Pick<Parameters<typeof reconcileWorkloads>[0], 'models' | 'admissions' | 'computes' | 'now'>,
+    input: Pick<
+      Parameters<typeof reconcileWorkloads>[0],
+      'models' | 'admissions' | 'computes' | 'now' | 'namespaceOf'
+    >,
     shrinks: Shrink[],
     errors: string[],
   ): Promise<{ workloads?: WorkloadsReport; drains: DrainReport[] }> {
@@ -128,12 +131,11 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const stage = deps.config().stage;
     let workloads: WorkloadsReport | undefined;
     try {
-      const [client, scopes] = await Promise.all([deps.cluster(), store.tenancy.listScopes()]);
+      const client = await deps.cluster();
       let chosen = new Map<string, DrainNode[]>();
       const w = await reconcileWorkloads({
         ...input,
         stage,
-        namespaceOf: namespacesOf(stage, scopes),
         engines: deps.engines(),
         client,
         record: store.workloads.recordWorkloads,
@@ -305,7 +307,14 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 5. Workloads (issue 20): the model servers of what is admitted; their pods become status.running.
     const { workloads, drains } = deps.config().deployWorkloads
       ? await runWorkloads(
-          { models: world.models, admissions: decision.admissions, computes: all, now },
+          {
+            models: world.models,
+            admissions: decision.admissions,
+            computes: all,
+            now,
+            // The pass's own read of the tree: each scope's namespace (domain/workloads.ts namespacesOf).
+            namespaceOf: namespacesOf(deps.config().stage, world.scopes),
+          },
           shrinks,
           errors,
         )

@@ -10,7 +10,7 @@ import {
   validateScopeDelete,
 } from '../domain/quota';
 import { listed } from '../domain/text';
-import { namespacesOf, newScopeNamespace } from '../domain/workloads';
+import { newScopeNamespace, scopeNamespace } from '../domain/workloads';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -97,8 +97,7 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
           const key = validateScopeCreate(tree, s);
           const at = now();
           const stage = deps.config().stage;
-          const namespaceOf = namespacesOf(stage, all);
-          const taken = new Set(all.map((x) => namespaceOf(x.name)));
+          const taken = new Set(all.map((x) => scopeNamespace(stage, x)));
           const item: StoredScope = {
             name: key,
             ...(s.parent ? { parent: s.parent } : {}),

@@ -5,7 +5,7 @@ import { InstanceFamiliesSchema } from '../../domain/hardware';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { membersIssues, QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
 import { refineWith } from '../../domain/rules';
-import { namespacesOf } from '../../domain/workloads';
+import { scopeNamespace } from '../../domain/workloads';
 import type { Services, StoredQuota, StoredScope } from '../../service';
 import { config } from '../../shared/config';
 import type { ApiRequest } from '../http';
@@ -68,7 +68,7 @@ function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
       children: tree.has(s.name) ? tree.children(s.name) : [],
       hasQuota: quota !== undefined,
       // Where its models run: their Services are <model>.<namespace>.svc.
-      namespace: namespacesOf(config().stage, [s])(s.name),
+      namespace: scopeNamespace(config().stage, s),
     },
   };
 }

@@ -16,17 +16,13 @@ function visible(ctx: ChangeContext) {
   return (m: Pick<Model, 'declared' | 'owner'>) => !ctx.access || m.declared || ctx.access.canSee(m.owner);
 }
 
-/** The key the route's name means, or the name itself when the caller sees none (the transition's 404). */
-function located(state: CatalogState, name: string, ctx: ChangeContext, fallbackOwner?: string): string {
+/**
+ * The key the route's name means, or the name itself when the caller sees none (the transition's 404). A PUT's
+ * manifest names its owner (`orOwner`): that says which of two the caller means, as ?owner= would.
+ */
+function located(state: CatalogState, name: string, ctx: ChangeContext, orOwner?: string): string {
   const all = [...state.models, ...state.skipped.map((s) => ({ ...s, declared: false }))];
-  const pick = (owner: string | undefined) => resolveName('model', name, owner, all, visible(ctx));
-  try {
-    return pick(ctx.ownerParam)?.name ?? name;
-  } catch (e) {
-    // A PUT's manifest names its owner: that says which of two the caller means, as ?owner= would.
-    if (ctx.ownerParam !== undefined || fallbackOwner === undefined) throw e;
-    return pick(fallbackOwner)?.name ?? name;
-  }
+  return resolveName('model', name, ctx.ownerParam, all, visible(ctx), orOwner)?.name ?? name;
 }
 
 /** The spec with each pin and fallback as the key it means for a model of `owner`. */
