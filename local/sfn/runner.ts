@@ -1,6 +1,7 @@
 import './polyfill';
 import { readFileSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
+import { processWide } from '../process-wide';
 import type { Json, TaskDispatcher } from './dispatcher';
 
 /**
@@ -146,6 +147,18 @@ export interface RunHandle {
   events: AsyncGenerator<Record<string, unknown>>;
 }
 
+/**
+ * The library's ASL check compiles its JSON schema on every call (~0.1 s of CPU), and a test run starts the
+ * same three definitions in most files: a definition is a value, so one check per process and text (processWide) is enough.
+ */
+function validateOnce(definition: Definition): void {
+  // A definition that fails throws out of processWide and is not remembered.
+  processWide(`sfn.valid:${JSON.stringify(definition)}`, () => {
+    new StateMachine(definition as unknown as StateMachineDefinition);
+    return true;
+  });
+}
+
 export class LocalStateMachine {
   private readonly scaled: Definition;
   private readonly taskResources = new Map<string, string>();
@@ -162,7 +175,7 @@ export class LocalStateMachine {
   ) {
     // Validates the definition as written; the scaled copy below has fractional intervals that the ASL schema
     // would refuse, so it runs unvalidated.
-    new StateMachine(definition as unknown as StateMachineDefinition);
+    validateOnce(definition);
     const waitScale = timing.waitScale ?? 1;
     this.timing = { ...timing, waitScale, retryScale: timing.retryScale ?? waitScale };
     // JSON round trip rather than structuredClone: under jest the latter makes objects of another realm,
