@@ -149,7 +149,8 @@ export interface RunHandle {
 
 /**
  * The library's ASL check compiles its JSON schema on every call (~0.1 s of CPU), and a test run starts the
- * same three definitions in most files: a definition is a value, so one check per process and text (processWide) is enough.
+ * same three definitions in most files: a definition is a value, so one check per process and text
+ * (processWide) is enough.
  */
 function validateOnce(definition: Definition): void {
   // A definition that fails throws out of processWide and is not remembered.
