@@ -9,6 +9,7 @@ const common = {
   ],
   testEnvironment: 'node',
   setupFiles: ['<rootDir>/test/helpers/setup-env.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/release-async-storage.ts'],
 };
 
 module.exports = {
