@@ -149,15 +149,33 @@ export interface RunHandle {
 
 /**
  * The library's ASL check compiles its JSON schema on every call (~0.1 s of CPU), and a test run starts the
- * same three definitions in most files: a definition is a value, so one check per process and text
- * (processWide) is enough.
+ * same three definitions in most files: a definition's validity is a value, so one check per process (processWide)
+ * is enough. The files' definitions differ only in their table name (a random suffix per file), which stands in
+ * payload templates, as CDK's definitionSubstitutions put it: literals there are free JSON to the ASL schema, so
+ * the key blanks them and definitions that differ only there share one check.
  */
 function validateOnce(definition: Definition): void {
   // A definition that fails throws out of processWide and is not remembered.
-  processWide(`sfn.valid:${JSON.stringify(definition)}`, () => {
+  processWide(`sfn.valid:${JSON.stringify(validityKey(definition))}`, () => {
     new StateMachine(definition as unknown as StateMachineDefinition);
     return true;
   });
+}
+
+/** The fields whose object value is a payload template: a key ending in `.$` holds a path, any other a literal. */
+const PAYLOAD_TEMPLATES = new Set(['Parameters', 'ResultSelector', 'ItemSelector']);
+
+/** The definition with every string literal of its payload templates blanked (paths and everything else kept). */
+export function validityKey(node: unknown, inTemplate = false): unknown {
+  if (Array.isArray(node)) return node.map((v) => validityKey(v, inTemplate));
+  if (typeof node === 'string') return inTemplate ? '' : node;
+  if (typeof node !== 'object' || node === null) return node;
+  return Object.fromEntries(
+    Object.entries(node).map(([k, v]) => [
+      k,
+      inTemplate && k.endsWith('.$') ? v : validityKey(v, inTemplate || PAYLOAD_TEMPLATES.has(k)),
+    ]),
+  );
 }
 
 export class LocalStateMachine {
