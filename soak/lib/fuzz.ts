@@ -289,7 +289,8 @@ export function mustBeRefused(
   if (!o.takesBody.has(`${req.method} ${req.route.split(' ')[1]}`) || !req.route.startsWith(`${req.method} `))
     return undefined;
   const type = (req.headers?.['content-type'] ?? '').toLowerCase();
-  if (req.body !== undefined && type && !/^application\/json\s*(;|$)/.test(type))
+  // application/json or a +json type (application/merge-patch+json), as docs/security.md says.
+  if (req.body !== undefined && type && !/^application\/([\w.-]+\+)?json\s*(;|$)/.test(type))
     return `a write with content-type ${type} was accepted (expected 415)`;
   if (req.mutation === 'deepNesting') return 'a body nested past 32 levels was accepted (expected 400)';
   if (req.mutation === 'protoMembers' && req.body?.includes('"members"'))
