@@ -86,15 +86,16 @@ describe('a node group create that keeps failing', () => {
   let cp: ControlPlane;
   let call: ReturnType<typeof httpApi>;
   beforeAll(async () => {
-    cp = await testControlPlane('retry', { createRetrySeconds: 1 });
+    cp = await testControlPlane('retry', { createRetrySeconds: 0.5 });
     call = await withTeam(cp);
   });
   afterAll(() => cp.stop());
 
   it('pages once, backs off between creates and keeps the failure in the status until the models go to 0', async () => {
-    // EKS fails a create whose instances cannot launch after about 35 minutes (2 s here, at time scale 0.001).
+    // EKS fails a create whose instances cannot launch after some 35 minutes (1 s here, at time scale 0.001:
+    // what matters is that the create is seen CREATING for a few passes before it fails).
     await cp.sim.admin.patchFaults({
-      launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 2_000_000 }],
+      launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 1_000_000 }],
     } as any);
     expect((await call('POST', '/v1/models', model('a10', 'gpu-a10g-1x', 1, 'A10G'))).status).toBe(201);
     const alarm = 'llmcap-local-NodegroupFailed-gpu-a10g-1x';
@@ -106,14 +107,14 @@ describe('a node group create that keeps failing', () => {
     for (let i = 0; i < 200 && failedCycles < 3; i++) {
       const c = (await cp.reconcile()).computes.find((x) => x.compute === 'gpu-a10g-1x')!;
       if (c.status === 'CREATE_FAILED' && last !== 'CREATE_FAILED') failedCycles++;
-      // While EKS is still creating, CloudWatch's clock moves as EKS's would: the create takes 35 minutes.
+      // While EKS is still creating, CloudWatch's clock moves as EKS's would: the create takes some 35 minutes.
       if (c.status === 'CREATING') await cp.advance(10 * 60_000);
       if (c.status === 'ABSENT' && failedCycles > 0) {
         absentMessages.push(`${c.failed ? 'failed' : 'not failed'}: ${c.statusMessage ?? ''}`);
         if (c.action === 'none') waits.push(c.actionNote ?? '');
       }
       last = c.status;
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 100));
     }
     expect(failedCycles).toBe(3);
     // One page for the whole fault, and no OK in between while the failed group was deleted and re-created.
