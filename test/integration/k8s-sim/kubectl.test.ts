@@ -140,7 +140,7 @@ it('cordons a node, and drains it through evictions that honour the PDB', async 
     second,
     '--ignore-daemonsets',
     '--delete-emptydir-data',
-    '--timeout=2s',
+    '--timeout=1s',
   );
   expect(blocked.code).toBe(1);
   expect(blocked.stderr).toContain(
