@@ -3,12 +3,13 @@ import { startDynamoDbLocal } from '../../local/dynamodb-local';
 import { buildCliBundle, CLI_BUNDLE_ENV } from './cli-bundle';
 
 // One DynamoDB Local for the whole integration run; each test file makes its own table (test/helpers/table.ts).
+// It serves every file for minutes, so it starts with a larger heap (fewer collections).
 // One cloud simulator answers EC2 DescribeInstanceTypes, the Price List and EKS DescribeCluster (the cluster's
 // subnets, for a compute that names subnets when the stage lists none) for every compute write the API resolves
 // (lambdas/aws/hardware.ts), through the SDK's own endpoint variables as in Lambda; a test that starts its own
 // simulator points them at it instead.
 export default async function globalSetup(): Promise<void> {
-  const ddb = await startDynamoDbLocal();
+  const ddb = await startDynamoDbLocal({ heapMb: 512 });
   process.env.LLMCAP_DYNAMODB_ENDPOINT = ddb.endpoint;
   const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
   process.env.AWS_ENDPOINT_URL_EC2 = sim.endpoint;
