@@ -28,8 +28,9 @@ function tracking(): Tracking {
   const state: Tracking = { made: [], ended: 0 };
   const Base = hooks.AsyncLocalStorage;
   class Tracked<T> extends Base<T> {
-    constructor() {
-      super();
+    // Whatever the running Node takes (newer ones take options such as a default value) is passed on.
+    constructor(...args: unknown[]) {
+      super(...(args as []));
       state.made.push(this as never);
     }
   }

@@ -92,8 +92,8 @@ describe('a node group create that keeps failing', () => {
   afterAll(() => cp.stop());
 
   it('pages once, backs off between creates and keeps the failure in the status until the models go to 0', async () => {
-    // EKS fails a create whose instances cannot launch after some 35 minutes (1 s here, at time scale 0.001:
-    // what matters is that the create is seen CREATING for a few passes before it fails).
+    // EKS fails a create whose instances cannot launch after it has run for a while (about 35 minutes in AWS;
+    // 17 simulated minutes here, 1 s at time scale 0.001): the create is seen CREATING for a few passes first.
     await cp.sim.admin.patchFaults({
       launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 1_000_000 }],
     } as any);
@@ -107,7 +107,7 @@ describe('a node group create that keeps failing', () => {
     for (let i = 0; i < 200 && failedCycles < 3; i++) {
       const c = (await cp.reconcile()).computes.find((x) => x.compute === 'gpu-a10g-1x')!;
       if (c.status === 'CREATE_FAILED' && last !== 'CREATE_FAILED') failedCycles++;
-      // While EKS is still creating, CloudWatch's clock moves as EKS's would: the create takes some 35 minutes.
+      // While EKS is still creating, CloudWatch's clock moves as EKS's would: the create runs for minutes.
       if (c.status === 'CREATING') await cp.advance(10 * 60_000);
       if (c.status === 'ABSENT' && failedCycles > 0) {
         absentMessages.push(`${c.failed ? 'failed' : 'not failed'}: ${c.statusMessage ?? ''}`);
