@@ -1,15 +1,7 @@
-import { Agent } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import {
-  CoreV1Api,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type RequestContext,
-} from '@kubernetes/client-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { FIELD_MANAGER, type K8sObject } from '../domain/workloads';
 import { eksClient } from '../shared/clients';
@@ -86,12 +78,21 @@ export function clusterEndpoint(cluster = config().cluster): Promise<ClusterEndp
   return endpointCache.value;
 }
 
-export interface ListedObject extends KubernetesObject {
-  metadata: NonNullable<KubernetesObject['metadata']> & { name: string };
+/** An object as the API server returns it: the metadata llmcap reads, and the rest as it came. */
+export interface ListedObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [field: string]: unknown;
+  };
   [field: string]: unknown;
 }
 
-/** A refused Kubernetes call, in the API server's words (client-node's error carries headers and the raw body). */
+/** A refused Kubernetes call, in the API server's words (the message of its Status, not the raw body). */
 export class KubernetesError extends Error {
   constructor(
     what: string,
@@ -103,75 +104,75 @@ export class KubernetesError extends Error {
   }
 }
 
+/** Where the API server is and who calls it: DescribeCluster's endpoint and CA, and a bearer token. */
+export interface ClusterAccess {
+  server: string;
+  /** Base64 of the CA's PEM, as DescribeCluster's certificateAuthority.data and a kubeconfig carry it. */
+  caData: string;
+  token: string;
+  /** How long a call may wait for its answer; REQUEST_TIMEOUT_MS unless given. */
+  timeoutMs?: number;
+}
+
 /** A pooled connection the server closed while idle fails at once; every call here is safe to send again. */
 const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
-
-async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn().catch((e: { code?: unknown }) => {
-      if (typeof e?.code === 'string' && STALE_SOCKET.has(e.code)) return fn();
-      throw e;
-    });
-  } catch (e) {
-    const err = e as { code?: unknown; body?: unknown };
-    if (typeof err.code !== 'number') throw e;
-    let message = String(err.body ?? (e as Error).message);
-    try {
-      const status = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message?: string };
-      if (status?.message) message = status.message;
-    } catch {
-      // Not a Status object: keep the body as it came.
-    }
-    throw new KubernetesError(what, err.code, message);
-  }
-}
-
 /** Idle connections close after this, so one never outlives a pass into a frozen Lambda container. */
 const IDLE_SOCKET_MS = 5_000;
+/** A call the API server has not answered by then fails, and the pass records it, rather than the Lambda hanging. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
-/**
- * A kubeconfig whose calls share one keep-alive connection pool. client-node makes a new https.Agent per request,
- * so every call paid a TLS handshake (and a fresh CA context): at 400 lists a pass, most of the pass's CPU.
- */
-export class PooledKubeConfig extends KubeConfig {
-  private agent: Agent | undefined;
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    const made = context.getAgent();
-    if (!(made instanceof Agent)) return;
-    this.agent ??= new Agent({ ...made.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
-    context.setAgent(this.agent);
-  }
-}
-
+/** `Pod ns/name`, `Node name`, or for a list `Pod in ns`, `Node`: what an error says was being done. */
 const described = (kind: string, namespace: string | undefined, name?: string) =>
-  `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`.trim();
+  name ? `${kind} ${namespace ? `${namespace}/` : ''}${name}` : namespace ? `${kind} in ${namespace}` : kind;
 
 /** The field manager of the drain's merge patches (cordons, surges, deletion costs). */
 export const DRAIN_MANAGER = 'llmcap-drain';
 
-/** The calls the reconciler makes, counted so that a pass can report (and the bench measure) them. */
+interface Resource {
+  /** `/api/v1` or `/apis/<group>/<version>`. */
+  base: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+/**
+ * The calls the reconciler makes to the cluster's Kubernetes API, counted so that a pass can report (and the bench
+ * measure) them. Plain HTTPS with the API server's own conventions (server-side apply, merge patch, the Eviction
+ * subresource, discovery for a kind's resource path): the calls of one client share keep-alive connections, and
+ * the Lambda bundle carries no generated client.
+ */
 export class ClusterClient {
   calls = 0;
-  private readonly api: KubernetesObjectApi;
-  private readonly core: CoreV1Api;
-  constructor(kc: KubeConfig) {
-    this.api = KubernetesObjectApi.makeApiClient(kc);
-    this.core = kc.makeApiClient(CoreV1Api);
+  private readonly agent: Agent;
+  private readonly server: URL;
+  private readonly resources = new Map<string, Promise<Map<string, Resource>>>();
+  constructor(private readonly access: ClusterAccess) {
+    this.server = new URL(access.server);
+    this.agent = new Agent({
+      ca: Buffer.from(access.caData, 'base64').toString('utf8'),
+      keepAlive: true,
+      timeout: IDLE_SOCKET_MS,
+    });
   }
 
-  /** Server-side apply as llmcap, forced: our fields are restored, other managers' fields are left alone. */
-  async apply(obj: K8sObject): Promise<void> {
+  /** Server-side apply, forced: our fields are restored, other managers' fields are left alone. */
+  async apply(obj: K8sObject, fieldManager = FIELD_MANAGER): Promise<void> {
     this.calls++;
-    await call(`applying ${described(obj.kind, obj.metadata.namespace, obj.metadata.name)}`, () =>
-      this.api.patch(
-        obj as KubernetesObject,
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      ),
+    const { namespace, name } = obj.metadata;
+    const what = `applying ${described(obj.kind, namespace, name)}`;
+    const path = await this.path(what, obj.apiVersion, obj.kind, namespace ?? 'default', name);
+    await this.send(
+      what,
+      'PATCH',
+      path,
+      { fieldManager, force: 'true' },
+      obj,
+      'application/apply-patch+yaml',
     );
   }
 
@@ -181,27 +182,20 @@ export class ClusterClient {
     namespace: string | undefined,
     opts: { labelSelector?: string; fieldSelector?: string } = {},
   ): Promise<ListedObject[]> {
+    const what = `listing ${described(kind, namespace)}`;
+    const path = await this.path(what, apiVersion, kind, namespace);
     const items: ListedObject[] = [];
     let next: string | undefined;
     do {
       this.calls++;
-      const token = next;
-      const page = await call(`listing ${described(kind, namespace)}`, () =>
-        this.api.list(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          opts.fieldSelector,
-          opts.labelSelector,
-          500,
-          token,
-        ),
-      );
-      items.push(...(page.items as ListedObject[]));
-      next = page.metadata?._continue || undefined;
+      const page = (await this.send(what, 'GET', path, {
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        limit: '500',
+        continue: next,
+      })) as { items?: ListedObject[]; metadata?: { continue?: string } };
+      items.push(...(page.items ?? []));
+      next = page.metadata?.continue || undefined;
     } while (next);
     return items;
   }
@@ -223,24 +217,15 @@ export class ClusterClient {
     fields: Record<string, unknown>,
   ): Promise<void> {
     this.calls++;
-    await call(`patching ${described(kind, namespace, name)}`, () =>
-      this.api.patch(
-        {
-          ...fields,
-          apiVersion,
-          kind,
-          metadata: {
-            ...(fields.metadata as Record<string, unknown> | undefined),
-            name,
-            ...(namespace ? { namespace } : {}),
-          },
-        },
-        undefined,
-        undefined,
-        DRAIN_MANAGER,
-        undefined,
-        PatchStrategy.MergePatch,
-      ),
+    const what = `patching ${described(kind, namespace, name)}`;
+    const path = await this.path(what, apiVersion, kind, namespace, name);
+    await this.send(
+      what,
+      'PATCH',
+      path,
+      { fieldManager: DRAIN_MANAGER },
+      fields,
+      'application/merge-patch+json',
     );
   }
 
@@ -250,13 +235,19 @@ export class ClusterClient {
    */
   async evict(namespace: string, name: string): Promise<boolean> {
     this.calls++;
+    const what = `evicting pod ${namespace}/${name}`;
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}/eviction`;
     try {
-      await call(`evicting pod ${namespace}/${name}`, () =>
-        this.core.createNamespacedPodEviction({
-          name,
-          namespace,
-          body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } },
-        }),
+      await this.send(
+        what,
+        'POST',
+        path,
+        {},
+        {
+          apiVersion: 'policy/v1',
+          kind: 'Eviction',
+          metadata: { name, namespace },
+        },
       );
       return true;
     } catch (e) {
@@ -270,24 +261,116 @@ export class ClusterClient {
   /** Deletes an object llmcap no longer wants; one already gone counts as deleted. */
   async remove(obj: Pick<ListedObject, 'apiVersion' | 'kind' | 'metadata'>): Promise<void> {
     this.calls++;
+    const { namespace, name } = obj.metadata;
+    const what = `deleting ${described(String(obj.kind), namespace, name)}`;
     try {
-      await call(`deleting ${described(String(obj.kind), obj.metadata.namespace, obj.metadata.name)}`, () =>
-        this.api.delete(
-          {
-            apiVersion: obj.apiVersion,
-            kind: obj.kind,
-            metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
-          },
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          'Background',
-        ),
-      );
+      const path = await this.path(what, String(obj.apiVersion), String(obj.kind), namespace, name);
+      await this.send(what, 'DELETE', path, { propagationPolicy: 'Background' });
     } catch (e) {
       if ((e as KubernetesError).code !== 404) throw e;
     }
+  }
+
+  /**
+   * A kind's path, from the API server's discovery document of its group version (asked once per client): the
+   * resource's plural and whether it lives in a namespace are the cluster's to say.
+   */
+  private async path(
+    what: string,
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    name?: string,
+  ): Promise<string> {
+    let known = this.resources.get(apiVersion);
+    if (!known) {
+      const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      known = this.send(`discovering ${apiVersion}`, 'GET', base, {}).then((doc) => {
+        const byKind = new Map<string, Resource>();
+        for (const r of (doc as { resources?: { name: string; kind: string; namespaced: boolean }[] })
+          .resources ?? [])
+          if (!r.name.includes('/')) byKind.set(r.kind, { base, plural: r.name, namespaced: r.namespaced });
+        return byKind;
+      });
+      // A failure is not remembered: the next call asks again.
+      known.catch(() => this.resources.delete(apiVersion));
+      this.resources.set(apiVersion, known);
+    }
+    const r = (await known).get(kind);
+    if (!r) throw new Error(`${what}: the cluster serves no kind ${kind} in ${apiVersion}`);
+    const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+    return `${r.base}${ns}/${r.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+  }
+
+  /** One call; a refusal becomes a KubernetesError with the message of the API server's Status. */
+  private async send(
+    what: string,
+    method: string,
+    path: string,
+    query: Record<string, string | undefined>,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<unknown> {
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const once = () => this.request(method, url, payload, contentType);
+    const answer = await once()
+      .catch((e: { code?: unknown }) => {
+        if (typeof e?.code === 'string' && STALE_SOCKET.has(e.code)) return once();
+        throw e;
+      })
+      // A call that got no answer (refused, reset twice, timed out) says which call it was, as a refusal does.
+      .catch((e: Error) => {
+        throw new Error(`${what}: ${e.message}`, { cause: e });
+      });
+    if (answer.status >= 200 && answer.status < 300) return answer.body ? JSON.parse(answer.body) : undefined;
+    let message = answer.body;
+    try {
+      const status = JSON.parse(answer.body) as { message?: string };
+      if (status?.message) message = status.message;
+    } catch {
+      // Not a Status object: keep the body as it came.
+    }
+    throw new KubernetesError(what, answer.status, message);
+  }
+
+  private request(
+    method: string,
+    url: URL,
+    payload: string | undefined,
+    contentType: string,
+  ): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(
+        url,
+        {
+          method,
+          agent: this.agent,
+          headers: {
+            authorization: `Bearer ${this.access.token}`,
+            accept: 'application/json',
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) }),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
+        },
+      );
+      const timeoutMs = this.access.timeoutMs ?? REQUEST_TIMEOUT_MS;
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(new Error(`no answer from the Kubernetes API at ${url.host} in ${timeoutMs / 1000} s`)),
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
   }
 }
 
@@ -307,12 +390,7 @@ export function clusterClient(now = Date.now()): Promise<ClusterClient> {
       const region = config().region;
       credentials ??= defaultProvider();
       const token = await eksToken({ cluster, region, credentials });
-      const kc = new PooledKubeConfig();
-      kc.loadFromClusterAndUser(
-        { name: cluster, server: endpoint, caData, skipTLSVerify: false },
-        { name: 'llmcap', token },
-      );
-      return new ClusterClient(kc);
+      return new ClusterClient({ server: endpoint, caData, token });
     })();
     client.catch(() => {
       if (clientCache?.client === client) clientCache = undefined;

@@ -1,13 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import {
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-} from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { reconcilerAccess } from '../../lambdas/domain/workloads';
+import { ClusterClient } from '../../lambdas/aws/kubernetes';
+import { type K8sObject, reconcilerAccess } from '../../lambdas/domain/workloads';
 import type { CloudSim } from '../cloud-sim';
 
 /**
@@ -43,12 +38,10 @@ export async function grantReconcilerAccess(
     },
     { principalArn: `arn:aws:iam::${account}:role/${role}`, ...reconcilerAccess(opts.stage) },
   );
-  const kc = new KubeConfig();
-  kc.loadFromString(k8s.kubeconfig());
-  const api = KubernetesObjectApi.makeApiClient(kc);
+  const admin = new ClusterClient({ server: k8s.endpoint, caData: k8s.caData, token: k8s.adminToken });
   const file = join(__dirname, '..', '..', 'config', 'kubernetes', 'reconciler-rbac.yaml');
   for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-    const obj = doc.toJS() as KubernetesObject | null;
-    if (obj) await api.patch(obj, undefined, undefined, 'kubectl', true, PatchStrategy.ServerSideApply);
+    const obj = doc.toJS() as K8sObject | null;
+    if (obj) await admin.apply(obj, 'kubectl');
   }
 }

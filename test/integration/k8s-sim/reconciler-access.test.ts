@@ -37,7 +37,7 @@ beforeAll(async () => {
   );
   core = kc.makeApiClient(CoreV1Api);
   apps = kc.makeApiClient(AppsV1Api);
-  client = new ClusterClient(kc);
+  client = new ClusterClient({ server: h.sim.kubernetes!.endpoint, caData: h.sim.kubernetes!.caData, token });
 });
 afterAll(() => h.close());
 
