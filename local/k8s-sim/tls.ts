@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
-import forge from 'node-forge';
+import type * as Forge from 'node-forge';
 import { processWide } from '../process-wide';
 
 /**
@@ -8,7 +8,8 @@ import { processWide } from '../process-wide';
  * certificateAuthority.data, and a server certificate it signed for 127.0.0.1 and localhost, so that kubectl and
  * @kubernetes/client-node verify the connection as they would against EKS. Keys come from Node's crypto (fast);
  * node-forge writes the X.509. One pair per process (processWide), which the test files a jest worker runs one
- * after another share too: making it costs ~0.4 s of CPU.
+ * after another share too: making it costs ~0.4 s of CPU. node-forge (860 KB) is loaded only to make one, so a
+ * test file whose worker already has the pair does not compile it again.
  */
 
 export interface ClusterTls {
@@ -17,10 +18,10 @@ export interface ClusterTls {
   keyPem: string;
 }
 
-function rsaKeys(): forge.pki.rsa.KeyPair {
+function rsaKeys(forge: typeof Forge): Forge.pki.rsa.KeyPair {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
-  const priv = forge.pki.privateKeyFromPem(pem) as forge.pki.rsa.PrivateKey;
+  const priv = forge.pki.privateKeyFromPem(pem) as Forge.pki.rsa.PrivateKey;
   return { privateKey: priv, publicKey: forge.pki.setRsaPublicKey(priv.n, priv.e) };
 }
 
@@ -51,9 +52,10 @@ export function checkClusterTls(t: ClusterTls): ClusterTls {
 }
 
 export function makeClusterTls(): ClusterTls {
+  const forge = require('node-forge') as typeof Forge;
   const now = new Date();
   const notBefore = new Date(now.getTime() - 5 * 60_000);
-  const caKeys = rsaKeys();
+  const caKeys = rsaKeys(forge);
   const ca = forge.pki.createCertificate();
   ca.publicKey = caKeys.publicKey;
   ca.serialNumber = serial();
@@ -76,7 +78,7 @@ export function makeClusterTls(): ClusterTls {
   ]);
   ca.sign(caKeys.privateKey, forge.md.sha256.create());
 
-  const keys = rsaKeys();
+  const keys = rsaKeys(forge);
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
