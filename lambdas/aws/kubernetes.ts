@@ -3,7 +3,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { FIELD_MANAGER, type K8sObject } from '../domain/workloads';
+import { FIELD_MANAGER, type K8sMeta, type K8sObject } from '../domain/workloads';
 import { eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 
@@ -82,13 +82,7 @@ export function clusterEndpoint(cluster = config().cluster): Promise<ClusterEndp
 export interface ListedObject {
   apiVersion?: string;
   kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [field: string]: unknown;
-  };
+  metadata: K8sMeta & { [field: string]: unknown };
   [field: string]: unknown;
 }
 

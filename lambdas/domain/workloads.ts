@@ -174,16 +174,19 @@ export interface Placement {
   replicas: number;
 }
 
+/** The metadata llmcap writes and reads of an object. */
+export interface K8sMeta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
 /** One object as server-side apply takes it. */
 export interface K8sObject {
   apiVersion: string;
   kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
+  metadata: K8sMeta;
   [field: string]: unknown;
 }
 
