@@ -101,6 +101,7 @@ const TITLES: Record<number, string> = {
   413: 'Payload too large',
   415: 'Unsupported media type',
   500: 'Internal error',
+  503: 'Service unavailable',
 };
 
 export class HttpError extends Error {
@@ -149,7 +150,11 @@ const KIND_STATUS: Record<DomainError['kind'], number> = {
   'not-found': 404,
   conflict: 409,
   precondition: 409,
+  unavailable: 503,
 };
+
+/** How long a client should wait before it retries a write AWS could not check (the SDK has retried already). */
+const UNAVAILABLE_RETRY_AFTER_S = '5';
 
 /** Maps any thrown error to a response; only unexpected errors become 500, and they hide their details. */
 export function errorToResult(err: unknown): Result {
@@ -159,6 +164,7 @@ export function errorToResult(err: unknown): Result {
       reason: err.details.reason ?? (err.kind === 'precondition' ? 'VersionMismatch' : undefined),
       errors: err.details.errors,
       title: err.details.title,
+      ...(err.kind === 'unavailable' ? { headers: { 'retry-after': UNAVAILABLE_RETRY_AFTER_S } } : {}),
     });
   }
   return problem(

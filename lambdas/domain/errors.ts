@@ -6,7 +6,8 @@ export type DomainErrorKind =
   | 'forbidden' // 403
   | 'not-found' // 404
   | 'conflict' // 409: the request conflicts with the rules or the current state
-  | 'precondition'; // 409: If-Match did not match
+  | 'precondition' // 409: If-Match did not match
+  | 'unavailable'; // 503: an AWS service the decision needs did not answer; nothing was written
 
 /**
  * Every `reason` a refusal (a problem+json answer) may carry, the way PENDING_REASONS lists why a replica waits:
@@ -80,6 +81,8 @@ export const notFound = (message: string) => new DomainError('not-found', messag
 export const conflict = (message: string, reason?: RefusalReason) =>
   new DomainError('conflict', message, { reason });
 export const forbidden = (message: string) => new DomainError('forbidden', message);
+/** AWS did not answer what a write must be checked against (EC2, the Price List, EKS): 503, retry later. */
+export const unavailable = (message: string) => new DomainError('unavailable', message);
 /** If-Match (or the manifest's version) does not match: 409 VersionMismatch. */
 export const versionMismatch = (message: string) =>
   new DomainError('precondition', message, { reason: 'VersionMismatch' });

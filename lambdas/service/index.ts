@@ -1,5 +1,6 @@
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
+import { DomainError, unavailable } from '../domain/errors';
 import type { DeclaredSpec } from '../domain/hardware';
 import { builtinComputes, declaredModels } from '../shared/builtin-config';
 import { config, type RuntimeConfig } from '../shared/config';
@@ -110,15 +111,32 @@ export function defaultDependencies(): Dependencies {
   };
 }
 
-/** What AWS says about hardware, through the adapter: EC2 instance types, prices, the cluster's subnets. */
+/**
+ * What AWS says about hardware, through the adapter: EC2 instance types, prices, the cluster's subnets. When AWS
+ * does not answer (after the SDK's retries), the write cannot be checked, so it is refused with 503 and a
+ * message that says which service, rather than a 500 that hides it.
+ */
 function awsHardware(): HardwareSource {
   const hw = hardwareFacts();
   return {
     region: hw.region,
-    lookup: (t: string) => hw.lookup(t),
-    offeredFamilies: (f: readonly string[]) => hw.offeredFamilies(f),
-    clusterSubnets: () => clusterSubnets(),
+    lookup: (t: string) => askingAws('EC2 DescribeInstanceTypes and the Price List', () => hw.lookup(t)),
+    offeredFamilies: (f: readonly string[]) =>
+      askingAws('EC2 DescribeInstanceTypes', () => hw.offeredFamilies(f)),
+    clusterSubnets: () => askingAws('EKS DescribeCluster', () => clusterSubnets()),
   };
+}
+
+async function askingAws<T>(what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (e instanceof DomainError) throw e;
+    const err = e as Error;
+    throw unavailable(
+      `${what} failed (${err.name}: ${err.message}), so the write could not be checked against AWS and nothing was written; retry in a few seconds`,
+    );
+  }
 }
 
 export type Services = ReturnType<typeof wire>;
