@@ -305,7 +305,8 @@ export class ClusterClient {
     body?: unknown,
     contentType = 'application/json',
   ): Promise<unknown> {
-    const url = new URL(path, this.server);
+    // A server URL with a path (a proxy in front of the API server) keeps it: the API paths go beneath it.
+    const url = new URL(`${this.server.pathname.replace(/\/$/, '')}${path}`, this.server);
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const once = () => this.request(method, url, payload, contentType);

@@ -83,3 +83,19 @@ it("keeps the API server's own words: a Status's message, or the body when it is
     'listing Pod in a: upstream connect error (HTTP 502)',
   );
 });
+
+it('keeps a path the server URL has, as kubectl does behind a proxy', async () => {
+  const asked: string[] = [];
+  answer = (path) => {
+    asked.push(path);
+    return path.endsWith('/api/v1') ? { status: 200, body: coreV1 } : { status: 200, body: '{"items":[]}' };
+  };
+  const { port } = server.address() as AddressInfo;
+  const proxied = new ClusterClient({
+    server: `https://127.0.0.1:${port}/k8s/clusters/c-1/`,
+    caData: Buffer.from(tls.caPem).toString('base64'),
+    token: 't',
+  });
+  await proxied.list('v1', 'Node', undefined);
+  expect(asked).toEqual(['/k8s/clusters/c-1/api/v1', '/k8s/clusters/c-1/api/v1/nodes?limit=500']);
+});
