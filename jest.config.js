@@ -14,7 +14,12 @@ const common = {
 
 module.exports = {
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+      setupFiles: [...common.setupFiles, '<rootDir>/test/helpers/setup-fast-check.ts'],
+    },
     {
       ...common,
       displayName: 'integration',

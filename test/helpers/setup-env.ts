@@ -10,8 +10,3 @@ process.env.POWERTOOLS_TRACE_ENABLED ??= 'false';
 
 // Metrics stay on and Powertools writes to stdout as in Lambda (no POWERTOOLS_DEV): the local Lambda runtime
 // captures the reconcile handler's EMF there and the simulated CloudWatch turns it into the metrics alarms watch.
-
-// Property tests are deterministic in CI (a fixed seed); set FC_SEED to explore other inputs locally.
-import * as fc from 'fast-check';
-
-fc.configureGlobal({ seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261202 });
