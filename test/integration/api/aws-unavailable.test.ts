@@ -1,8 +1,6 @@
-import { resetHardwareFacts } from '../../../lambdas/aws/hardware';
-import { resetClients } from '../../../lambdas/shared/clients';
-import { type CloudSim, startCloudSim } from '../../../local/cloud-sim';
 import { type TestApi, testApi } from '../../helpers/api';
 import { dumpTable } from '../../helpers/dump';
+import { ownCloudSim } from '../../helpers/own-cloud-sim';
 
 /**
  * A compute write is checked against EC2 DescribeInstanceTypes, the Price List and EKS DescribeCluster. When one
@@ -11,26 +9,17 @@ import { dumpTable } from '../../helpers/dump';
  * come from a cloud simulator of this file's own, reached through the SDK's endpoint variables as in Lambda.
  */
 
-let sim: CloudSim;
-let api: TestApi;
-const saved = { ...process.env };
-beforeAll(async () => {
-  sim = await startCloudSim({ port: 0, seed: 5, kubernetes: false });
-  process.env.AWS_ENDPOINT_URL_EC2 = sim.endpoint;
-  process.env.AWS_ENDPOINT_URL_PRICING = sim.endpoint;
-  process.env.LLMCAP_EKS_ENDPOINT = sim.endpoint;
-  process.env.LLMCAP_CLUSTER = 'llmcap-local';
+const sim = ownCloudSim(5, (endpoint) => ({
+  AWS_ENDPOINT_URL_EC2: endpoint,
+  AWS_ENDPOINT_URL_PRICING: endpoint,
+  LLMCAP_EKS_ENDPOINT: endpoint,
+  LLMCAP_CLUSTER: 'llmcap-local',
   // The SDK's six attempts back off on a clock 1,000 times as fast: the same retries, without seconds of waiting.
-  process.env.LLMCAP_SDK_RETRY_TIME_SCALE = '0.001';
-  resetClients();
-  resetHardwareFacts();
+  LLMCAP_SDK_RETRY_TIME_SCALE: '0.001',
+}));
+let api: TestApi;
+beforeAll(async () => {
   api = await testApi();
-});
-afterAll(async () => {
-  process.env = saved;
-  resetClients();
-  resetHardwareFacts();
-  await sim.stop();
 });
 
 const compute = (name: string, instanceType: string, subnetIds?: string[]) => ({
@@ -41,7 +30,7 @@ const compute = (name: string, instanceType: string, subnetIds?: string[]) => ({
 });
 
 it('refuses a compute write with 503 while EC2 fails, writing nothing, and takes it once EC2 answers', async () => {
-  sim.admin.patchFaults({ serverErrorRate: 1, operations: ['DescribeInstanceTypes'] });
+  sim().admin.patchFaults({ serverErrorRate: 1, operations: ['DescribeInstanceTypes'] });
   const before = await dumpTable();
   const r = await api.call('POST', '/v1/computes', compute('gpu-when-ec2-fails', 'g6.2xlarge'));
   expect(r.status).toBe(503);
@@ -53,14 +42,14 @@ it('refuses a compute write with 503 while EC2 fails, writing nothing, and takes
   );
   expect(await dumpTable()).toEqual(before);
 
-  sim.admin.patchFaults({ serverErrorRate: 0 });
+  sim().admin.patchFaults({ serverErrorRate: 0 });
   const ok = await api.call('POST', '/v1/computes', compute('gpu-when-ec2-fails', 'g6.2xlarge'));
   expect(ok.status).toBe(201);
 });
 
 it("names EKS when the cluster's subnets cannot be read", async () => {
   process.env.LLMCAP_SUBNETS = '';
-  sim.admin.patchFaults({ serverErrorRate: 1, operations: ['DescribeCluster'] });
+  sim().admin.patchFaults({ serverErrorRate: 1, operations: ['DescribeCluster'] });
   const r = await api.call(
     'POST',
     '/v1/computes',
@@ -68,5 +57,5 @@ it("names EKS when the cluster's subnets cannot be read", async () => {
   );
   expect(r.status).toBe(503);
   expect(r.body.detail).toMatch(/^EKS DescribeCluster failed \(ServerException: .+\)/);
-  sim.admin.patchFaults({ serverErrorRate: 0 });
+  sim().admin.patchFaults({ serverErrorRate: 0 });
 });

@@ -1,30 +1,19 @@
-import { resetHardwareFacts } from '../../../lambdas/aws/hardware';
-import { resetClients } from '../../../lambdas/shared/clients';
-import { type CloudSim, startCloudSim } from '../../../local/cloud-sim';
 import { type TestApi, testApi } from '../../helpers/api';
+import { ownCloudSim } from '../../helpers/own-cloud-sim';
 
 /**
  * A stage config that lists no subnets leaves a compute's subnets to the cluster's: the API asks EKS
  * (DescribeCluster resourcesVpcConfig.subnetIds, the cloud simulator here) and refuses any other subnet.
  */
 
-let sim: CloudSim;
+ownCloudSim(3, (endpoint) => ({
+  LLMCAP_EKS_ENDPOINT: endpoint,
+  LLMCAP_CLUSTER: 'llmcap-local',
+  LLMCAP_SUBNETS: '',
+}));
 let api: TestApi;
-const saved = { ...process.env };
 beforeAll(async () => {
-  sim = await startCloudSim({ port: 0, seed: 3, kubernetes: false });
-  process.env.LLMCAP_EKS_ENDPOINT = sim.endpoint;
-  process.env.LLMCAP_CLUSTER = 'llmcap-local';
-  process.env.LLMCAP_SUBNETS = '';
-  resetClients();
-  resetHardwareFacts();
   api = await testApi();
-});
-afterAll(async () => {
-  process.env = saved;
-  resetClients();
-  resetHardwareFacts();
-  await sim.stop();
 });
 
 const compute = (name: string, subnetIds: string[]) => ({
