@@ -113,8 +113,9 @@ export function defaultDependencies(): Dependencies {
 
 /**
  * What AWS says about hardware, through the adapter: EC2 instance types, prices, the cluster's subnets. When AWS
- * does not answer (after the SDK's retries), the write cannot be checked, so it is refused with 503 and a
- * message that says which service, rather than a 500 that hides it.
+ * does not answer (after the SDK's retries), a compute write, or a cold start's load of the built-ins before any
+ * request, cannot be checked: it is refused with 503 and a message that names the service, not a 500 that hides
+ * it. The message fits a read as well as a write, since the built-ins' load comes before either.
  */
 function awsHardware(): HardwareSource {
   const hw = hardwareFacts();
@@ -134,7 +135,7 @@ async function askingAws<T>(what: string, call: () => Promise<T>): Promise<T> {
     if (e instanceof DomainError) throw e;
     const err = e as Error;
     throw unavailable(
-      `${what} failed (${err.name}: ${err.message}), so the write could not be checked against AWS and nothing was written; retry in a few seconds`,
+      `${what} failed (${err.name}: ${err.message}); llmcap checks computes against it, so nothing was written: retry in a few seconds`,
     );
   }
 }

@@ -38,7 +38,7 @@ it('refuses a compute write with 503 while EC2 fails, writing nothing, and takes
   expect(r.headers['retry-after']).toBe('5');
   expect(r.body).toMatchObject({ title: 'Service unavailable', status: 503 });
   expect(r.body.detail).toMatch(
-    /^EC2 DescribeInstanceTypes and the Price List failed \(.+\), so the write could not be checked against AWS and nothing was written; retry in a few seconds$/,
+    /^EC2 DescribeInstanceTypes and the Price List failed \(.+\); llmcap checks computes against it, so nothing was written: retry in a few seconds$/,
   );
   expect(await dumpTable()).toEqual(before);
 
