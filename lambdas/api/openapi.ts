@@ -85,13 +85,13 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
     for (const [code, description] of Object.entries(r.doc.responses ?? { 200: 'OK' })) {
       responses[code] = { description, content: { 'application/json': { schema: { type: 'object' } } } };
     }
-    // 503: a write checked against AWS (a compute's instance type, price and subnets; a scope's families) that AWS
-    // did not answer.
+    // 503 on every route: a container loads the built-ins before its first request, and AWS (EC2, the Price List)
+    // may not answer it; writes are also checked against AWS (a compute's instance type, price and subnets).
     for (const code of r.write
       ? [400, 403, 404, 409, 413, 503]
       : r.doc.query
-        ? [400, 403, 404]
-        : [403, 404]) {
+        ? [400, 403, 404, 503]
+        : [403, 404, 503]) {
       responses[String(code)] = {
         description: 'problem details (RFC 9457)',
         content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
