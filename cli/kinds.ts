@@ -109,7 +109,7 @@ const compute: Kind = {
         ],
         ['Taint', s.taint],
         ['Message', s.statusMessage ?? ''],
-        ['Reconciled', s.lastReconciledAt],
+        ['Status since', s.lastReconciledAt],
       ]),
     ];
     if (Array.isArray(s.healthIssues) && s.healthIssues.length) {

@@ -344,6 +344,14 @@ export function changedPaths(a: unknown, b: unknown, at = ''): string[] {
   return [at || '.'];
 }
 
+/**
+ * Whether an observation says nothing new about a compute: equal but for the time it was made. A steady pass
+ * then writes no status (issue 31 §5); `lastReconciledAt` says when a pass last found it changed.
+ */
+export function sameObservation(stored: ObservedStatus, observed: ObservedStatus): boolean {
+  return sameValue({ ...stored, lastReconciledAt: undefined }, { ...observed, lastReconciledAt: undefined });
+}
+
 /** Deep equality that ignores key order: DynamoDB maps come back in any order. */
 export function sameValue(a: unknown, b: unknown): boolean {
   return canonical(a) === canonical(b);

@@ -4,7 +4,7 @@ import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
-import { type Compute, FAILED_NODEGROUP_STATUSES } from '../domain/compute';
+import { type Compute, FAILED_NODEGROUP_STATUSES, sameObservation } from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
@@ -200,11 +200,15 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     }
     computes = await store.computes.listComputes();
     const observed = new Map<string, { maxSize?: number }>();
+    const stored = new Map(computes.map((c) => [c.name, c.status]));
     try {
       for (const o of await deps.nodegroups.observeAll(computes, now)) {
         awsCalls += o.calls;
         observed.set(o.compute, { maxSize: o.maxSize });
-        await store.computes.recordObservation(o.compute, o.status);
+        // Only what changed is written: a steady pass over 200 computes made 200 writes of the same status.
+        const was = stored.get(o.compute);
+        if (!was || !sameObservation(was, o.status))
+          await store.computes.recordObservation(o.compute, o.status);
         if (o.vanished) logger.warn('node group vanished outside llmcap', { compute: o.compute });
       }
     } catch (e) {

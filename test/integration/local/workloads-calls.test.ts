@@ -1,3 +1,4 @@
+import { documentClient } from '../../../lambdas/shared/clients';
 import type { ControlPlane } from '../../../local/control-plane';
 import type { AuditEvent } from '../../../local/k8s-sim';
 import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
@@ -79,6 +80,40 @@ it('makes no write in a steady pass and reads each kind once per namespace it ma
   expect(seen.every((e) => e.code === 200)).toBe(true);
   // Pooled connections: at most one per namespace read side by side (a handshake per call was 1 + 4n).
   expect(handshakes).toBeLessThanOrEqual(n);
+});
+
+it('writes no compute in a steady pass: an observation equal to the stored status is not written again', async () => {
+  // The table's writes during one pass, by partition: the document client's middleware (the pass runs in this
+  // process's local Lambda) sees every UpdateItem, PutItem and transaction the reconciler sends.
+  const written: string[] = [];
+  const stack = documentClient().middlewareStack;
+  stack.add(
+    (next, context) => async (args) => {
+      const input = args.input as {
+        Key?: { pk: string };
+        Item?: { pk: string };
+        TransactItems?: Record<string, { Key?: { pk: string }; Item?: { pk: string } }>[];
+      };
+      const command = String(context.commandName);
+      if (/^(UpdateItem|PutItem|DeleteItem)Command$/.test(command))
+        written.push(`${command} ${input.Key?.pk ?? input.Item?.pk}`);
+      for (const t of input.TransactItems ?? [])
+        for (const [op, body] of Object.entries(t)) written.push(`${op} ${body.Key?.pk ?? body.Item?.pk}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countWrites' },
+  );
+  try {
+    const before = (await httpApi(cp)('GET', '/v1/computes/l4-calls')).body;
+    expect(before.status).toMatchObject({ nodegroupStatus: 'ACTIVE', readyNodes: 3 });
+    await pass();
+    expect(written.filter((w) => w.endsWith(' COMPUTE'))).toEqual([]);
+    // The same world is still what the compute says.
+    const after = (await httpApi(cp)('GET', '/v1/computes/l4-calls')).body;
+    expect(after.status).toEqual(before.status);
+  } finally {
+    stack.remove('countWrites');
+  }
 });
 
 it('writes only what a scaling changes: the Deployment, and the budget when one replica becomes two', async () => {
