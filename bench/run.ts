@@ -61,7 +61,7 @@ const sections: Section[] = [
   {
     title: 'Write path',
     intro:
-      'PUT /v1/models/{name}/scaling against its ceiling: raw conditional writes on the same DynamoDB Local, then the real handler in process and over the local HTTP server (issue 19 §7).',
+      'PUT /v1/models/{name}/scaling against its ceiling: raw conditional writes on the same DynamoDB Local in a process of their own, alternating with the real handler in process and over the local HTTP server, round after round (issues 19 §7 and 31).',
     run: () => load('write-path', 'benchWritePath'),
   },
 ];

@@ -1,31 +1,27 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createInterface } from 'node:readline';
 import type { Context } from 'aws-lambda';
-import { resetHardwareFacts } from '../lambdas/aws/hardware';
-import { documentClient, dynamoClient, resetClients } from '../lambdas/shared/clients';
-import { resetConfig } from '../lambdas/shared/config';
+import { documentClient, dynamoClient } from '../lambdas/shared/clients';
 import { ensureTable } from '../lambdas/store/table';
-import { startCloudSim } from '../local/cloud-sim';
 import { startControlPlane } from '../local/control-plane';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local';
 import { iamAuthorizerOf, LOCAL_ADMIN } from '../local/identity';
+import { type CeilingRequest, drive, type Figures, round, type Tx } from './write-ceiling';
 
 /**
- * The write path against its ceiling on the same DynamoDB Local (issue 19): raw conditional writes (what one
- * commit costs the database and the SDK), then `PUT /v1/models/{name}/scaling` through the real handler, in
- * process (the middy handler, as the Lambda runtime calls it) and over the local control plane's HTTP server,
- * with the DynamoDB calls each write makes and the time they take. The machine is shared, so each figure is the
- * median of BENCH_RUNS runs (default 5). BENCH_DEBUG=1 prints the timeline of a few single writes.
- * BENCH_BASELINE=1 records the run as the figures before a change (bench/write-path-baseline.json), which later
- * runs print next to their own.
+ * The write path against its ceiling on the same DynamoDB Local (issues 19 and 31): raw conditional writes
+ * (what one commit costs the database and the SDK), measured in a process of their own (bench/write-ceiling.ts),
+ * then `PUT /v1/models/{name}/scaling` through the real handler, in process (the middy handler, as the Lambda
+ * runtime calls it) and over the local control plane's HTTP server, with the DynamoDB calls each write makes and
+ * the time they take. The machine is shared, so the measurements alternate: BENCH_ROUNDS rounds (at least and by
+ * default 5), each measuring the ceiling and then the API, and every figure is reported with its spread over the
+ * rounds. BENCH_DEBUG=1 prints the timeline of a few single writes.
  */
 
-type Tx = NonNullable<TransactWriteCommandInput['TransactItems']>;
-
-const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS ?? 5));
 const CLIENTS = 64;
 /** Writes per client in a 64-client run, and writes in a one-client run. */
 const EACH = 15;
@@ -84,51 +80,13 @@ function instrument(): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Driving writers
-
-export interface Figures {
-  n: number;
-  p50: number;
-  p99: number;
-  mean: number;
-  perSecond: number;
-}
-
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const round = (x: number, d = 2) => +x.toFixed(d);
-
-/** `writers` loops, each doing `each` operations one after another: latency of each and overall throughput. */
-async function drive(
-  writers: number,
-  each: number,
-  op: (w: number, i: number) => Promise<void>,
-): Promise<Figures> {
-  const ms: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: writers }, async (_, w) => {
-      for (let i = 0; i < each; i++) {
-        const t = performance.now();
-        await op(w, i);
-        ms.push(performance.now() - t);
-      }
-    }),
-  );
-  const elapsed = performance.now() - t0;
-  ms.sort((a, b) => a - b);
-  return {
-    n: ms.length,
-    p50: round(pct(ms, 50)),
-    p99: round(pct(ms, 99)),
-    mean: round(ms.reduce((a, b) => a + b, 0) / ms.length),
-    perSecond: Math.round((ms.length / elapsed) * 1000),
-  };
-}
+// Rounds: each measurement once per round, the ceiling's in its own process between the API's
 
 interface Measured extends Figures {
-  /** Throughput of each run, in the order run. */
-  runs: number[];
+  /** Each round's figures, in the order run. */
+  rounds: Figures[];
+  /** The lowest and highest p50 and throughput of the rounds. */
+  spread: { p50: [number, number]; perSecond: [number, number] };
   /** DynamoDB calls per write by command, and the milliseconds they took (summed over concurrent calls). */
   perWrite: Record<string, { calls: number; ms: number }>;
   /** Milliseconds per write with at least one DynamoDB call in flight (calls side by side counted once). */
@@ -163,109 +121,76 @@ function busy(recorded: Call[]): number {
   return total;
 }
 
-/** Runs a measurement RUNS times; each figure is the median of the runs (the machine is shared). */
-async function measure(name: string, fn: () => Promise<Figures>): Promise<Measured> {
-  calls = [];
-  const all: Figures[] = [];
-  for (let r = 0; r < RUNS; r++) all.push(await fn());
-  const recorded = calls;
-  calls = undefined;
-  const med = (f: keyof Figures) => {
-    const v = all.map((x) => x[f]).sort((a, b) => a - b);
-    return v[Math.floor(v.length / 2)]!;
-  };
-  const n = all[0]!.n;
-  const out: Measured = {
-    n,
-    p50: med('p50'),
-    p99: med('p99'),
-    mean: med('mean'),
-    perSecond: med('perSecond'),
-    runs: all.map((x) => x.perSecond),
-    perWrite: perWrite(recorded, n * RUNS),
-    inDynamoDb: round(busy(recorded) / (n * RUNS)),
-  };
-  console.log(
-    `  ${name}: p50 ${out.p50} ms, p99 ${out.p99} ms, ${out.perSecond}/s (runs ${out.runs.join(', ')})`,
-  );
-  return out;
-}
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+const range = (v: number[]): [number, number] => [Math.min(...v), Math.max(...v)];
 
-// ---------------------------------------------------------------------------------------------------------
-// The ceiling: raw conditional writes
+/** One measurement's rounds: each figure is the median of the rounds, with their spread. */
+class Series {
+  readonly rounds: Figures[] = [];
+  private readonly recorded: Call[] = [];
+  constructor(readonly name: string) {}
 
-const table = () => process.env.LLMCAP_TABLE!;
+  /** Runs one round of it, recording the DynamoDB calls this process makes meanwhile. */
+  async round(fn: () => Promise<Figures>): Promise<Figures> {
+    calls = [];
+    try {
+      this.rounds.push(await fn());
+    } finally {
+      this.recorded.push(...calls);
+      calls = undefined;
+    }
+    return this.rounds.at(-1)!;
+  }
 
-/** Conditional UpdateItem on one item per writer, or all of them on one item. */
-function rawUpdates(writers: number, each: number, oneItem: boolean): Promise<Figures> {
-  const tag = randomUUID().slice(0, 8);
-  return drive(writers, each, async (w) => {
-    await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: { pk: 'BENCH', sk: oneItem ? `one-${tag}` : `item-${tag}-${w}` },
-        UpdateExpression: 'ADD #v :one SET updatedAt = :now',
-        // Always true, so every write lands however many race on one item; still evaluated, as the ledger's is.
-        ConditionExpression: 'attribute_not_exists(#v) OR #v >= :zero',
-        ExpressionAttributeNames: { '#v': 'version' },
-        ExpressionAttributeValues: { ':one': 1, ':zero': 0, ':now': new Date().toISOString() },
-      }),
+  result(): Measured {
+    const all = this.rounds;
+    const med = (f: keyof Figures) => median(all.map((x) => x[f]));
+    const writes = all.reduce((n, x) => n + x.n, 0);
+    const out: Measured = {
+      n: all[0]!.n,
+      p50: med('p50'),
+      p99: med('p99'),
+      // Over every write of every round, as inDynamoDb is, so that the two can be set against each other.
+      mean: round(all.reduce((t, x) => t + x.mean * x.n, 0) / writes),
+      perSecond: med('perSecond'),
+      rounds: all,
+      spread: { p50: range(all.map((x) => x.p50)), perSecond: range(all.map((x) => x.perSecond)) },
+      perWrite: perWrite(this.recorded, writes),
+      inDynamoDb: round(busy(this.recorded) / writes),
+    };
+    console.log(
+      `  ${this.name}: p50 ${out.p50} ms (${out.spread.p50.join('-')}), ${out.perSecond}/s (${out.spread.perSecond.join('-')})`,
     );
-  });
+    return out;
+  }
 }
 
-/**
- * The transaction one scale write commits (captured from a real one), replayed on copies of its items: the same
- * number of items, sizes and kinds of condition. Each writer has its own copies, so every condition holds.
- */
-async function rawTransactions(tx: Tx, writers: number, each: number): Promise<Figures> {
-  const tag = randomUUID().slice(0, 8);
-  const rekey = (k: Record<string, unknown>, w: number) => ({
-    pk: `BENCH#${k.pk}`,
-    sk: `${k.sk}#${tag}#${w}`,
+/** The ceiling's process (bench/write-ceiling.ts), asked for one measurement at a time. */
+function ceilingProcess(env: Record<string, string>) {
+  const tsx = join(__dirname, '..', 'node_modules', '.bin', 'tsx');
+  const child = spawn(tsx, [join(__dirname, 'write-ceiling.ts')], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const items = (w: number): Tx =>
-    tx.map((it) => {
-      if (it.Update)
-        return {
-          Update: {
-            TableName: table(),
-            Key: rekey(it.Update.Key!, w),
-            UpdateExpression: 'ADD #v :one SET updatedAt = :now, updatedBy = :by',
-            ConditionExpression: 'attribute_not_exists(#v) OR #v >= :zero',
-            ExpressionAttributeNames: { '#v': 'version' },
-            ExpressionAttributeValues: {
-              ':one': 1,
-              ':zero': 0,
-              ':now': new Date().toISOString(),
-              ':by': 'bench',
-            },
-          },
-        };
-      if (it.Put)
-        return {
-          Put: {
-            TableName: table(),
-            Item: { ...it.Put.Item, ...rekey(it.Put.Item!, w) },
-            ConditionExpression: 'attribute_not_exists(pk) OR #v >= :zero',
-            ExpressionAttributeNames: { '#v': 'version' },
-            ExpressionAttributeValues: { ':zero': 0 },
-          },
-        };
-      if (it.Delete) return { Delete: { TableName: table(), Key: rekey(it.Delete.Key!, w) } };
-      // A condition on an item that is not there, as the free commit's check of the lease usually is.
-      return {
-        ConditionCheck: {
-          TableName: table(),
-          Key: rekey(it.ConditionCheck!.Key!, w),
-          ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :now',
-          ExpressionAttributeValues: { ':now': Date.now() },
-        },
-      };
-    });
-  return drive(writers, each, async (w) => {
-    await documentClient().send(new TransactWriteCommand({ TransactItems: items(w) }));
-  });
+  const answers = createInterface({ input: child.stdout! });
+  const waiting: ((line: string) => void)[] = [];
+  answers.on('line', (line) => waiting.shift()?.(line));
+  return {
+    ask(r: CeilingRequest): Promise<Figures> {
+      return new Promise((resolve, reject) => {
+        waiting.push((line) => {
+          const a = JSON.parse(line) as { ok?: Figures; error?: string };
+          if (a.ok) resolve(a.ok);
+          else reject(new Error(`the ceiling's process failed: ${a.error}`));
+        });
+        child.stdin!.write(`${JSON.stringify(r)}\n`);
+      });
+    },
+    stop() {
+      child.stdin!.end();
+      child.kill();
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -362,17 +287,23 @@ async function timeline(send: Send): Promise<string> {
   return `${total.toFixed(1)} ms: ${parts.join(', ')}`;
 }
 
-async function apiPhases(name: string, send: Send) {
-  if (process.env.BENCH_DEBUG) for (let i = 0; i < 5; i++) console.log(`  ${await timeline(send)}`);
-  const one = await measure(`${name}-1`, () => drive(1, SERIAL, (_, i) => scale(send, MODELS[0]!, i)));
-  const many = await measure(`${name}-${CLIENTS}`, () =>
-    drive(CLIENTS, EACH, (w, i) => scale(send, MODELS[w]!, i)),
-  );
-  // All 64 clients on one model: every write in a group merges into one item.
-  const hot = await measure(`${name}-${CLIENTS}-one-model`, () =>
-    drive(CLIENTS, EACH, (_, i) => scale(send, MODELS[0]!, i)),
-  );
-  return { one, many, hot };
+/** The API measurements of one way of calling it; `round` runs one round of each. */
+function apiSeries(name: string) {
+  const one = new Series(`${name}-1`);
+  const many = new Series(`${name}-${CLIENTS}`);
+  const hot = new Series(`${name}-${CLIENTS}-one-model`);
+  return {
+    async round(send: Send) {
+      if (process.env.BENCH_DEBUG) for (let i = 0; i < 3; i++) console.log(`  ${await timeline(send)}`);
+      await one.round(() => drive(1, SERIAL, (_, i) => scale(send, MODELS[0]!, i)));
+      await many.round(() => drive(CLIENTS, EACH, (w, i) => scale(send, MODELS[w]!, i)));
+      // All 64 clients on one model.
+      await hot.round(() => drive(CLIENTS, EACH, (_, i) => scale(send, MODELS[0]!, i)));
+    },
+    result: () => ({ one: one.result(), many: many.result(), hot: hot.result() }),
+    /** The last round's figures of one client and of 64 on 64 models. */
+    last: () => ({ one: one.rounds.at(-1)!, many: many.rounds.at(-1)! }),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -380,14 +311,14 @@ async function apiPhases(name: string, send: Send) {
 
 interface Results {
   loadAverage: { start: number; end: number };
-  runs: number;
-  raw: { update1: Measured; update64: Measured; update64one: Measured; tx1: Measured; tx64: Measured };
+  rounds: number;
+  ceiling: { update1: Measured; update64: Measured; tx1: Measured };
   txItems: string[];
-  inProcess: Awaited<ReturnType<typeof apiPhases>>;
-  http: Awaited<ReturnType<typeof apiPhases>>;
+  inProcess: ReturnType<ReturnType<typeof apiSeries>['result']>;
+  http: ReturnType<ReturnType<typeof apiSeries>['result']>;
+  /** Per round, against that round's ceiling: the two targets of issue 31. */
+  ratios: { writeOverCommit: number[]; clientsOverCeiling: number[]; httpClientsOverCeiling: number[] };
 }
-
-const BASELINE = join(__dirname, 'write-path-baseline.json');
 
 function calls1(m: Measured): string {
   return Object.entries(m.perWrite)
@@ -402,44 +333,39 @@ function whereTheTimeGoes(m: Measured): string {
   return `Where one write's time goes (1 client in process, mean ${m.mean} ms): ${m.inDynamoDb} ms waiting on its ${round(n, 1)} DynamoDB calls (calls side by side counted once; the commit ${tx} ms of it, SDK work included), ${round(m.mean - m.inDynamoDb)} ms in the handler between them (routing, validation, the decision).`;
 }
 
-function markdown(r: Results, before?: Results): string {
-  const ceiling = r.raw.update1;
-  const row = (what: string, m: Measured, was?: Measured) =>
-    `| ${what} | ${m.p50} / ${m.p99} ms | ${m.perSecond}/s | ${(m.perSecond / ceiling.perSecond).toFixed(2)}× |${
-      before ? ` ${was ? `${was.p50} / ${was.p99} ms, ${was.perSecond}/s` : ''} |` : ''
-    }`;
+const spreadOf = (v: number[]) =>
+  `${median(v).toFixed(2)} (rounds ${Math.min(...v).toFixed(2)} to ${Math.max(...v).toFixed(2)})`;
+
+function markdown(r: Results): string {
+  const ceiling = r.ceiling.update1;
+  const row = (what: string, m: Measured) =>
+    `| ${what} | ${m.p50} / ${m.p99} ms | ${m.spread.p50[0]} to ${m.spread.p50[1]} ms | ${m.perSecond}/s | ${m.spread.perSecond[0]} to ${m.spread.perSecond[1]}/s | ${(m.perSecond / ceiling.perSecond).toFixed(2)}× |`;
   const lines = [
-    `Load average ${r.loadAverage.start} at the start, ${r.loadAverage.end} at the end (2 cores shared with other work); every figure is the median of ${r.runs} runs. The ceiling is one writer's conditional UpdateItem on one item.`,
+    `Load average ${r.loadAverage.start} at the start, ${r.loadAverage.end} at the end (2 cores shared with other work). ${r.rounds} rounds; in each, the ceiling is measured first, in a process of its own (bench/write-ceiling.ts: the raw writes and nothing else), then the API in process, then over HTTP, so each round compares figures taken within seconds of each other. A figure is the median of the rounds, beside the lowest and highest round. The ceiling is one writer's conditional UpdateItem on one item.`,
     '',
-    `| measure | p50 / p99 | throughput | of the ceiling |${before ? ' before (main) |' : ''}`,
-    `|---|---|---|---|${before ? '---|' : ''}`,
-    row('raw UpdateItem, 1 writer, one item (the ceiling)', r.raw.update1, before?.raw.update1),
-    row(`raw UpdateItem, ${CLIENTS} writers on ${CLIENTS} items`, r.raw.update64, before?.raw.update64),
-    row(`raw UpdateItem, ${CLIENTS} writers on one item`, r.raw.update64one, before?.raw.update64one),
-    row(`raw TransactWriteItems of a scale write (${r.txItems.join(' + ')}), 1 writer`, r.raw.tx1),
-    row(`raw TransactWriteItems of a scale write, ${CLIENTS} writers`, r.raw.tx64),
-    row('PUT scaling in process, 1 client', r.inProcess.one, before?.inProcess.one),
-    row(
-      `PUT scaling in process, ${CLIENTS} clients on ${CLIENTS} models`,
-      r.inProcess.many,
-      before?.inProcess.many,
-    ),
-    row(`PUT scaling in process, ${CLIENTS} clients on one model`, r.inProcess.hot, before?.inProcess.hot),
-    row('PUT scaling over HTTP, 1 client', r.http.one, before?.http.one),
-    row(`PUT scaling over HTTP, ${CLIENTS} clients on ${CLIENTS} models`, r.http.many, before?.http.many),
-    row(`PUT scaling over HTTP, ${CLIENTS} clients on one model`, r.http.hot, before?.http.hot),
+    '| measure | p50 / p99 | p50 of the rounds | throughput | throughput of the rounds | of the ceiling |',
+    '|---|---|---|---|---|---|',
+    row('raw UpdateItem, 1 writer, one item (the ceiling)', r.ceiling.update1),
+    row(`raw UpdateItem, ${CLIENTS} writers on ${CLIENTS} items`, r.ceiling.update64),
+    row(`raw TransactWriteItems of a scale write (${r.txItems.join(' + ')}), 1 writer`, r.ceiling.tx1),
+    row('PUT scaling in process, 1 client', r.inProcess.one),
+    row(`PUT scaling in process, ${CLIENTS} clients on ${CLIENTS} models`, r.inProcess.many),
+    row(`PUT scaling in process, ${CLIENTS} clients on one model`, r.inProcess.hot),
+    row('PUT scaling over HTTP, 1 client', r.http.one),
+    row(`PUT scaling over HTTP, ${CLIENTS} clients on ${CLIENTS} models`, r.http.many),
+    row(`PUT scaling over HTTP, ${CLIENTS} clients on one model`, r.http.hot),
     '',
-    `One write in process: p50 ${r.inProcess.one.p50} ms = ${(r.inProcess.one.p50 / r.raw.update1.p50).toFixed(1)}× a raw UpdateItem, ${(r.inProcess.one.p50 / r.raw.tx1.p50).toFixed(1)}× the raw transaction it commits (target: 3× a raw commit). ${CLIENTS} clients: ${(r.inProcess.many.perSecond / ceiling.perSecond).toFixed(2)}× the ceiling in process, ${(r.http.many.perSecond / ceiling.perSecond).toFixed(2)}× over HTTP (target 0.8×).`,
+    `Against the same round's ceiling: one write in process is ${spreadOf(r.ratios.writeOverCommit)} × the raw transaction it commits (target ≤ 2×); ${CLIENTS} clients reach ${spreadOf(r.ratios.clientsOverCeiling)} × the serial ceiling in process and ${spreadOf(r.ratios.httpClientsOverCeiling)} × over HTTP (target ≥ 0.8×).`,
     '',
     whereTheTimeGoes(r.inProcess.one),
     '',
     'DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored: GetItem WORKLOAD and WORKLOAD_OBSERVED):',
     '',
-    `| run | calls per write |${before ? ' before (main) |' : ''}`,
-    `|---|---|${before ? '---|' : ''}`,
+    '| run | calls per write |',
+    '|---|---|',
     ...(['one', 'many', 'hot'] as const).map(
       (k) =>
-        `| in process, ${k === 'one' ? '1 client' : k === 'many' ? `${CLIENTS} clients` : `${CLIENTS} clients, one model`} | ${calls1(r.inProcess[k])} |${before ? ` ${calls1(before.inProcess[k])} |` : ''}`,
+        `| in process, ${k === 'one' ? '1 client' : k === 'many' ? `${CLIENTS} clients` : `${CLIENTS} clients, one model`} | ${calls1(r.inProcess[k])} |`,
     ),
   ];
   return lines.join('\n');
@@ -448,35 +374,30 @@ function markdown(r: Results, before?: Results): string {
 export async function benchWritePath(): Promise<{ rows: Results; markdown: string }> {
   const start = loadavg()[0]!;
   const ddb: DynamoDbLocal = await startDynamoDbLocal();
-  // The API resolves the built-in computes against EC2 and the Price List on its first request: in process,
-  // those are the simulator's, through the SDK's endpoint variables, as the local control plane sets them.
-  const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
+  // The ceiling's own table, on the same DynamoDB Local as the API's.
+  const c = dynamoClient(ddb.endpoint);
+  await ensureTable(c, 'bench-write-ceiling');
+  c.destroy();
+  const ceilingProc = ceilingProcess({
+    LLMCAP_DYNAMODB_ENDPOINT: ddb.endpoint,
+    LLMCAP_TABLE: 'bench-write-ceiling',
+  });
+  // The API over HTTP is the local control plane's; in process, the same handler the local Lambda would run, on
+  // the same table and simulators (the control plane set the environment they read).
+  const cp = await startControlPlane({
+    port: 0,
+    simPort: 0,
+    reconcileSeconds: 0,
+    dynamodbEndpoint: ddb.endpoint,
+    table: 'bench-write',
+    admins: [LOCAL_ADMIN],
+  });
   try {
-    Object.assign(process.env, {
-      LLMCAP_DYNAMODB_ENDPOINT: ddb.endpoint,
-      LLMCAP_TABLE: 'bench-write',
-      LLMCAP_ADMINS: LOCAL_ADMIN,
-      AWS_ENDPOINT_URL_EC2: sim.endpoint,
-      AWS_ENDPOINT_URL_PRICING: sim.endpoint,
-      // As the local control plane runs (and so the HTTP runs below): each answer carries the model's pods.
-      LLMCAP_WORKLOADS: 'deploy',
-    });
-    resetConfig();
-    resetClients();
-    resetHardwareFacts();
-    const c = dynamoClient();
-    await ensureTable(c, 'bench-write');
-    c.destroy();
     instrument();
-
-    console.log('  raw writes');
-    await rawUpdates(1, 100, true); // warm-up
-    const update1 = await measure('raw-update-1', () => rawUpdates(1, 300, true));
-    const update64 = await measure('raw-update-64', () => rawUpdates(CLIENTS, EACH, false));
-    const update64one = await measure('raw-update-64-one-item', () => rawUpdates(CLIENTS, EACH, true));
-
+    const viaHttp = overHttp(cp.apiUrl);
+    await addModels(viaHttp);
     const send = await inProcess();
-    await addModels(send);
+    for (let i = 0; i < 20; i++) await scale(send, MODELS[0]!, i); // warm-up
     lastTx = undefined;
     await scale(send, MODELS[0]!, 1);
     const tx = lastTx as Tx | undefined;
@@ -488,48 +409,49 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
       ];
       return `${op} ${body.Key?.pk ?? body.Item?.pk}${body.Key ? `/${body.Key.sk}` : ''}`;
     });
-    const tx1 = await measure('raw-tx-1', () => rawTransactions(tx, 1, SERIAL));
-    const tx64 = await measure('raw-tx-64', () => rawTransactions(tx, CLIENTS, EACH));
 
-    console.log('  PUT /v1/models/{name}/scaling in process');
-    const inProc = await apiPhases('api', send);
-
-    console.log('  PUT /v1/models/{name}/scaling over HTTP (local control plane)');
-    const cp = await startControlPlane({
-      port: 0,
-      simPort: 0,
-      reconcileSeconds: 0,
-      dynamodbEndpoint: ddb.endpoint,
-      table: 'bench-write-http',
-      admins: [LOCAL_ADMIN],
-    });
-    let http: Results['http'];
-    try {
-      instrument(); // the control plane built a new client
-      const viaHttp = overHttp(cp.apiUrl);
-      await addModels(viaHttp);
-      http = await apiPhases('http', viaHttp);
-    } finally {
-      await cp.stop();
+    await ceilingProc.ask({ op: 'update', writers: 1, each: 100, oneItem: true }); // warm-up
+    const update1 = new Series('raw-update-1');
+    const update64 = new Series(`raw-update-${CLIENTS}`);
+    const tx1 = new Series('raw-tx-1');
+    const inProc = apiSeries('api');
+    const http = apiSeries('http');
+    const ratios: Results['ratios'] = {
+      writeOverCommit: [],
+      clientsOverCeiling: [],
+      httpClientsOverCeiling: [],
+    };
+    for (let r = 0; r < ROUNDS; r++) {
+      console.log(`  round ${r + 1} of ${ROUNDS}`);
+      const u = await update1.round(() =>
+        ceilingProc.ask({ op: 'update', writers: 1, each: 300, oneItem: true }),
+      );
+      await update64.round(() =>
+        ceilingProc.ask({ op: 'update', writers: CLIENTS, each: EACH, oneItem: false }),
+      );
+      const t = await tx1.round(() => ceilingProc.ask({ op: 'tx', tx, writers: 1, each: SERIAL }));
+      await inProc.round(send);
+      await http.round(viaHttp);
+      const p = inProc.last();
+      const h = http.last();
+      ratios.writeOverCommit.push(round(p.one.p50 / t.p50));
+      ratios.clientsOverCeiling.push(round(p.many.perSecond / u.perSecond));
+      ratios.httpClientsOverCeiling.push(round(h.many.perSecond / u.perSecond));
     }
 
     const rows: Results = {
       loadAverage: { start: round(start), end: round(loadavg()[0]!) },
-      runs: RUNS,
-      raw: { update1, update64, update64one, tx1, tx64 },
+      rounds: ROUNDS,
+      ceiling: { update1: update1.result(), update64: update64.result(), tx1: tx1.result() },
       txItems,
-      inProcess: inProc,
-      http,
+      inProcess: inProc.result(),
+      http: http.result(),
+      ratios,
     };
-    // BENCH_BASELINE=1 records this run as the figures before the change, for later runs to compare with.
-    if (process.env.BENCH_BASELINE) writeFileSync(BASELINE, `${JSON.stringify(rows, null, 2)}\n`);
-    const before =
-      !process.env.BENCH_BASELINE && existsSync(BASELINE)
-        ? (JSON.parse(readFileSync(BASELINE, 'utf8')) as Results)
-        : undefined;
-    return { rows, markdown: markdown(rows, before) };
+    return { rows, markdown: markdown(rows) };
   } finally {
-    await sim.stop();
+    ceilingProc.stop();
+    await cp.stop();
     await ddb.stop();
   }
 }
