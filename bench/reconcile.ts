@@ -2,6 +2,7 @@ import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ComputeSpecSchema } from '../lambdas/domain/compute';
 import { documentClient } from '../lambdas/shared/clients';
 import { keys } from '../lambdas/store/keys';
+import { startCloudSim } from '../local/cloud-sim';
 import { startControlPlane } from '../local/control-plane';
 import { runReconcile } from '../test/helpers/services';
 import { countDynamoDb, tallyText } from './dynamo-calls';
@@ -120,9 +121,18 @@ export async function loadBenchWorld(nComputes: number, nModels: number) {
 export async function benchReconcile(opts: { computes?: number; models?: number } = {}) {
   const nComputes = opts.computes ?? 200;
   const nModels = opts.models ?? 10_000;
+  // EKS allows 30 managed node groups per cluster unless the quota is raised: a deployment of 200 computes has
+  // raised it, or most of them would fail their create on every pass and no pass would be steady.
+  const sim = await startCloudSim({
+    port: 0,
+    timeScale: 0.0001,
+    clusterName: 'llmcap-local',
+    kubernetes: false,
+    limits: { nodegroupsPerCluster: nComputes + 10 },
+  });
   const cp = await startControlPlane({
     port: 0,
-    simPort: 0,
+    sim,
     simTimeScale: 0.0001,
     reconcileSeconds: 0,
     table: 'bench-reconcile',
@@ -174,11 +184,12 @@ export async function benchReconcile(opts: { computes?: number; models?: number 
       `| second | ${rows.secondPassMs} ms | ${second.awsCalls} | ${tallyText(secondDb)} | observed the new node groups, ${second.workflows.length} workflows |`,
       `| steady | ${rows.steadyPassMs} ms | ${rows.steadyPassAwsCalls} | ${tallyText(steadyDb)} | observed every node group (DescribeNodegroup + DescribeAutoScalingGroups), ${third.workflows.length} workflows |`,
       '',
-      "DynamoDB calls are the document client's, counted in process (the reconcile function runs in the local Lambda of this process); AWS calls are EKS, Auto Scaling and Step Functions. A steady pass writes a compute only when its observed status or sizing changed.",
+      "EKS's quota of managed node groups per cluster is raised to fit the computes (AWS: 30 unless raised). DynamoDB calls are the document client's, counted in process (the passes run in this process); AWS calls are EKS, Auto Scaling and Step Functions. A steady pass writes a compute only when its observed status or sizing changed.",
     ].join('\n');
     return { rows, markdown };
   } finally {
     await cp.stop();
+    await sim.stop();
   }
 }
 
