@@ -580,9 +580,14 @@ describe("?owner= means that owner's resource or none (issue 30 §3)", () => {
   // team:ml's admin may change its own tw-c and tw-m; project:b holds a compute and a model of those names too.
   const own = { compute: 'tw-c', model: 'tw-m' } as const;
   beforeAll(async () => {
-    for (const scope of ['project:a', 'project:b']) {
-      expectOk(`tw-c ${scope}`, await admin('POST', '/v1/computes', l4Compute(own.compute, scope, 1)), 201);
-      expectOk(`tw-m ${scope}`, await admin('POST', '/v1/models', l4Model(own.model, scope)), 201);
+    // Each made by its tenant's editor, who cannot see the other's.
+    for (const [scope, who] of [
+      ['project:a', P.editor],
+      ['project:b', B.editorB],
+    ] as const) {
+      const call = jsonClient(invokeInProcess, who);
+      expectOk(`tw-c ${scope}`, await call('POST', '/v1/computes', l4Compute(own.compute, scope, 1)), 201);
+      expectOk(`tw-m ${scope}`, await call('POST', '/v1/models', l4Model(own.model, scope)), 201);
     }
   }, 60_000);
 
