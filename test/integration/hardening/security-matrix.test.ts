@@ -611,9 +611,13 @@ describe("?owner= means that owner's resource or none (issue 30 §3)", () => {
   };
   // Another tenant's scope (which holds one of the name), one that does not exist, shared (which holds none).
   const OWNERS = ['project:b', 'project:never', 'shared'];
-  it.each(ownerRoutes)(
-    '%s?owner=<not the caller’s> never reaches the caller’s own resource',
-    async (route) => {
+  // Those who may change project:a's resources, and one who only reads them.
+  const ownerCases = ownerRoutes.flatMap((route) =>
+    (['teamAdmin', 'editor', 'viewer'] as const).map((p) => [route, p] as const),
+  );
+  it.each(ownerCases)(
+    '%s?owner=<not the caller’s> as %s never reaches the caller’s own resource',
+    async (route, p) => {
       const kind = route.split(' ')[1]!.startsWith('/v1/computes') ? 'compute' : 'model';
       const name = own[kind];
       const read = `/v1/${kind}s/${name}`;
@@ -624,17 +628,19 @@ describe("?owner= means that owner's resource or none (issue 30 §3)", () => {
       const answers = [];
       for (const o of OWNERS) {
         const sep = path.includes('?') ? '&' : '?';
-        answers.push(await answer(P.teamAdmin, method, `${path}${sep}owner=${o}`, BODY[route]?.(name)));
+        answers.push(await answer(P[p], method, `${path}${sep}owner=${o}`, BODY[route]?.(name)));
       }
       // Nothing of project:a's changed: the same version, still there.
       const after = await admin('GET', `${read}?owner=project:a`);
-      expect({ route, status: after.status, version: after.body?.metadata?.version }).toEqual({
+      expect({ route, p, status: after.status, version: after.body?.metadata?.version }).toEqual({
         route,
+        p,
         status: 200,
         version: before.body.metadata.version,
       });
       // It is refused, and the same way whichever owner was named (a name it cannot see tells nothing).
-      for (const a of answers) expect({ route, status: a.status >= 400 }).toEqual({ route, status: true });
+      for (const a of answers)
+        expect({ route, p, refused: a.status >= 400 }).toEqual({ route, p, refused: true });
       const [first, ...rest] = answers.map((a, i) => asIf(a, OWNERS[i]!, '<owner>'));
       for (const a of rest) expect(a).toEqual(first);
     },
