@@ -223,10 +223,9 @@ const model: Kind = {
     if (Array.isArray(s.takenBack) && s.takenBack.length) {
       out.push('', 'Taken back:');
       for (const t of s.takenBack) {
-        const by = t.by ?? {};
-        out.push(
-          `  ${t.replicas ?? '?'} replica(s) ${t.reason} at ${t.at} by ${by.class ?? '?'} model ${by.model ?? '?'} of ${by.scope ?? '?'}`,
-        );
+        // Without `by` what took them is another scope's, which the caller may not see: the message says so.
+        const by = t.by ? `${t.by.class} model ${t.by.model} of ${t.by.scope}` : 'another scope';
+        out.push(`  ${t.replicas ?? '?'} replica(s) ${t.reason} at ${t.at} by ${by}`);
       }
     }
     return out.join('\n');

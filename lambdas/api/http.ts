@@ -236,9 +236,13 @@ export function parseBody<S extends z.ZodType>(
   return r.data as z.output<S>;
 }
 
+/** The routes that take `?owner=`: those that name one compute or model (the OpenAPI lists it on them). */
+export const takesOwner = (path: string) => /^\/v1\/(models|computes)\/\{name\}/.test(path);
+
 /**
  * `?owner=<scope>` or `?owner=shared`: whose compute or model a name means when the caller sees two of that
- * name (domain/names.ts). Absent: the only one the caller sees.
+ * name (domain/names.ts). Absent: the only one the caller sees. Given, it means that owner's resource only:
+ * none of that owner's is a 404, never another resource of the name.
  */
 export function ownerParam(req: ApiRequest, caller: Caller<ScopeTree>): string | undefined {
   const v = req.query.owner;

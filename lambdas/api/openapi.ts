@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { REFUSAL_REASONS } from '../domain/errors';
-import { DRY_RUN_VALUE } from './http';
+import { DRY_RUN_VALUE, takesOwner } from './http';
 import type { Router } from './router';
 
 /**
@@ -48,7 +48,7 @@ export function openApiDocument(router: Router, version = '0.1.0'): Record<strin
       schema: schemaOf(s as z.ZodType),
     }));
     // A compute or model route's name may need its owner, when the caller sees two of it (http.ts ownerParam).
-    if (/^\/v1\/(models|computes)\/\{name\}/.test(r.path)) {
+    if (takesOwner(r.path)) {
       query.push({
         name: 'owner',
         in: 'query',

@@ -186,7 +186,8 @@ export interface AdmissionSummary {
     reason: string;
     message: string;
     replicas: number;
-    by: { model: string; unitId: string; scope: string; class: string };
+    /** What took them; absent when the caller may not see its scope (domain/quota/telling.ts). */
+    by?: { model: string; unitId: string; scope: string; class: string };
     at: string;
   }[];
 }

@@ -2,7 +2,13 @@ import { admitCatalogChange, decisionWrites, type World } from '../domain/admiss
 import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
-import { type Decision, type ModelAdmission, modelStatus } from '../domain/quota';
+import {
+  admissionAsSeen,
+  type Decision,
+  type ModelAdmission,
+  modelStatus,
+  type Reader,
+} from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
@@ -72,9 +78,14 @@ export function admissionService(deps: Dependencies) {
      * single model, the (cached) admission partition for a list, never one read per model. Where llmcap runs
      * the pods (LLMCAP_WORKLOADS=deploy), each also gets `running` (0 until a pod is Ready), the pods and their
      * reasons, read the same way from what the reconciler last saw; elsewhere llmcap knows nothing of the pods
-     * and says nothing. `known` gives the admissions when the caller has them (a write's own decision).
+     * and says nothing. `known` gives the admissions when the caller has them (a write's own decision). Each
+     * tells `reader` only what it may read of other scopes' models (domain/quota/telling.ts).
      */
-    async summaries(models: readonly Model[], known?: { admissions: readonly ModelAdmission[] }) {
+    async summaries(
+      models: readonly Model[],
+      reader: Reader,
+      known?: { admissions: readonly ModelAdmission[] },
+    ) {
       const deploy = deps.config().deployWorkloads;
       const one = models.length === 1 ? models[0]! : undefined;
       const [stored, seen, lastObserved] = await Promise.all([
@@ -93,7 +104,8 @@ export function admissionService(deps: Dependencies) {
       const byModel = new Map(stored.map((a) => [a.model, a]));
       const podsOf = new Map(seen.map((w) => [w.model, w]));
       return models.map((m) => {
-        const status = modelStatus(m, byModel.get(m.name));
+        const a = byModel.get(m.name);
+        const status = modelStatus(m, a && admissionAsSeen(a, reader));
         if (!deploy) return status;
         const w = podsOf.get(m.name);
         // When the pods were last looked at, which a steady pass confirms without rewriting the model's item.

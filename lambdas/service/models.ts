@@ -91,12 +91,16 @@ export function modelService(
   return {
     change,
 
-    /** The admission part of each model's status (absent until admission decided something for it). */
+    /**
+     * The admission part of each model's status (absent until admission decided something for it), as `reader`
+     * may read it: of other scopes' models it cannot see, no name or figure.
+     */
     statusOf(
       models: readonly Model[],
+      reader: Caller,
       known?: { admissions: readonly ModelAdmission[] },
     ): Promise<(AdmissionSummary | undefined)[]> {
-      return admission.summaries(models, known);
+      return admission.summaries(models, reader, known);
     },
 
     /** The catalog the caller can see, sorted; rows left out are an operator's concern (platform admins see them). */

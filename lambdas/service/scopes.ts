@@ -87,7 +87,9 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       opts?: WriteOptions,
     ): Promise<StoredScope> {
       if (s.parent) {
-        if (!caller.tenancy.has(s.parent)) throw notFound(`parent scope ${s.parent} does not exist`);
+        // A parent the caller cannot see answers as one that does not exist, so the answer tells no names.
+        if (!caller.tenancy.has(s.parent) || !caller.can('read', s.parent))
+          throw notFound(`parent scope ${s.parent} does not exist`);
         caller.authorize('create-scope', s.parent);
       } else caller.authorize('platform', undefined);
       return ledger.withLedger(

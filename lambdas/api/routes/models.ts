@@ -1,7 +1,8 @@
 import * as z from 'zod';
+import type { Caller } from '../../domain/access';
 import { scopeRef } from '../../domain/compute';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
-import { type ModelAdmission, modelStatus } from '../../domain/quota';
+import { admissionAsSeen, type ModelAdmission, modelStatus, takesBackAsSeen } from '../../domain/quota';
 import type { Services } from '../../service';
 import { type ApiResponse, json, nameFromPathIssues, ownerParam, parseBody, scopeKeyOf } from '../http';
 import type { Router } from '../router';
@@ -28,37 +29,46 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
   const changeCatalog = models.change;
 
   // A manifest's status carries the admission fields from the model's admission record.
-  const manifests = async (ms: readonly Model[], known?: { admissions: readonly ModelAdmission[] }) => {
-    const summaries = await models.statusOf(ms, known);
+  const manifests = async (
+    ms: readonly Model[],
+    caller: Caller,
+    known?: { admissions: readonly ModelAdmission[] },
+  ) => {
+    const summaries = await models.statusOf(ms, caller, known);
     return ms.map((m, i) => modelManifest(m, summaries[i]));
   };
   const withEtag = async (
     status: number,
     m: Model,
+    caller: Caller,
     extra: Record<string, string> = {},
     known?: { admissions: readonly ModelAdmission[] },
   ): Promise<ApiResponse> =>
-    json(status, (await manifests([m], known))[0], { etag: `"${m.version}"`, ...extra });
+    json(status, (await manifests([m], caller, known))[0], { etag: `"${m.version}"`, ...extra });
 
   /**
    * The answer to a catalog change. A dry run's model carries the admission the change would get (admitted,
    * borrowed, pending and why) and status.preview lists what it would take back from others; nothing was written.
+   * Both tell the caller of other scopes only what it may read (domain/quota/telling.ts).
    */
   const changed = async (
     status: number,
     r: Awaited<ReturnType<typeof changeCatalog>>,
+    caller: Caller,
     extra: Record<string, string> = {},
   ): Promise<ApiResponse> => {
     if (!r.preview) {
       // A committed change carries the model's admission as it wrote it: no read of the admission record.
       const after = r.admission?.after;
-      return withEtag(status, r.after!, extra, r.admission && { admissions: after ? [after] : [] });
+      return withEtag(status, r.after!, caller, extra, r.admission && { admissions: after ? [after] : [] });
     }
     const m = r.after!;
-    const body = modelManifest(m, r.preview.admission && modelStatus(m, r.preview.admission));
+    const a = r.preview.admission;
+    const body = modelManifest(m, a && modelStatus(m, admissionAsSeen(a, caller)));
+    const takesBack = takesBackAsSeen(r.preview.takesBack, caller);
     return json(
       status,
-      { ...body, status: { ...body.status, preview: { takesBack: r.preview.takesBack } } },
+      { ...body, status: { ...body.status, preview: { takesBack } } },
       {
         etag: `"${m.version}"`,
         ...extra,
@@ -73,7 +83,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const caller = await callerOf(req);
       const c = await models.list(caller);
       return json(200, {
-        items: await manifests(c.items),
+        items: await manifests(c.items, caller),
         // Rows left out of the catalog are an operator's concern: shown to platform admins, logged for everyone.
         ...(c.skipped.length ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) } : {}),
       });
@@ -94,7 +104,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         { verb: 'add', name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
-      return changed(201, r, { location: `/v1/models/${r.after!.name}` });
+      return changed(201, r, caller, { location: `/v1/models/${r.after!.name}` });
     },
     {
       summary: 'Add a model (409 if declared or it exists)',
@@ -108,7 +118,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models/{name}',
     async (req) => {
       const caller = await callerOf(req);
-      return withEtag(200, await models.get(req.params.name!, caller, ownerParam(req, caller)));
+      return withEtag(200, await models.get(req.params.name!, caller, ownerParam(req, caller)), caller);
     },
     { summary: 'Read a model with its status', responses: { 200: 'the model' } },
   );
@@ -134,7 +144,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
       const created = !r.before && !r.replacesSkipped;
-      return changed(created ? 201 : 200, r, created ? { location: `/v1/models/${name}` } : {});
+      return changed(created ? 201 : 200, r, caller, created ? { location: `/v1/models/${name}` } : {});
     },
     {
       summary: 'Replace an added model (adds it when missing)',
@@ -167,7 +177,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
-      return changed(200, r);
+      return changed(200, r, caller);
     },
     { summary: 'Scale: min, max, target', body: ScalingBody, responses: { 200: 'the model' } },
   );
@@ -182,7 +192,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         { verb: 'resources', name: req.params.name!, ...body, expectedVersion: expectedVersion(req) },
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
-      return changed(200, r);
+      return changed(200, r, caller);
     },
     {
       summary: 'Memory and cores of one profile, or of every profile',
@@ -206,7 +216,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         },
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
-      return changed(200, r);
+      return changed(200, r, caller);
     },
     {
       summary: 'Set the class, or clear it (implied by scaling)',
@@ -230,7 +240,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
         },
         { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
       );
-      return changed(200, r);
+      return changed(200, r, caller);
     },
     {
       summary: 'Hand a model to a scope, or make it shared',

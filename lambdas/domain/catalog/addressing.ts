@@ -1,5 +1,6 @@
+import { notFound } from '../errors';
 import type { Model, ModelSpec } from '../model';
-import { keyForNew, type Lineage, nameOf, resolveName, resolveReference } from '../names';
+import { keyForNew, type Lineage, nameOf, resolveName, resolveReference, sameLine } from '../names';
 import { mayUse } from '../placement';
 import type { CatalogChange, CatalogState, ChangeContext, ChangeResult } from './transitions';
 
@@ -16,14 +17,27 @@ function visible(ctx: ChangeContext) {
   return (m: Pick<Model, 'declared' | 'owner'>) => !ctx.access || m.declared || ctx.access.canSee(m.owner);
 }
 
+/** The catalog's models and skipped rows, as names are resolved among them. */
+const rows = (state: CatalogState) => [
+  ...state.models,
+  ...state.skipped.map((s) => ({ ...s, declared: false })),
+];
+
 /**
- * The key the route's name means, or the name itself when the caller sees none (the transition's 404). A PUT's
- * manifest names its owner (`orOwner`): that says which of two the caller means, as ?owner= would.
+ * The key the route's name means among the models the caller sees (its `?owner=`'s when given), or undefined:
+ * never another model of that name, whoever owns it. A PUT's manifest names its owner (`orOwner`): that says
+ * which of two the caller means, as ?owner= would.
  */
-function located(state: CatalogState, name: string, ctx: ChangeContext, orOwner?: string): string {
-  const all = [...state.models, ...state.skipped.map((s) => ({ ...s, declared: false }))];
-  return resolveName('model', name, ctx.ownerParam, all, visible(ctx), orOwner)?.name ?? name;
+function located(state: CatalogState, name: string, ctx: ChangeContext, orOwner?: string) {
+  return resolveName('model', name, ctx.ownerParam, rows(state), visible(ctx), orOwner)?.name;
 }
+
+/**
+ * What a route that changes a model answers when the caller sees none of that name (or none of its ?owner=):
+ * one answer whether the name is free or held where the caller cannot see, so the answer tells nothing.
+ */
+export const missingModel = (name: string) =>
+  notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
 
 /** The spec with each pin and fallback as the key it means for a model of `owner`. */
 export function resolveSpec(state: CatalogState, spec: ModelSpec, owner: string | undefined): ModelSpec {
@@ -70,17 +84,27 @@ export function address(state: CatalogState, c: CatalogChange, ctx: ChangeContex
   switch (c.verb) {
     case 'add':
     case 'replace': {
-      const key = located(state, c.name, ctx, c.verb === 'replace' ? (c.owner ?? 'shared') : undefined);
       const spec = resolveSpec(state, c.spec, c.owner);
-      const model = state.models.find((m) => m.name === key);
-      const skipped = state.skipped.find((s) => s.name === key);
-      const current = model ?? (skipped && { ...skipped, declared: false });
+      // A POST creates: only a model of that name on the new owner's line (or declared) is in its way, so a
+      // platform admin who sees a model of that name in an unrelated tenant gets a twin, as its editor would.
+      const key =
+        c.verb === 'replace'
+          ? located(state, c.name, ctx, c.owner ?? 'shared')
+          : rows(state).find(
+              (m) =>
+                nameOf(m.name) === c.name &&
+                visible(ctx)(m) &&
+                (m.declared || sameLine(state.lineage ?? FLAT, m.owner, c.owner)),
+            )?.name;
       // One the caller sees (declared ones are seen by all) keeps its key, and its transition speaks for it.
-      if (current && visible(ctx)(current)) return { ...c, name: key, spec };
+      if (key !== undefined) return { ...c, name: key, spec };
       const what = `add model ${c.name}${c.owner ? ` owned by ${c.owner}` : ' (shared)'}`;
       return { ...c, name: newKey(state, { name: c.name, owner: c.owner, what }, ctx), spec };
     }
-    default:
-      return { ...c, name: located(state, c.name, ctx) };
+    default: {
+      const key = located(state, c.name, ctx);
+      if (key === undefined) throw missingModel(c.name);
+      return { ...c, name: key };
+    }
   }
 }

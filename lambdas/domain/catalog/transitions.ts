@@ -1,10 +1,10 @@
 import { changedPaths, sameValue } from '../compute';
 import { DomainError, notFound } from '../errors';
 import type { Model, ModelClass, ModelSpec, Scaling } from '../model';
-import type { Lineage } from '../names';
+import { type Lineage, nameOf } from '../names';
 import type { ComputeLike } from '../placement';
 import { listed } from '../text';
-import { address, checkLine } from './addressing';
+import { address, checkLine, missingModel } from './addressing';
 import { DECLARED_FILE } from './declared';
 import type { SkippedModel } from './loading';
 import { issuesError, newIssues, type ReachOf, validateCatalog } from './validation';
@@ -128,7 +128,7 @@ function locate(
   const model = state.models.find((m) => m.name === name);
   if (model) {
     if (!model.declared && ctx.access && !ctx.access.canSee(model.owner)) {
-      throw notFound(`model ${name} does not exist`);
+      throw missingModel(nameOf(name));
     }
     return { model };
   }
@@ -169,7 +169,7 @@ function existing(
 ): Model {
   const { model, skipped } = locate(state, name, ctx);
   if (skipped) throw skippedRefusal(skipped);
-  if (!model) throw notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
+  if (!model) throw missingModel(nameOf(name));
   if (model.declared) throw declaredRefusal(name, 'change');
   ctx.access?.requireEditor(model.owner, `${what} model ${name}`);
   checkVersion(model, expected);
@@ -221,7 +221,7 @@ export function replaceModel(
   if (model?.declared) throw declaredFieldRefusal(model, m);
   if (!model && !skipped) {
     if (expectedVersion !== undefined) {
-      throw notFound(`model ${m.name} does not exist, so version ${expectedVersion} cannot match`);
+      throw notFound(`model ${nameOf(m.name)} does not exist, so version ${expectedVersion} cannot match`);
     }
     return addModel(state, m, ctx);
   }
@@ -257,7 +257,7 @@ export function removeModel(
 ): ChangeResult {
   const { model, skipped } = locate(state, name, ctx);
   if (model?.declared) throw declaredRefusal(name, 'remove');
-  if (!model && !skipped) throw notFound(`model ${name} does not exist; GET /v1/models lists the catalog`);
+  if (!model && !skipped) throw missingModel(nameOf(name));
   const was = model ?? skipped!;
   ctx.access?.requireEditor(was.owner, `remove model ${name}`);
   checkVersion(was, expectedVersion);

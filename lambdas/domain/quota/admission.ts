@@ -17,6 +17,7 @@ import {
   victimOrder,
 } from './pass-state';
 import { amount, type Quota, QuotaBook } from './quota';
+import { heldMessage, victimMessage } from './telling';
 import { type Scope, ScopeTree } from './tenancy';
 import type {
   AdmissionModel,
@@ -468,7 +469,11 @@ class Pass implements RoomHost {
   private admit(r: Request, res: Extract<PlaceResult, { ok: true }>, o: Option, picks: Chosen[]): void {
     this.epoch++;
     const ms = r.ms;
-    const refs = picks.map((p) => ({ model: p.h.ms.m.name, unitId: p.h.unit.id }));
+    const refs = picks.map((p) => ({
+      model: p.h.ms.m.name,
+      unitId: p.h.unit.id,
+      scope: this.tree.names[p.h.scope]!,
+    }));
     const unit: AdmittedUnit = {
       id: r.id,
       kind: r.kind,
@@ -561,22 +566,29 @@ class Pass implements RoomHost {
     const victimScope = this.tree.names[p.h.scope]!;
     const k = RESOURCES.find((res) => p.h.total[res] > 0 && o.tot[res] > 0) ?? 'gpus';
     const ki = RESOURCES.indexOf(k);
-    const message =
+    const ownFigures =
       p.reason === 'TakenBackForScope'
-        ? `taken back for ${r.ms.m.name} of ${owner}, which is within its guarantee: ${victimScope} holds ` +
-          `${amount(k, this.start.acc.used(p.h.scope, ki))} against a guarantee of ` +
-          `${amount(k, this.book.guaranteed(p.h.scope, ki))}; it runs again when room frees`
-        : `displaced by ${r.ms.cls} model ${r.ms.m.name} of ${owner}, which needed the room; ` +
-          `it runs again when room frees`;
+        ? `${victimScope} holds ${amount(k, this.start.acc.used(p.h.scope, ki))} against a guarantee of ` +
+          `${amount(k, this.book.guaranteed(p.h.scope, ki))}`
+        : undefined;
+    const by = { model: r.ms.m.name, unitId: r.id, scope: owner, class: r.ms.cls };
+    const message = victimMessage(p.reason, by, ownFigures);
     const behind = { model: r.ms.m.name, unitId: r.id };
-    const entry = { reason: p.reason, message, binding: { kind: 'victim' as const, scope: owner }, behind };
+    const entry = {
+      reason: p.reason,
+      message,
+      binding: { kind: 'victim' as const, scope: owner },
+      behind,
+      ...(ownFigures ? { ownFigures } : {}),
+    };
     this.addPending(vm, { ...entry, replicas: p.h.unit.replicas });
     this.recordTakenBack(vm, {
       reason: p.reason,
       message,
       replicas: p.h.unit.replicas,
-      by: { model: r.ms.m.name, unitId: r.id, scope: owner, class: r.ms.cls },
+      by,
       at: this.input.now,
+      ...(ownFigures ? { ownFigures } : {}),
     });
     // It waits behind the request that took it: no retry in this pass.
     vm.blocked ??= entry;
@@ -688,10 +700,9 @@ class Pass implements RoomHost {
       for (const h of ms.held) {
         const tb = h.unit.takeBack;
         if (!tb) continue;
-        const models = [...new Set(tb.victims.map((v) => v.model))].join(', ');
         this.addPending(ms, {
           reason: 'PendingTakeBack',
-          message: `its room is held while ${tb.victims.length} unit(s) of ${models} stop`,
+          message: heldMessage(tb.victims),
           replicas: h.unit.replicas,
           binding: { kind: 'take-back' },
         });

@@ -3,8 +3,9 @@ import { effectiveClass, type ModelClass } from '../model';
 import { scale } from '../resources';
 import { Accounting, type ScopeFigures, scopeFigures } from './accounting';
 import { type Quota, QuotaBook } from './quota';
+import type { AdmissionAsSeen, TakenBackAsSeen } from './telling';
 import { type Scope, ScopeTree } from './tenancy';
-import type { AdmissionModel, ModelAdmission, PendingReason, TakenBack } from './types';
+import type { AdmissionModel, ModelAdmission, PendingReason } from './types';
 
 /**
  * Read views (docs/design.md §4, GET /v1/capacity and a model's status), computed from the stored admissions so
@@ -20,11 +21,17 @@ export interface ModelStatus {
   pending: number;
   placements: UnitPlacement[];
   reasons: { reason: PendingReason; message: string; replicas: number }[];
-  /** Replicas taken back or displaced that have not run again: what took them and when, beside `reasons`. */
-  takenBack: TakenBack[];
+  /**
+   * Replicas taken back or displaced that have not run again: what took them (`by`, where the reader may see
+   * it) and when, beside `reasons`.
+   */
+  takenBack: TakenBackAsSeen[];
 }
 
-export function modelStatus(model: Pick<AdmissionModel, 'spec'>, admission?: ModelAdmission): ModelStatus {
+export function modelStatus(
+  model: Pick<AdmissionModel, 'spec'>,
+  admission?: ModelAdmission | AdmissionAsSeen,
+): ModelStatus {
   const units = admission?.units ?? [];
   const ready = units.filter((u) => !u.takeBack);
   const merged = new Map<string, UnitPlacement>();
@@ -50,7 +57,11 @@ export function modelStatus(model: Pick<AdmissionModel, 'spec'>, admission?: Mod
       a.compute < b.compute ? -1 : a.compute > b.compute ? 1 : 0,
     ),
     reasons,
-    takenBack: (admission?.takenBack ?? []).map((t) => ({ ...t, by: { ...t.by } })),
+    // The victim's own figures are in `message` already: the record's field for rewording it stays inside.
+    takenBack: (admission?.takenBack ?? []).map(({ ownFigures: _f, ...t }) => ({
+      ...t,
+      ...(t.by ? { by: { ...t.by } } : {}),
+    })),
   };
 }
 

@@ -37,6 +37,13 @@ export {
   validateQuotas,
 } from './quota';
 export {
+  type AdmissionAsSeen,
+  admissionAsSeen,
+  type Reader,
+  type TakesBackLine,
+  takesBackAsSeen,
+} from './telling';
+export {
   MAX_MEMBERS_PER_SCOPE,
   type MemberWrite,
   planMemberWrite,

@@ -38,6 +38,8 @@ export interface Binding {
 export interface VictimRef {
   model: string;
   unitId: string;
+  /** The victim's owner, so that only who may read it is told its name (absent in records made before). */
+  scope?: string;
 }
 
 /** A unit held by a model: its `min` replicas together, or one replica beyond min. */
@@ -71,6 +73,8 @@ export interface PendingEntry {
   binding?: Binding;
   /** For a victim: the request it waits behind. */
   behind?: VictimRef;
+  /** For a victim taken back: its own scope's usage against its guarantee, in words (domain/quota/telling.ts). */
+  ownFigures?: string;
 }
 
 /**
@@ -86,6 +90,8 @@ export interface TakenBack {
   by: { model: string; unitId: string; scope: string; class: ModelClass };
   /** ISO time of the pass that took them. */
   at: string;
+  /** For a take-back: the victim's own scope's usage against its guarantee, in words (telling.ts). */
+  ownFigures?: string;
 }
 
 /** One item per model in the store. */

@@ -1,4 +1,5 @@
 import { buildRouter } from '../../../lambdas/api/app';
+import { takesOwner } from '../../../lambdas/api/http';
 import { recordWorkloads } from '../../../lambdas/store/workloads';
 import type { LocalLambda } from '../../../local/lambda';
 import {
@@ -172,7 +173,8 @@ const MATRIX: Record<string, Case> = {
   'GET /v1/scopes': { req: () => ({ path: '/v1/scopes' }), expect: all(200) },
   'POST /v1/scopes': {
     req: (p) => ({ path: '/v1/scopes', body: { name: `project:${n('new', p)}`, parent: 'team:ml' } }),
-    expect: { platform: 201, teamAdmin: 201, editor: 403, viewer: 403, stranger: 403 },
+    // A parent the stranger cannot see is one that does not exist to it (issue 30 §2).
+    expect: { platform: 201, teamAdmin: 201, editor: 403, viewer: 403, stranger: 404 },
   },
   'GET /v1/scopes/{name}': { req: () => ({ path: '/v1/scopes/project:a' }), expect: readable },
   'DELETE /v1/scopes/{name}': {
@@ -427,5 +429,349 @@ describe('security matrix', () => {
     });
     expect(r.status).toBe(401);
     expect(r.headers['content-type']).toBe('application/problem+json');
+  });
+});
+
+/** An answer as a caller reads it, whole: status, the headers that say something, and the body's text. */
+const answer = async (principal: string, method: string, path: string, body?: unknown) => {
+  const r = await invokeInProcess({
+    method,
+    path,
+    principal,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const { date: _d, ...headers } = r.headers;
+  return { status: r.status, headers, text: r.text };
+};
+/** Two answers to compare: one name written as the other; the times and the random uid a create stamps left out. */
+const asIf = (a: Awaited<ReturnType<typeof answer>>, from: string, to: string) =>
+  JSON.parse(
+    JSON.stringify(a)
+      .split(from)
+      .join(to)
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
+      .replace(/\\"uid\\":\\"[a-z0-9]+\\"/g, '<uid>'),
+  );
+
+/** Each tenant's callers, and the names the other tenant holds where they cannot see them. */
+const CALLERS = [
+  ...(['teamAdmin', 'editor', 'viewer', 'stranger'] as const).map((p) => ({
+    who: p as string,
+    arn: P[p],
+    t: 'b',
+  })),
+  ...TENANT_B.map((p) => ({ who: p as string, arn: B[p], t: 'a' })),
+] as const;
+/** A resource of each kind held by each tenant (`held`), and a name nobody holds (`never`). */
+const held = (t: string) => ({ compute: `g${t}-c`, model: `g${t}-m`, scope: `project:g${t}` });
+const never = { compute: 'never-c', model: 'never-m', scope: 'project:never' };
+
+/** How each route that names a resource is called with a name of that kind; the router's table says which. */
+const kindOf = (path: string): 'compute' | 'model' | 'scope' | 'untenanted' =>
+  path.startsWith('/v1/computes/')
+    ? 'compute'
+    : path.startsWith('/v1/models/')
+      ? 'model'
+      : /^\/v1\/(scopes|quotas|capacity)\//.test(path)
+        ? 'scope'
+        : 'untenanted';
+const BODIES: Record<string, (name: string) => unknown> = {
+  'PUT /v1/computes/{name}': (name) => l4Compute(name, 'project:a'),
+  'POST /v1/computes/{name}/clone': (name) => ({ name: `${name}-k` }),
+  'POST /v1/computes/{name}/rename': (name) => ({ name: `${name}-r` }),
+  'PUT /v1/models/{name}': (name) => l4Model(name, 'project:a'),
+  'PUT /v1/models/{name}/scaling': () => ({ min: 0, max: 2 }),
+  'PUT /v1/models/{name}/resources': () => ({ memoryGb: 20, cpuCores: 3 }),
+  'PUT /v1/models/{name}/class': () => ({ class: 'critical' }),
+  'PUT /v1/models/{name}/owner': () => ({ owner: 'project:a' }),
+  'PUT /v1/scopes/{name}/instance-families': () => ({ instanceFamilies: null }),
+  'PUT /v1/scopes/{name}/members/{principal}': () => ({ role: 'viewer' }),
+  'PUT /v1/scopes/{name}/members': () => ({ members: {} }),
+  'PUT /v1/quotas/{scope}': () => ({ guarantee: { gpus: 1 } }),
+};
+const MEMBER = enc('arn:aws:iam::111111111111:role/ghost-member');
+/** A route's request for a resource `name`; writes are dry runs, so that every case sees the same world. */
+const named = (route: string, name: string) => {
+  const [method, template] = route.split(' ') as [string, string];
+  const path = template
+    .replace(/\{(name|scope)\}/, name)
+    .replace('{principal}', MEMBER)
+    .replace('{id}', '00000000-0000-4000-8000-000000000000');
+  const write = method !== 'GET';
+  return { method, path: write ? `${path}?dryRun=All` : path, body: BODIES[route]?.(name) };
+};
+
+describe('what names tell (issue 30)', () => {
+  beforeAll(async () => {
+    // Each tenant holds a compute, a model and a scope (with a quota and a member) the other's callers do not see.
+    for (const [t, scope, team] of [
+      ['a', 'project:a', 'team:ml'],
+      ['b', 'project:b', 'team:ops'],
+    ] as const) {
+      const h = held(t);
+      expectOk(h.compute, await admin('POST', '/v1/computes', l4Compute(h.compute, scope, 1)), 201);
+      expectOk(h.model, await admin('POST', '/v1/models', l4Model(h.model, scope)), 201);
+      expectOk(h.scope, await admin('POST', '/v1/scopes', { name: h.scope, parent: team }), 201);
+      expectOk(
+        `${h.scope} quota`,
+        await admin('PUT', `/v1/quotas/${h.scope}`, { guarantee: { gpus: 1 } }),
+        200,
+      );
+      expectOk(
+        `${h.scope} member`,
+        await admin('PUT', `/v1/scopes/${h.scope}/members/${MEMBER}`, { role: 'viewer' }),
+        200,
+      );
+    }
+  }, 120_000);
+
+  const paramRoutes = routes.filter((r) => r.includes('{'));
+  it('knows how to call every route that names a resource', () => {
+    // A route with a body and none here fails: its answers would be 400s, equal for any name.
+    const writes = paramRoutes.filter((r) => /^(PUT|POST) /.test(r));
+    expect(writes.filter((r) => !BODIES[r])).toEqual([]);
+    // Only reconcile passes are the platform's alone: everything else a route names has an owner.
+    expect(paramRoutes.filter((r) => kindOf(r.split(' ')[1]!) === 'untenanted')).toEqual([
+      'GET /v1/reconcile/{id}',
+    ]);
+  });
+
+  const identical = paramRoutes
+    .filter((r) => kindOf(r.split(' ')[1]!) !== 'untenanted')
+    .flatMap((route) => CALLERS.map((c) => [route, c.who, c] as const));
+  it.each(identical)(
+    '%s as %s answers for a name another tenant holds exactly as for one nobody holds',
+    async (route, _who, c) => {
+      const kind = kindOf(route.split(' ')[1]!) as 'compute' | 'model' | 'scope';
+      const x = held(c.t)[kind];
+      const y = never[kind];
+      const hidden = named(route, x);
+      const missing = named(route, y);
+      const a = await answer(c.arn, hidden.method, hidden.path, hidden.body);
+      const b = await answer(c.arn, missing.method, missing.path, missing.body);
+      expect({ route, answer: asIf(b, y, x) }).toEqual({ route, answer: asIf(a, y, x) });
+    },
+  );
+
+  // Routes whose body names a scope: an owner or a parent the caller cannot see is one that does not exist.
+  const bodyNamed: [string, (scope: string) => unknown][] = [
+    ['POST /v1/scopes', (scope) => ({ name: 'project:newer', parent: scope })],
+    ['POST /v1/computes', (scope) => l4Compute('c-newer', scope)],
+    ['POST /v1/models', (scope) => l4Model('m-newer', scope)],
+  ];
+  const bodyCases = bodyNamed.flatMap(([route, body]) =>
+    CALLERS.map((c) => [route, c.who, c, body] as const),
+  );
+  it.each(bodyCases)(
+    '%s as %s answers for a scope another tenant holds exactly as for one nobody holds',
+    async (route, _who, c, body) => {
+      const path = `${route.split(' ')[1]}?dryRun=All`;
+      const x = held(c.t).scope;
+      const a = await answer(c.arn, 'POST', path, body(x));
+      const b = await answer(c.arn, 'POST', path, body(never.scope));
+      expect(a.status).toBeGreaterThanOrEqual(400);
+      expect({ route, answer: asIf(b, never.scope, x) }).toEqual({ route, answer: asIf(a, never.scope, x) });
+    },
+  );
+});
+
+describe("?owner= means that owner's resource or none (issue 30 §3)", () => {
+  // team:ml's admin may change its own tw-c and tw-m; project:b holds a compute and a model of those names too.
+  const own = { compute: 'tw-c', model: 'tw-m' } as const;
+  beforeAll(async () => {
+    // Each made by its tenant's editor, who cannot see the other's.
+    for (const [scope, who] of [
+      ['project:a', P.editor],
+      ['project:b', B.editorB],
+    ] as const) {
+      const call = jsonClient(invokeInProcess, who);
+      expectOk(`tw-c ${scope}`, await call('POST', '/v1/computes', l4Compute(own.compute, scope, 1)), 201);
+      expectOk(`tw-m ${scope}`, await call('POST', '/v1/models', l4Model(own.model, scope)), 201);
+    }
+  }, 60_000);
+
+  const ownerRoutes = routes.filter((r) => r.includes('{') && takesOwner(r.split(' ')[1]!));
+  it('covers every route that takes ?owner=', () => {
+    expect(ownerRoutes.length).toBeGreaterThanOrEqual(12);
+  });
+
+  const BODY: Record<string, (name: string) => unknown> = {
+    ...BODIES,
+    'PUT /v1/computes/{name}': (name) => {
+      const c = l4Compute(name, 'project:a', 1);
+      c.spec.nodeGroup.maxNodes = 2;
+      return c;
+    },
+    'PUT /v1/models/{name}': (name) => {
+      const m = l4Model(name, 'project:a');
+      m.spec.scaling = { min: 0, max: 3 };
+      return m;
+    },
+  };
+  // Another tenant's scope (which holds one of the name), one that does not exist, shared (which holds none).
+  const OWNERS = ['project:b', 'project:never', 'shared'];
+  // Those who may change project:a's resources, and one who only reads them.
+  const ownerCases = ownerRoutes.flatMap((route) =>
+    (['teamAdmin', 'editor', 'viewer'] as const).map((p) => [route, p] as const),
+  );
+  it.each(ownerCases)(
+    '%s?owner=<not the caller’s> as %s never reaches the caller’s own resource',
+    async (route, p) => {
+      const kind = route.split(' ')[1]!.startsWith('/v1/computes') ? 'compute' : 'model';
+      const name = own[kind];
+      const read = `/v1/${kind}s/${name}`;
+      const before = await admin('GET', `${read}?owner=project:a`);
+      expect(before.status).toBe(200);
+      const [method, template] = route.split(' ') as [string, string];
+      const path = template.replace('{name}', name);
+      const answers = [];
+      for (const o of OWNERS) {
+        const sep = path.includes('?') ? '&' : '?';
+        answers.push(await answer(P[p], method, `${path}${sep}owner=${o}`, BODY[route]?.(name)));
+      }
+      // Nothing of project:a's changed: the same version, still there.
+      const after = await admin('GET', `${read}?owner=project:a`);
+      expect({ route, p, status: after.status, version: after.body?.metadata?.version }).toEqual({
+        route,
+        p,
+        status: 200,
+        version: before.body.metadata.version,
+      });
+      // It is refused, and the same way whichever owner was named (a name it cannot see tells nothing).
+      for (const a of answers)
+        expect({ route, p, refused: a.status >= 400 }).toEqual({ route, p, refused: true });
+      const [first, ...rest] = answers.map((a, i) => asIf(a, OWNERS[i]!, '<owner>'));
+      for (const a of rest) expect(a).toEqual(first);
+    },
+  );
+
+  it('still reaches the owner named, for a caller who sees it', async () => {
+    const r = await answer(P.teamAdmin, 'GET', `/v1/models/${own.model}?owner=project:a`);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text).metadata.owner).toBe('project:a');
+  });
+});
+
+describe('a platform admin and a tenant editor agree on a name another tenant holds (issue 30 §2)', () => {
+  it('creates a compute and a model whose name is held only on an unrelated line, for both', async () => {
+    for (const [kind, make] of [
+      ['computes', (n: string, o: string) => l4Compute(n, o, 1)],
+      ['models', (n: string, o: string) => l4Model(n, o)],
+    ] as const) {
+      for (const name of [`dup-${kind}-1`, `dup-${kind}-2`])
+        expectOk(name, await admin('POST', `/v1/${kind}`, make(name, 'project:b')), 201);
+      const byAdmin = await admin('POST', `/v1/${kind}`, make(`dup-${kind}-1`, 'project:a'));
+      const byEditor = await jsonClient(invokeInProcess, P.editor)(
+        'POST',
+        `/v1/${kind}`,
+        make(`dup-${kind}-2`, 'project:a'),
+      );
+      expect({ kind, admin: byAdmin.status, editor: byEditor.status }).toEqual({
+        kind,
+        admin: 201,
+        editor: 201,
+      });
+      // On the owner's own line the name is taken, for both.
+      const again = await admin('POST', `/v1/${kind}`, make(`dup-${kind}-1`, 'team:ml'));
+      expect({ kind, status: again.status, reason: again.body.reason }).toEqual({
+        kind,
+        status: 409,
+        reason: 'AlreadyExists',
+      });
+    }
+  });
+});
+
+describe('take-back tells each tenant only its own (issue 30 §1)', () => {
+  // A shared compute of two L4 nodes; project:b borrows both beyond its guarantee of 1 GPU (m-b holds it), and
+  // project:a, within its guarantee of 1 GPU, then starts one replica there: one of project:b's gives way.
+  const NAMES = { a: ['a-tb', ...SCOPES_A], b: ['b-borrow', ...SCOPES_B] };
+  const tells = (text: string, names: string[]) => names.filter((n) => text.includes(n));
+  const aTb = l4Model('a-tb', 'project:a', 1, 'c-tb');
+  beforeAll(async () => {
+    expectOk('c-tb', await admin('POST', '/v1/computes', l4Compute('c-tb', undefined, 2)), 201);
+    expectOk(
+      'quota b',
+      await admin('PUT', '/v1/quotas/project:b', { guarantee: { gpus: 1 }, limit: { gpus: 4 } }),
+      200,
+    );
+    expectOk('quota a', await admin('PUT', '/v1/quotas/project:a', { guarantee: { gpus: 1 } }), 200);
+    const borrow = l4Model('b-borrow', 'project:b', 1, 'c-tb');
+    borrow.spec.scaling = { min: 1, max: 2, target: 2 } as typeof borrow.spec.scaling;
+    const made = await jsonClient(invokeInProcess, B.editorB)('POST', '/v1/models', borrow);
+    expectOk('b-borrow', made, 201);
+    expect(made.body.status).toMatchObject({ admitted: 2, borrowed: 2 });
+  }, 60_000);
+
+  it("previews a take-back to the taker without the other tenant's model, scope or figures", async () => {
+    const r = await answer(P.editor, 'POST', '/v1/models?dryRun=All', aTb);
+    expect(r.status).toBe(201);
+    const body = JSON.parse(r.text);
+    expect(body.status.preview.takesBack).toEqual([
+      { reason: 'TakenBackForScope', message: expect.stringContaining('another scope') },
+    ]);
+    expect(tells(r.text, NAMES.b)).toEqual([]);
+    // A platform admin reads it all.
+    const all = await admin('POST', '/v1/models?dryRun=All', aTb);
+    expect(all.body.status.preview.takesBack).toEqual([
+      expect.objectContaining({ model: 'b-borrow', scope: 'project:b', reason: 'TakenBackForScope' }),
+    ]);
+    expect(all.body.status.preview.takesBack[0].message).toMatch(
+      /project:b holds 3 gpus against a guarantee of 1/,
+    );
+  });
+
+  it("tells the taker's readers its room is held, without naming what gives way", async () => {
+    const made = await answer(P.editor, 'POST', '/v1/models', aTb);
+    expect(made.status).toBe(201);
+    expect(JSON.parse(made.text).status.reasons).toEqual([
+      expect.objectContaining({
+        reason: 'PendingTakeBack',
+        message: expect.stringContaining('another scope'),
+      }),
+    ]);
+    for (const who of [P.editor, P.viewer, P.teamAdmin]) {
+      for (const path of ['/v1/models/a-tb', '/v1/models']) {
+        const r = await answer(who, 'GET', path);
+        expect({ who, path, status: r.status, told: tells(r.text, NAMES.b) }).toEqual({
+          who,
+          path,
+          status: 200,
+          told: [],
+        });
+      }
+    }
+    expect((await admin('GET', '/v1/models/a-tb')).body.status.reasons[0].message).toContain('b-borrow');
+  });
+
+  it("tells the victim's readers their borrowed replica was taken back, with their own figures only", async () => {
+    for (const who of Object.values(B)) {
+      const r = await answer(who, 'GET', '/v1/models/b-borrow');
+      expect(r.status).toBe(200);
+      const s = JSON.parse(r.text).status;
+      expect(s.takenBack).toEqual([
+        {
+          reason: 'TakenBackForScope',
+          replicas: 1,
+          at: expect.any(String),
+          message: expect.stringMatching(
+            /^taken back for another scope, which is within its guarantee: project:b holds 3 gpus against a guarantee of 1 gpu/,
+          ),
+        },
+      ]);
+      expect(s.reasons.map((x: { message: string }) => x.message)).toContain(s.takenBack[0].message);
+      for (const path of ['/v1/models/b-borrow', '/v1/models'])
+        expect({ who, path, told: tells((await answer(who, 'GET', path)).text, NAMES.a) }).toEqual({
+          who,
+          path,
+          told: [],
+        });
+    }
+    const all = await admin('GET', '/v1/models/b-borrow');
+    expect(all.body.status.takenBack).toEqual([
+      expect.objectContaining({ by: expect.objectContaining({ model: 'a-tb', scope: 'project:a' }) }),
+    ]);
+    expect(all.body.status.takenBack[0].message).toMatch(/^taken back for a-tb of project:a/);
   });
 });

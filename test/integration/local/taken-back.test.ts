@@ -1,6 +1,7 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, type Scaling } from '../../helpers/l4-pool';
+import { roleArn } from '../../helpers/principals';
 import { llmcap } from '../cli/run';
 
 /**
@@ -76,6 +77,18 @@ describe('a replica taken back', () => {
       `2 replica(s) TakenBackForScope at ${takenAt} by standard model b-serve of project:b`,
     );
     expect(d.stdout).toMatch(/2 replica\(s\) InsufficientQuota: team:t is at its limit/);
+    // A viewer of project:a alone does not see project:b: it reads that another scope took them, and its own figures.
+    const viewer = roleArn('a-viewer');
+    expect(
+      (await call('PUT', `/v1/scopes/project:a/members/${encodeURIComponent(viewer)}`, { role: 'viewer' }))
+        .status,
+    ).toBe(200);
+    const v = await llmcap(['describe', 'model', 'a-batch'], {
+      endpoint: cp.apiUrl,
+      env: { LLMCAP_PRINCIPAL: viewer },
+    });
+    expect(v.stdout).toContain(`2 replica(s) TakenBackForScope at ${takenAt} by another scope`);
+    expect(v.stdout).not.toMatch(/b-serve|project:b/);
   });
 
   it('clears the record once the replicas run again', async () => {
