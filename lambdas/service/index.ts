@@ -6,6 +6,7 @@ import { builtinComputes, declaredModels } from '../shared/builtin-config';
 import { config, type RuntimeConfig } from '../shared/config';
 import * as admissions from '../store/admissions';
 import * as computes from '../store/computes';
+import * as costs from '../store/costs';
 import * as idempotency from '../store/idempotency';
 import * as ledger from '../store/ledger';
 import * as models from '../store/models';
@@ -18,6 +19,7 @@ import { admissionService } from './admission';
 import { capacityService } from './capacity';
 import { catalogService } from './catalog';
 import { computeService } from './computes';
+import { costService } from './costs';
 import { modelService } from './models';
 import { passService } from './passes';
 import { podService } from './pods';
@@ -38,6 +40,8 @@ export interface Stores {
   tenancy: typeof tenancy;
   admissions: typeof admissions;
   passes: typeof passes;
+  /** Cost samples, one per reconcile pass (domain/cost.ts). */
+  costs: typeof costs;
   idempotency: typeof idempotency;
   /** What the reconciler last saw of each model's pods (issue 20). */
   workloads: typeof workloads;
@@ -92,6 +96,7 @@ export function defaultDependencies(): Dependencies {
       tenancy,
       admissions,
       passes,
+      costs,
       idempotency,
       workloads,
       ledger: {
@@ -159,6 +164,7 @@ function wire(deps: Dependencies) {
     quotas: quotaService(deps),
     capacity: capacityService(deps, { catalog, admission }),
     passes: passService(deps),
+    costs: costService(deps),
     pods: podService(deps, { catalog }),
     idempotency: deps.store.idempotency,
   };
