@@ -2,6 +2,7 @@ import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 import { roleArn } from '../../helpers/principals';
+import { llmcap } from '../cli/run';
 
 /**
  * GET /v1/costs on the local control plane (docs/design.md §3.6): two tenants' replicas on one L4 pool node,
@@ -99,5 +100,28 @@ describe('GET /v1/costs', () => {
     ]);
     const long = await call('GET', '/v1/costs?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z');
     expect(long.body.errors[0].path).toBe('from');
+  });
+});
+
+describe('llmcap costs', () => {
+  it("prints each scope's cost per hour and the compute's idle cost, as the API answers them", async () => {
+    const api = (await call('GET', `/v1/costs?from=${started}`)).body;
+    const r = await llmcap(['costs', '--since', started], { endpoint: cp.apiUrl });
+    expect(r.code).toBe(0);
+    const ml = api.scopes.find((s: { scope: string }) => s.scope === 'team:ml');
+    expect(r.stdout).toMatch(new RegExp(`^team:ml\\s+\\$${ml.perHour.toFixed(4)}\\s`, 'm'));
+    expect(r.stdout).toMatch(/^pool\s+\(platform\)\s+1\s+\$13\.35\s+\$8\.3438\s/m);
+    expect(r.stdout).toContain(`Total: $${api.total.perHour.toFixed(2)} per hour now`);
+  });
+
+  it('shows a member its own scopes only', async () => {
+    const r = await llmcap(['costs', '--since', '1h'], {
+      endpoint: cp.apiUrl,
+      env: { LLMCAP_PRINCIPAL: ML_VIEWER },
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^team:ml\s/m);
+    expect(r.stdout).not.toMatch(/team:ops/);
+    expect(r.stdout).not.toMatch(/^Total/m);
   });
 });
