@@ -20,7 +20,7 @@ import {
 import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
-import { costRoutes } from './routes/costs';
+import { alarmRoutes, costRoutes } from './routes/costs';
 import { modelRoutes } from './routes/models';
 import { podRoutes } from './routes/pods';
 import { reconcileRoutes } from './routes/reconcile';
@@ -54,6 +54,7 @@ export function buildRouter(svc: Services = createApiServices()): Router {
   tenancyRoutes(router, svc, callerOf);
   reconcileRoutes(router, svc, callerOf);
   costRoutes(router, svc, callerOf);
+  alarmRoutes(router, svc, callerOf);
   return router;
 }
 

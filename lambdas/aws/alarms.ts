@@ -114,6 +114,11 @@ export async function putAlarm(
   await c.send(new PutMetricAlarmCommand({ ...definition, AlarmActions: [topic], OKActions: [topic] }));
 }
 
+/** The stage's alarms as CloudWatch has them, with their state (GET /v1/alarms). */
+export async function stageAlarms(): Promise<MetricAlarm[]> {
+  return [...(await existing(alarmPrefix(config().stage))).values()];
+}
+
 async function existing(prefix: string): Promise<Map<string, MetricAlarm>> {
   const alarms = new Map<string, MetricAlarm>();
   let token: string | undefined;

@@ -1,3 +1,5 @@
+import type { MetricAlarm } from '@aws-sdk/client-cloudwatch';
+import { stageAlarms } from '../aws/alarms';
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
@@ -16,6 +18,7 @@ import * as turn from '../store/turn';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
 import { admissionService } from './admission';
+import { alarmService } from './alarms';
 import { capacityService } from './capacity';
 import { catalogService } from './catalog';
 import { computeService } from './computes';
@@ -75,6 +78,8 @@ export interface Dependencies {
    * subnets, which every compute write is resolved against.
    */
   hardware: () => HardwareSource;
+  /** The stage's CloudWatch alarms with their state (aws/alarms.ts), for GET /v1/alarms. */
+  stageAlarms: () => Promise<MetricAlarm[]>;
 }
 
 export interface HardwareSource {
@@ -113,6 +118,7 @@ export function defaultDependencies(): Dependencies {
     },
     // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
     hardware: awsHardware,
+    stageAlarms,
   };
 }
 
@@ -165,6 +171,7 @@ function wire(deps: Dependencies) {
     capacity: capacityService(deps, { catalog, admission }),
     passes: passService(deps),
     costs: costService(deps),
+    alarms: alarmService(deps),
     pods: podService(deps, { catalog }),
     idempotency: deps.store.idempotency,
   };

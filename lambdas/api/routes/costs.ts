@@ -72,3 +72,17 @@ export function costRoutes(router: Router, svc: Services, callerOf: CallerOf): v
     },
   );
 }
+
+/** The stage's alarms the caller may see, with their state (service/alarms.ts). */
+export function alarmRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
+  router.add(
+    'GET',
+    '/v1/alarms',
+    async (req) => json(200, { items: await svc.alarms.list(await callerOf(req)) }),
+    {
+      summary:
+        "The stage's alarms you may see and their state: your scopes' CapacityAtLimit, your computes' NodegroupFailed, and (platform admins) the stage's own",
+      responses: { 200: 'items: name, kind, subject, state, reason, updatedAt, description' },
+    },
+  );
+}

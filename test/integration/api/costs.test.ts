@@ -125,3 +125,20 @@ describe('llmcap costs', () => {
     expect(r.stdout).not.toMatch(/^Total/m);
   });
 });
+
+describe('GET /v1/alarms', () => {
+  it("shows a member its scopes' alarms only, and a platform admin the stage's too", async () => {
+    const all = await call('GET', '/v1/alarms');
+    expect(all.status).toBe(200);
+    const kinds = (items: { kind: string; subject: string }[]) => items.map((a) => `${a.kind} ${a.subject}`);
+    expect(kinds(all.body.items)).toEqual(
+      expect.arrayContaining(['CapacityAtLimit team:ml', 'CapacityAtLimit team:ops', 'NodegroupFailed pool']),
+    );
+    expect(all.body.items.some((a: { kind: string }) => a.kind === 'ReconcileStale')).toBe(true);
+    const mine = await call('GET', '/v1/alarms', undefined, ML_VIEWER);
+    expect(kinds(mine.body.items)).toContain('CapacityAtLimit team:ml');
+    expect(kinds(mine.body.items)).toContain('NodegroupFailed pool');
+    expect(kinds(mine.body.items).filter((k) => /team:ops|org:beta|Reconcile/.test(k))).toEqual([]);
+    for (const a of mine.body.items) expect(['OK', 'ALARM', 'INSUFFICIENT_DATA']).toContain(a.state);
+  });
+});

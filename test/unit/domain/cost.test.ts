@@ -76,7 +76,11 @@ describe('splitCost', () => {
   it("charges a shared model's replicas to SHARED and an owned one's to its owner (costInputs)", () => {
     const spec = {
       cost: { perHour: 10 },
-      node: { cpu: 48, memoryGb: 384, gpu: { type: 'L40S', count: 4, memoryGb: 48, resource: 'nvidia.com/gpu' } },
+      node: {
+        cpu: 48,
+        memoryGb: 384,
+        gpu: { type: 'L40S', count: 4, memoryGb: 48, resource: 'nvidia.com/gpu' },
+      },
     };
     const plan = {
       computes: [
