@@ -1,5 +1,5 @@
 import type { MetricAlarm } from '@aws-sdk/client-cloudwatch';
-import { stageAlarms } from '../aws/alarms';
+import { stageAlarms } from '../aws/alarm-states';
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
