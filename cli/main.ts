@@ -15,6 +15,7 @@ import {
 import { ALARM_COMMANDS } from './commands/alarm';
 import { capacity } from './commands/capacity';
 import { makeCompletion } from './commands/completion';
+import { consoleCommand } from './commands/console';
 import { costs } from './commands/costs';
 import { MODEL_COMMANDS } from './commands/model';
 import { QUOTA_COMMANDS } from './commands/quota';
@@ -35,6 +36,7 @@ export const COMMANDS: Command[] = [
   ...SCOPE_COMMANDS,
   capacity,
   costs,
+  consoleCommand,
   reconcile,
   ...ALARM_COMMANDS,
   makeCompletion(() => COMMANDS),
