@@ -22,5 +22,30 @@ export async function alarmsNamed(prefix: string): Promise<MetricAlarm[]> {
   return alarms;
 }
 
+/** An alarm as the service reads it: no SDK type past this adapter. */
+export interface StageAlarm {
+  name: string;
+  metricName?: string;
+  /** The Scope or Compute dimension of a per-scope or per-compute alarm. */
+  about?: { dimension: 'Scope' | 'Compute'; value: string };
+  state: string;
+  reason?: string;
+  updatedAt?: string;
+  description?: string;
+}
+
 /** The stage's alarms as CloudWatch has them, with their state (GET /v1/alarms). */
-export const stageAlarms = (): Promise<MetricAlarm[]> => alarmsNamed(alarmPrefix(config().stage));
+export async function stageAlarms(): Promise<StageAlarm[]> {
+  return (await alarmsNamed(alarmPrefix(config().stage))).map((a) => {
+    const dim = a.Dimensions?.find((d) => (d.Name === 'Scope' || d.Name === 'Compute') && d.Value);
+    return {
+      name: a.AlarmName!,
+      ...(a.MetricName ? { metricName: a.MetricName } : {}),
+      ...(dim ? { about: { dimension: dim.Name as 'Scope' | 'Compute', value: dim.Value! } } : {}),
+      state: a.StateValue ?? 'INSUFFICIENT_DATA',
+      ...(a.StateReason ? { reason: a.StateReason } : {}),
+      ...(a.StateUpdatedTimestamp ? { updatedAt: new Date(a.StateUpdatedTimestamp).toISOString() } : {}),
+      ...(a.AlarmDescription ? { description: a.AlarmDescription } : {}),
+    };
+  });
+}

@@ -1,4 +1,4 @@
-import type { MetricAlarm } from '@aws-sdk/client-cloudwatch';
+import type { StageAlarm } from '../aws/alarm-states';
 import type { Caller } from '../domain/access';
 import { alarmPrefix } from '../domain/alarms';
 import type { Dependencies } from '.';
@@ -26,35 +26,29 @@ export function alarmService(deps: Dependencies) {
       const stage = deps.config().stage;
       const [alarms, computes] = await Promise.all([deps.stageAlarms(), deps.store.computes.listComputes()]);
       const owners = new Map(computes.map((c) => [c.name, c.owner]));
-      const out: AlarmView[] = [];
-      for (const a of alarms) {
-        const v = viewOf(a, stage);
-        const dim = a.Dimensions?.find((d) => d.Name === 'Scope' || d.Name === 'Compute');
-        const visible =
-          dim?.Name === 'Scope'
-            ? caller.can('read', dim.Value)
-            : dim?.Name === 'Compute'
-              ? owners.has(dim.Value!) && caller.canSee(owners.get(dim.Value!))
-              : caller.isPlatformAdmin;
-        if (visible) out.push(v);
-      }
-      return out.sort((x, y) => x.name.localeCompare(y.name));
+      const visible = (a: StageAlarm) =>
+        a.about?.dimension === 'Scope'
+          ? caller.can('read', a.about.value)
+          : a.about?.dimension === 'Compute'
+            ? owners.has(a.about.value) && caller.canSee(owners.get(a.about.value))
+            : caller.isPlatformAdmin;
+      return alarms
+        .filter(visible)
+        .map((a) => viewOf(a, stage))
+        .sort((x, y) => x.name.localeCompare(y.name));
     },
   };
 }
 
-function viewOf(a: MetricAlarm, stage: string): AlarmView {
-  const dim = a.Dimensions?.find((d) => d.Name === 'Scope' || d.Name === 'Compute');
-  const name = a.AlarmName ?? '';
-  const rest = name.startsWith(alarmPrefix(stage)) ? name.slice(alarmPrefix(stage).length) : name;
-  const [head, ...tail] = rest.split('-');
+/** Kind and subject from the alarm's metric and dimension, else from its name (llmcap-<stage>-<kind>-<subject>). */
+function viewOf(a: StageAlarm, stage: string): AlarmView {
+  const { about, metricName, name, ...rest } = a;
+  const tail = name.startsWith(alarmPrefix(stage)) ? name.slice(alarmPrefix(stage).length) : name;
+  const [head, ...more] = tail.split('-');
   return {
     name,
-    kind: dim ? (a.MetricName ?? head ?? rest) : (head ?? rest),
-    subject: dim?.Value ?? (tail.join('-') || stage),
-    state: a.StateValue ?? 'INSUFFICIENT_DATA',
-    ...(a.StateReason ? { reason: a.StateReason } : {}),
-    ...(a.StateUpdatedTimestamp ? { updatedAt: new Date(a.StateUpdatedTimestamp).toISOString() } : {}),
-    ...(a.AlarmDescription ? { description: a.AlarmDescription } : {}),
+    kind: about ? (metricName ?? head ?? tail) : (head ?? tail),
+    subject: about?.value ?? (more.join('-') || stage),
+    ...rest,
   };
 }

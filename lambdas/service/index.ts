@@ -1,5 +1,4 @@
-import type { MetricAlarm } from '@aws-sdk/client-cloudwatch';
-import { stageAlarms } from '../aws/alarm-states';
+import { type StageAlarm, stageAlarms } from '../aws/alarm-states';
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
@@ -79,7 +78,7 @@ export interface Dependencies {
    */
   hardware: () => HardwareSource;
   /** The stage's CloudWatch alarms with their state (aws/alarms.ts), for GET /v1/alarms. */
-  stageAlarms: () => Promise<MetricAlarm[]>;
+  stageAlarms: () => Promise<StageAlarm[]>;
 }
 
 export interface HardwareSource {
