@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { Client } from '../../../cli/client';
 import { type ConsoleServer, startConsole } from '../../../cli/console/server';
 import type { ControlPlane } from '../../../local/control-plane';
+import { CLI_BUNDLE_ENV } from '../../helpers/cli-bundle';
 import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 import { roleArn } from '../../helpers/principals';
@@ -202,5 +204,35 @@ describe('the console, as a viewer of team:ml', () => {
     const r = await fetch(`${viewer.url}api/v1/models/ml-chat`, { method: 'DELETE' });
     expect(r.status).toBe(405);
     expect((await call('GET', '/v1/models/ml-chat')).status).toBe(200);
+  });
+});
+
+describe('llmcap console', () => {
+  it('serves the console as the caller it is told (--as), prints where, and stops on Ctrl-C', async () => {
+    const bin = process.env[CLI_BUNDLE_ENV] ?? join(__dirname, '..', '..', '..', 'cli', 'bin', 'llmcap.js');
+    const child = spawn(process.execPath, [bin, 'console', '--port', '0', '--as', ML_VIEWER], {
+      env: { ...process.env, LLMCAP_ENDPOINT: cp.apiUrl, [CLI_BUNDLE_ENV]: '' },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          const m = /^llmcap console: (http:\/\/127\.0\.0\.1:\d+\/) /m.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.on('close', () => reject(new Error(`llmcap console exited: ${out}`)));
+      });
+      expect((await fetch(url)).headers.get('content-type')).toMatch(/text\/html/);
+      const seen = (await (await fetch(`${url}api/v1/capacity`)).json()) as { scopes: { scope: string }[] };
+      const api = (await call('GET', '/v1/capacity', undefined, ML_VIEWER)).body;
+      expect(seen.scopes.map((s) => s.scope).sort()).toEqual(
+        api.scopes.map((s: { scope: string }) => s.scope).sort(),
+      );
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
   });
 });
