@@ -37,7 +37,7 @@ beforeAll(async () => {
     return c.status.nodegroupStatus === 'ACTIVE' && c.status.desiredNodes === 1;
   });
   await cp.reconcile(); // one sample with the node billing
-});
+}, 120_000);
 afterAll(() => cp.stop());
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

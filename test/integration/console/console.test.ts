@@ -65,7 +65,7 @@ beforeAll(async () => {
   });
   browser = await launched;
   page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-});
+}, 120_000); // a control plane, a converged node group and a browser, on a busy machine
 afterAll(async () => {
   await browser?.close();
   await admin?.close();
