@@ -15,6 +15,8 @@ import {
 import { ALARM_COMMANDS } from './commands/alarm';
 import { capacity } from './commands/capacity';
 import { makeCompletion } from './commands/completion';
+import { consoleCommand } from './commands/console';
+import { costs } from './commands/costs';
 import { MODEL_COMMANDS } from './commands/model';
 import { QUOTA_COMMANDS } from './commands/quota';
 import { reconcile } from './commands/reconcile';
@@ -33,6 +35,8 @@ export const COMMANDS: Command[] = [
   ...QUOTA_COMMANDS,
   ...SCOPE_COMMANDS,
   capacity,
+  costs,
+  consoleCommand,
   reconcile,
   ...ALARM_COMMANDS,
   makeCompletion(() => COMMANDS),

@@ -141,7 +141,8 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  const ports = resolvePorts({ api: opts.port, sim: opts.simPort, ...opts.ports });
+  // The web console is npm start's (local/start.ts), not the control plane's: its port is none of this one's.
+  const ports = resolvePorts({ api: opts.port, sim: opts.simPort, ...opts.ports, console: 0 });
   // A start that fails half way stops what it had started (a test goes on, a start is retried), and a port
   // taken since checkPortsFree is reported as it reports one.
   const undo: (() => Promise<unknown>)[] = [];

@@ -23,6 +23,7 @@ export const LOCAL_PORTS = {
   lambda: { env: 'LLMCAP_LAMBDA_PORT', default: 0, what: 'local Lambda' },
   dynamodb: { env: 'LLMCAP_DYNAMODB_PORT', default: 0, what: 'DynamoDB Local' },
   kube: { env: 'LLMCAP_KUBE_PORT', default: 0, what: 'Kubernetes API' },
+  console: { env: 'LLMCAP_CONSOLE_PORT', default: 3001, what: 'web console' },
 } as const satisfies Record<string, PortSetting>;
 
 export type PortName = keyof typeof LOCAL_PORTS;

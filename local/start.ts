@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { loadConfig } from '../lambdas/shared/config';
 import { LOCAL_ADMIN } from './identity';
-import { checkPortsFree, cliEndpointLine, portsHelp, resolvePorts } from './ports';
+import { checkPortsFree, cliEndpointLine, explainPortError, portsHelp, resolvePorts } from './ports';
 
 // The Lambdas run on Node 24; on a Node 20 laptop the SDK's end-of-support warning is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -47,6 +47,16 @@ ${portsHelp(26)}
     log: (l) => console.log(`  ${l}`),
     kubeconfigPath: join(process.cwd(), '.llmcap', 'kubeconfig'),
   });
+  // The web console, as `llmcap console` serves it, reading the API as the default local caller.
+  const { Client } = await import('../cli/client');
+  const { startConsole } = await import('../cli/console/server');
+  const web = await startConsole({
+    client: new Client({ endpoint: cp.apiUrl, sign: false }),
+    port: ports.console,
+  }).catch((e) => {
+    throw explainPortError(e, ports);
+  });
+  console.log(`  Console          ${web.url}   (or npx llmcap console, to read as someone else with --as)`);
   console.log(`  CLI              ${cliEndpointLine(cp.apiUrl, cp.sim.endpoint)}`);
   console.log(`
 Ready. The declared catalog (config/catalog.yaml) is loaded; watch its node groups come up here. Try:
@@ -61,6 +71,7 @@ Press Ctrl-C to stop.`);
     if (stopping) return;
     stopping = true;
     console.log(`\n${signal}: stopping...`);
+    await web.close();
     await cp.stop();
     process.exit(0);
   };

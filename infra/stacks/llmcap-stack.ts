@@ -128,8 +128,9 @@ export class LlmcapStack extends Stack {
       },
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
       inline: inlinedConfig(),
-      // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts).
-      anyResourceActions: ['ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
+      // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts);
+      // GET /v1/alarms reads the stage's alarms (DescribeAlarms has no resource-level permissions).
+      anyResourceActions: ['cloudwatch:DescribeAlarms', 'ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
     });
     this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
     // A compute's subnets must be the cluster's when the stage config lists none (DescribeCluster, reads only).

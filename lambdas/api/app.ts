@@ -20,6 +20,7 @@ import {
 import { openApiDocument } from './openapi';
 import { Router } from './router';
 import { computeRoutes } from './routes/computes';
+import { alarmRoutes, costRoutes } from './routes/costs';
 import { modelRoutes } from './routes/models';
 import { podRoutes } from './routes/pods';
 import { reconcileRoutes } from './routes/reconcile';
@@ -52,6 +53,8 @@ export function buildRouter(svc: Services = createApiServices()): Router {
   podRoutes(router, svc, callerOf);
   tenancyRoutes(router, svc, callerOf);
   reconcileRoutes(router, svc, callerOf);
+  costRoutes(router, svc, callerOf);
+  alarmRoutes(router, svc, callerOf);
   return router;
 }
 

@@ -1,7 +1,6 @@
 import {
   type CloudWatchClient,
   DeleteAlarmsCommand,
-  DescribeAlarmsCommand,
   type MetricAlarm,
   PutMetricAlarmCommand,
 } from '@aws-sdk/client-cloudwatch';
@@ -16,6 +15,7 @@ import {
 import type { ReconcileSummary } from '../domain/reconcile-pass';
 import { cloudWatchClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { alarmsNamed } from './alarm-states';
 
 /**
  * One CloudWatch alarm per scope (CapacityAtLimit) and per compute (NodegroupFailed), created, updated and deleted
@@ -115,16 +115,7 @@ export async function putAlarm(
 }
 
 async function existing(prefix: string): Promise<Map<string, MetricAlarm>> {
-  const alarms = new Map<string, MetricAlarm>();
-  let token: string | undefined;
-  do {
-    const out = await cloudWatchClient().send(
-      new DescribeAlarmsCommand({ AlarmNamePrefix: prefix, NextToken: token, MaxRecords: 100 }),
-    );
-    for (const a of out.MetricAlarms ?? []) if (a.AlarmName) alarms.set(a.AlarmName, a);
-    token = out.NextToken;
-  } while (token);
-  return alarms;
+  return new Map((await alarmsNamed(prefix)).map((a) => [a.AlarmName!, a]));
 }
 
 export async function syncAlarms(s: Summary): Promise<{ created: number; updated: number; deleted: number }> {

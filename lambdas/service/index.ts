@@ -1,3 +1,4 @@
+import { type StageAlarm, stageAlarms } from '../aws/alarm-states';
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
@@ -6,6 +7,7 @@ import { builtinComputes, declaredModels } from '../shared/builtin-config';
 import { config, type RuntimeConfig } from '../shared/config';
 import * as admissions from '../store/admissions';
 import * as computes from '../store/computes';
+import * as costs from '../store/costs';
 import * as idempotency from '../store/idempotency';
 import * as ledger from '../store/ledger';
 import * as models from '../store/models';
@@ -15,9 +17,11 @@ import * as turn from '../store/turn';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
 import { admissionService } from './admission';
+import { alarmService } from './alarms';
 import { capacityService } from './capacity';
 import { catalogService } from './catalog';
 import { computeService } from './computes';
+import { costService } from './costs';
 import { modelService } from './models';
 import { passService } from './passes';
 import { podService } from './pods';
@@ -38,6 +42,8 @@ export interface Stores {
   tenancy: typeof tenancy;
   admissions: typeof admissions;
   passes: typeof passes;
+  /** Cost samples, one per reconcile pass (domain/cost.ts). */
+  costs: typeof costs;
   idempotency: typeof idempotency;
   /** What the reconciler last saw of each model's pods (issue 20). */
   workloads: typeof workloads;
@@ -71,6 +77,8 @@ export interface Dependencies {
    * subnets, which every compute write is resolved against.
    */
   hardware: () => HardwareSource;
+  /** The stage's CloudWatch alarms with their state (aws/alarms.ts), for GET /v1/alarms. */
+  stageAlarms: () => Promise<StageAlarm[]>;
 }
 
 export interface HardwareSource {
@@ -92,6 +100,7 @@ export function defaultDependencies(): Dependencies {
       tenancy,
       admissions,
       passes,
+      costs,
       idempotency,
       workloads,
       ledger: {
@@ -108,6 +117,7 @@ export function defaultDependencies(): Dependencies {
     },
     // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
     hardware: awsHardware,
+    stageAlarms,
   };
 }
 
@@ -159,6 +169,8 @@ function wire(deps: Dependencies) {
     quotas: quotaService(deps),
     capacity: capacityService(deps, { catalog, admission }),
     passes: passService(deps),
+    costs: costService(deps),
+    alarms: alarmService(deps),
     pods: podService(deps, { catalog }),
     idempotency: deps.store.idempotency,
   };

@@ -5,6 +5,7 @@ import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
 import { type Compute, FAILED_NODEGROUP_STATUSES, sameObservation } from '../domain/compute';
+import { costInputs, splitCost } from '../domain/cost';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
@@ -218,9 +219,10 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 3. Admission for every pending request, then placement of everything admitted.
     const { world, decision, commits } = await admit(now);
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
+    const units = unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes));
     const plan = planPlacement(
       all.filter((c) => !c.deletionRequested),
-      unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes)),
+      units,
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
 
@@ -306,6 +308,15 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
       });
+    }
+
+    // What the node groups cost now, and whose replicas it is for (GET /v1/costs): one sample per pass.
+    const owners = new Map(world.models.map((m) => [m.name, m.owner]));
+    const costNow = splitCost(costInputs(plan, all, units, (m) => owners.get(m)));
+    try {
+      await store.costs.putCostSample({ at: now, currency: 'USD', computes: costNow });
+    } catch (e) {
+      errors.push(`recording the cost sample: ${(e as Error).message}`);
     }
 
     // 5. Workloads (issue 20): the model servers of what is admitted; their pods become status.running.

@@ -28,6 +28,9 @@ export const keys = {
   reconcilePasses: () => ({ pk: 'RECONCILE' }),
   /** The pass queued for the next reconcile to start, if any: requests while it waits join it. */
   reconcileQueue: () => ({ pk: 'RECONCILE_QUEUE', sk: 'NEXT' }),
+  /** What the node groups cost per hour as one pass found them (store/costs.ts); sorted by time. */
+  costSample: (at: string) => ({ pk: 'COST', sk: at }),
+  costSamples: () => ({ pk: 'COST' }),
 } as const;
 
 export type Key = { pk: string; sk: string };

@@ -118,6 +118,8 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-eks:DescribeClusterCommand': [
         ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],
       ],
+      // GET /v1/alarms: the stage's alarms and their state.
+      'client-cloudwatch:DescribeAlarmsCommand': [['cloudwatch:DescribeAlarms', '*']],
     },
     reconcile: {
       ...documentClient,

@@ -75,9 +75,10 @@ describe('npm start', () => {
         lambda: bannerUrl(out, 'Lambda'),
         dynamodb: bannerUrl(out, 'DynamoDB Local'),
         kube: bannerUrl(out, 'Kubernetes API'),
+        console: bannerUrl(out, 'Console'),
       };
       for (const n of NAMES) {
-        expect(shown[n]).toMatch(new RegExp(`^https?://127\\.0\\.0\\.1:${ports[n]}(/v1)?$`));
+        expect(shown[n]).toMatch(new RegExp(`^https?://127\\.0\\.0\\.1:${ports[n]}(/v1|/)?$`));
         expect(await listening(ports[n])).toBe(true);
       }
       const api = `http://127.0.0.1:${ports.api}`;
@@ -122,7 +123,7 @@ describe('DynamoDB Local on a taken port', () => {
         (e: unknown) => e,
       );
       expect(err).toMatchObject({ code: 'EADDRINUSE', port: held.port });
-      const ports = { api: 1, sim: 2, sfn: 3, lambda: 4, dynamodb: held.port, kube: 5 };
+      const ports = { api: 1, sim: 2, sfn: 3, lambda: 4, dynamodb: held.port, kube: 5, console: 6 };
       expect((explainPortError(err, ports) as Error).message).toBe(
         `port ${held.port} (DynamoDB Local) is in use, perhaps by another npm start: set LLMCAP_DYNAMODB_PORT to another port, or 0 for any free one`,
       );
