@@ -15,6 +15,7 @@ import {
   MAX_BODY_BYTES,
   MAX_JSON_DEPTH,
   problem,
+  protoKeyPaths,
   type Result,
 } from './http';
 import { openApiDocument } from './openapi';
@@ -125,14 +126,24 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
         errors: [{ path: '(body)', message: 'malformed JSON' }],
       });
     }
+    const proto = protoKeyPaths(body);
+    if (proto.length) {
+      throw new HttpError(
+        400,
+        `the body has a key named __proto__ (at ${proto.join(', ')}), which names nothing llmcap holds; remove it`,
+        { errors: proto.map((path) => ({ path, message: '__proto__ is not a name llmcap accepts' })) },
+      );
+    }
   }
   const iam = event.requestContext.authorizer?.iam;
-  if (!iam?.userArn) throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  if (typeof iam?.userArn !== 'string')
+    throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  // An empty name is refused as any other name that is no principal is: it names nobody, least of all an admin.
   const caller = parseCaller(iam.userArn, iam.accountId);
   if (!caller.ok) {
     throw new HttpError(
       401,
-      `the caller ${iam.userArn} is not an identity llmcap recognises (${caller.problem}); sign as ${FORMS_SENTENCE}`,
+      `the caller ${iam.userArn || "''"} is not an identity llmcap recognises (${caller.problem}); sign as ${FORMS_SENTENCE}`,
     );
   }
   return {

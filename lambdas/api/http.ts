@@ -75,6 +75,20 @@ export function jsonDepth(raw: string): number {
   return max;
 }
 
+/**
+ * Where a JSON value holds a key named `__proto__`. JSON.parse keeps it as an own key, but every object built
+ * from it drops it or turns it into a prototype (zod's records skip it), so an entry the caller sent would
+ * vanish without a word; the body is refused instead, each such key named.
+ */
+export function protoKeyPaths(value: unknown, at: (string | number)[] = []): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...at, i]));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.keys(value).flatMap((k) => [
+    ...(k === '__proto__' ? [formatPath([...at, k])] : []),
+    ...protoKeyPaths((value as Record<string, unknown>)[k], [...at, k]),
+  ]);
+}
+
 /** `application/json` or a `+json` type such as `application/merge-patch+json`, with any parameters. */
 export function isJsonMediaType(type: string | undefined): boolean {
   const essence = (type ?? '').split(';')[0]!.trim().toLowerCase();
