@@ -51,7 +51,10 @@ async function start(dataRoot: string, ports: { api: number; sim: number }): Pro
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
-        ...process.env,
+        // As a shell would start it: nothing of a control plane this process ran before (its endpoints, table).
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([k]) => !/^(LLMCAP_|AWS_ENDPOINT)/.test(k)),
+        ),
         LLMCAP_PORT: String(ports.api),
         LLMCAP_SIM_PORT: String(ports.sim),
         LLMCAP_ADMINS: P.platform,
