@@ -1,5 +1,5 @@
 import { BuiltinsInvalid } from '../domain/hardware';
-import { speakNames } from '../domain/names';
+import { speakNames, speakValue } from '../domain/names';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import type { Services } from '../service';
 import { createApiServices } from '../service/for-api';
@@ -160,14 +160,28 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
   };
 }
 
-/** Every answer speaks names, never keys (domain/names.ts): a twin's mark would tell that another exists. */
-function toResult(status: number, body: unknown, headers: Record<string, string> = {}): Result {
-  const spoken = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, speakNames(v)]));
-  if (body === undefined) return { statusCode: status, headers: spoken };
+/**
+ * An answer as it is sent, spoken once: names, never keys, in what llmcap composed (a twin's mark would tell
+ * that another exists), and what a caller sent as sent (domain/names.ts speakValue). No serialized text is
+ * rewritten. An Idempotency-Key keeps the spoken answer, so a replay is sent as it is.
+ */
+function spoken(res: { status: number; body?: unknown; headers?: Record<string, string> }) {
+  const headers = Object.fromEntries(Object.entries(res.headers ?? {}).map(([k, v]) => [k, speakNames(v)]));
+  return { status: res.status, body: speakValue(res.body), headers };
+}
+
+/** An answer as the handler sends it: spoken (above), then serialized. */
+export function answer(res: { status: number; body?: unknown; headers?: Record<string, string> }): Result {
+  return toResult(spoken(res));
+}
+
+function toResult(res: { status: number; body?: unknown; headers?: Record<string, string> }): Result {
+  const headers = res.headers ?? {};
+  if (res.body === undefined) return { statusCode: res.status, headers };
   return {
-    statusCode: status,
-    headers: { 'content-type': 'application/json', ...spoken },
-    body: speakNames(JSON.stringify(body)),
+    statusCode: res.status,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(res.body),
   };
 }
 
@@ -184,10 +198,7 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       await ensureSeeded();
       // A dry run writes nothing, so there is no outcome for an Idempotency-Key to remember.
       const idemKey = route.write && !req.dryRun ? req.headers['idempotency-key'] : undefined;
-      if (!idemKey) {
-        const res = await route.handler(req);
-        return toResult(res.status, res.body, res.headers);
-      }
+      if (!idemKey) return answer(await route.handler(req));
       if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
       const claim = await claimKey(
         req.principal,
@@ -196,7 +207,7 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       );
       if (claim.kind === 'replay') {
         const r = claim.response;
-        return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
+        return toResult({ ...r, headers: { ...(r.headers ?? {}), 'idempotent-replayed': 'true' } });
       }
       if (claim.kind === 'mismatch') {
         throw new HttpError(409, 'this Idempotency-Key was used for a different request; use a new key', {
@@ -214,13 +225,9 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
         );
       }
       try {
-        const res = await route.handler(req);
-        await completeKey(req.principal, idemKey, {
-          status: res.status,
-          body: res.body,
-          headers: res.headers,
-        });
-        return toResult(res.status, res.body, res.headers);
+        const res = spoken(await route.handler(req));
+        await completeKey(req.principal, idemKey, res);
+        return toResult(res);
       } catch (e) {
         await releaseKey(req.principal, idemKey);
         throw e;

@@ -3,7 +3,7 @@ import type * as z from 'zod';
 import type { Caller } from '../domain/access';
 import { SCOPE_REF_PATTERN } from '../domain/compute';
 import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
-import { resolveScopeRef, speakNames } from '../domain/names';
+import { resolveScopeRef, speakValue } from '../domain/names';
 import type { Identity } from '../domain/principal';
 import type { ScopeTree } from '../domain/quota';
 import { formatPath } from '../domain/rules';
@@ -146,8 +146,8 @@ export function problem(status: number, detail: string, extra: HttpError['extra'
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...(extra.headers ?? {}) },
-    // A refusal speaks names, as every answer does (domain/names.ts).
-    body: speakNames(JSON.stringify(body)),
+    // A refusal speaks names, as every answer does (domain/names.ts): it is llmcap's own text throughout.
+    body: JSON.stringify(speakValue(body)),
   };
 }
 
