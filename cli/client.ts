@@ -99,7 +99,7 @@ export class Client {
     if (this.opts.sign) {
       this.signer ??= makeSigner(this.opts.region ?? regionOf(url));
       headers = await (await this.signer)({ method, url, headers, body: payload });
-    } else if (this.opts.principal) {
+    } else if (this.opts.principal !== undefined) {
       headers['x-llmcap-principal'] = this.opts.principal;
     }
     const res = await send(method, url, headers, payload, this.opts.timeoutMs ?? 60_000);

@@ -37,7 +37,8 @@ export function toEvent(req: IncomingMessage, body: Buffer, defaultPrincipal: st
   url.searchParams.forEach((v, k) => {
     query[k] = v;
   });
-  const principal = headers['x-llmcap-principal'] || defaultPrincipal;
+  // Only an absent header means the default: an empty one names nobody, and the handler refuses it (401).
+  const principal = headers['x-llmcap-principal'] ?? defaultPrincipal;
   const now = Date.now();
   return {
     version: '2.0',

@@ -8,9 +8,8 @@ import { soakFuzz } from './fuzz';
 import type { ChaosReport } from './lib/chaos';
 import type { FuzzReport } from './lib/fuzz';
 import type { LoadReport } from './lib/load';
-import type { RestartReport } from './lib/restart';
 import { loadOk, soakLoad } from './load';
-import { restartOk, soakRestart } from './restart';
+import { type RestartSuiteReport, restartOk, soakRestart } from './restart';
 
 /**
  * npm run soak: the long hardening suites one after the other, each bounded in time and requests, their figures
@@ -21,7 +20,7 @@ const only = new Set((process.env.SOAK_ONLY ?? 'fuzz,chaos,restart,load').split(
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  const out: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartReport; load?: LoadReport } = {};
+  const out: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartSuiteReport; load?: LoadReport } = {};
   // Suites not run this time keep their last figures from soak/results.json.
   const last = existsSync(RESULTS) ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as typeof out) : {};
   out.fuzz = only.has('fuzz') ? await soakFuzz() : last.fuzz;
@@ -41,7 +40,7 @@ async function main(): Promise<number> {
 }
 
 function markdown(
-  r: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartReport; load?: LoadReport },
+  r: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartSuiteReport; load?: LoadReport },
   ms: number,
 ): string {
   const l: string[] = [];
@@ -86,6 +85,14 @@ function markdown(
         `${s.admissionsChanged.length} admissions changed; ${s.duplicateExecutions.length} duplicate executions; ` +
         `each interrupted create redone once (converged in ${s.convergePasses.join('/')} passes) |`,
     );
+    if (s.kill) {
+      const k = s.kill;
+      l.push(
+        `| Kills | ${k.kills} kill -9s of the whole \`npm start -- --persist\` process group mid-burst of model creates, ` +
+          `scalings, deletes and quota changes (${k.inFlight} writes in flight at the kills) | ${k.lost.length ? 'no' : 'yes'}: ` +
+          `acknowledged ${k.acknowledged}, lost ${k.lost.length}${k.lost.length ? ` (${k.lost.slice(0, 5).join('; ')})` : ''} |`,
+      );
+    }
   }
   if (r.load) {
     const d = r.load;
@@ -110,7 +117,7 @@ function markdown(
   l.push('');
   l.push(
     `Short versions of each suite run in npm test (test/integration/hardening/, test/infra/security.test.ts). ` +
-      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS` +
+      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_KILLS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS` +
       (num('SOAK_LOAD_CLIENTS', 200) !== 200
         ? ` (this run: ${num('SOAK_LOAD_CLIENTS', 200)} load clients)`
         : '') +

@@ -1,5 +1,5 @@
 import { BuiltinsInvalid } from '../domain/hardware';
-import { speakNames } from '../domain/names';
+import { speakNames, speakValue } from '../domain/names';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
 import type { Services } from '../service';
 import { createApiServices } from '../service/for-api';
@@ -15,6 +15,7 @@ import {
   MAX_BODY_BYTES,
   MAX_JSON_DEPTH,
   problem,
+  protoKeyPaths,
   type Result,
 } from './http';
 import { openApiDocument } from './openapi';
@@ -128,14 +129,24 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
         errors: [{ path: '(body)', message: 'malformed JSON' }],
       });
     }
+    const proto = protoKeyPaths(body);
+    if (proto.length) {
+      throw new HttpError(
+        400,
+        `the body has a key named __proto__ (at ${proto.join(', ')}), which names nothing llmcap holds; remove it`,
+        { errors: proto.map((path) => ({ path, message: '__proto__ is not a name llmcap accepts' })) },
+      );
+    }
   }
   const iam = event.requestContext.authorizer?.iam;
-  if (!iam?.userArn) throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  if (typeof iam?.userArn !== 'string')
+    throw new HttpError(401, 'the request carries no IAM identity; sign it with SigV4');
+  // An empty name is refused as any other name that is no principal is: it names nobody, least of all an admin.
   const caller = parseCaller(iam.userArn, iam.accountId);
   if (!caller.ok) {
     throw new HttpError(
       401,
-      `the caller ${iam.userArn} is not an identity llmcap recognises (${caller.problem}); sign as ${FORMS_SENTENCE}`,
+      `the caller ${iam.userArn || "''"} is not an identity llmcap recognises (${caller.problem}); sign as ${FORMS_SENTENCE}`,
     );
   }
   return {
@@ -152,14 +163,28 @@ function parseRequest(event: Event, params: Record<string, string>): ApiRequest 
   };
 }
 
-/** Every answer speaks names, never keys (domain/names.ts): a twin's mark would tell that another exists. */
-function toResult(status: number, body: unknown, headers: Record<string, string> = {}): Result {
-  const spoken = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, speakNames(v)]));
-  if (body === undefined) return { statusCode: status, headers: spoken };
+/**
+ * An answer as it is sent, spoken once: names, never keys, in what llmcap composed (a twin's mark would tell
+ * that another exists), and what a caller sent as sent (domain/names.ts speakValue). No serialized text is
+ * rewritten. An Idempotency-Key keeps the spoken answer, so a replay is sent as it is.
+ */
+function spoken(res: { status: number; body?: unknown; headers?: Record<string, string> }) {
+  const headers = Object.fromEntries(Object.entries(res.headers ?? {}).map(([k, v]) => [k, speakNames(v)]));
+  return { status: res.status, body: speakValue(res.body), headers };
+}
+
+/** An answer as the handler sends it: spoken (above), then serialized. */
+export function answer(res: { status: number; body?: unknown; headers?: Record<string, string> }): Result {
+  return toResult(spoken(res));
+}
+
+function toResult(res: { status: number; body?: unknown; headers?: Record<string, string> }): Result {
+  const headers = res.headers ?? {};
+  if (res.body === undefined) return { statusCode: res.status, headers };
   return {
-    statusCode: status,
-    headers: { 'content-type': 'application/json', ...spoken },
-    body: speakNames(JSON.stringify(body)),
+    statusCode: res.status,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(res.body),
   };
 }
 
@@ -176,10 +201,7 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       await ensureSeeded();
       // A dry run writes nothing, so there is no outcome for an Idempotency-Key to remember.
       const idemKey = route.write && !req.dryRun ? req.headers['idempotency-key'] : undefined;
-      if (!idemKey) {
-        const res = await route.handler(req);
-        return toResult(res.status, res.body, res.headers);
-      }
+      if (!idemKey) return answer(await route.handler(req));
       if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
       const claim = await claimKey(
         req.principal,
@@ -188,7 +210,7 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       );
       if (claim.kind === 'replay') {
         const r = claim.response;
-        return toResult(r.status, r.body, { ...(r.headers ?? {}), 'idempotent-replayed': 'true' });
+        return toResult({ ...r, headers: { ...(r.headers ?? {}), 'idempotent-replayed': 'true' } });
       }
       if (claim.kind === 'mismatch') {
         throw new HttpError(409, 'this Idempotency-Key was used for a different request; use a new key', {
@@ -206,13 +228,9 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
         );
       }
       try {
-        const res = await route.handler(req);
-        await completeKey(req.principal, idemKey, {
-          status: res.status,
-          body: res.body,
-          headers: res.headers,
-        });
-        return toResult(res.status, res.body, res.headers);
+        const res = spoken(await route.handler(req));
+        await completeKey(req.principal, idemKey, res);
+        return toResult(res);
       } catch (e) {
         await releaseKey(req.principal, idemKey);
         throw e;

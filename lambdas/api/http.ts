@@ -3,7 +3,7 @@ import type * as z from 'zod';
 import type { Caller } from '../domain/access';
 import { SCOPE_REF_PATTERN } from '../domain/compute';
 import { DomainError, type FieldIssue, type RefusalReason } from '../domain/errors';
-import { resolveScopeRef, speakNames } from '../domain/names';
+import { resolveScopeRef, speakValue } from '../domain/names';
 import type { Identity } from '../domain/principal';
 import type { ScopeTree } from '../domain/quota';
 import { formatPath } from '../domain/rules';
@@ -75,6 +75,20 @@ export function jsonDepth(raw: string): number {
   return max;
 }
 
+/**
+ * Where a JSON value holds a key named `__proto__`. JSON.parse keeps it as an own key, but every object built
+ * from it drops it or turns it into a prototype (zod's records skip it), so an entry the caller sent would
+ * vanish without a word; the body is refused instead, each such key named.
+ */
+export function protoKeyPaths(value: unknown, at: (string | number)[] = []): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => protoKeyPaths(v, [...at, i]));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.keys(value).flatMap((k) => [
+    ...(k === '__proto__' ? [formatPath([...at, k])] : []),
+    ...protoKeyPaths((value as Record<string, unknown>)[k], [...at, k]),
+  ]);
+}
+
 /** `application/json` or a `+json` type such as `application/merge-patch+json`, with any parameters. */
 export function isJsonMediaType(type: string | undefined): boolean {
   const essence = (type ?? '').split(';')[0]!.trim().toLowerCase();
@@ -132,8 +146,8 @@ export function problem(status: number, detail: string, extra: HttpError['extra'
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...(extra.headers ?? {}) },
-    // A refusal speaks names, as every answer does (domain/names.ts).
-    body: speakNames(JSON.stringify(body)),
+    // A refusal speaks names, as every answer does (domain/names.ts): it is llmcap's own text throughout.
+    body: JSON.stringify(speakValue(body)),
   };
 }
 

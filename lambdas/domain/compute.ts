@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { retryMessage } from './create-retry';
-import { labelValue } from './names';
+import { asSent, labelValue } from './names';
 import { COMPUTE_ID_PATTERN, incarnation, nodegroupNameOf } from './nodegroup';
 
 export { nodegroupName } from './nodegroup';
@@ -401,7 +401,8 @@ export function toManifest(stage: string, c: Compute) {
       updatedAt: c.updatedAt,
       updatedBy: c.updatedBy,
     },
-    spec: c.spec,
+    // What its writer sent, echoed as sent (names.ts asSent): a compute's spec names no other resource.
+    spec: asSent(c.spec),
     status: {
       ...c.status,
       neededNodes: c.sizing?.neededNodes ?? 0,

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { computeName, NAME_PATTERN, scopeRef } from './compute';
+import { asSent, nameOf } from './names';
 import { numberAt, type RuleIssue, refineWith, repeats, stringAt, whenParsed } from './rules';
 
 /**
@@ -216,7 +217,19 @@ export function modelManifest(m: Model, admission?: AdmissionSummary) {
       updatedAt: m.updatedAt,
       updatedBy: m.updatedBy,
     },
-    spec: m.spec,
+    spec: specAsSent(m.spec),
     status: modelStatus(m, admission),
   };
+}
+
+/**
+ * The spec as its writer sent it: a pin or fallback stored as a key reads as the name sent, and nothing else
+ * in it (the source above all) is touched by the rendering of keys (names.ts speakValue).
+ */
+function specAsSent(spec: ModelSpec): ModelSpec {
+  return asSent({
+    ...spec,
+    profiles: spec.profiles.map((p) => (p.compute ? { ...p, compute: nameOf(p.compute) } : p)),
+    ...(spec.fallback ? { fallback: nameOf(spec.fallback) } : {}),
+  });
 }

@@ -7,8 +7,8 @@ import { conflict, DomainError } from './errors';
  * twin mark (`~` and eight random characters). Names are unique along every line of the tree: no two
  * resources of one kind with one name may be owned by scopes one of which is above the other (or shared), so
  * a name means one resource within any owner's reach, and whoever may create one sees every resource its name
- * could clash with. The mark never reaches a caller: answers speak names (`speakNames`), and callers address a
- * resource by name and, when they see two, its owner. Pure.
+ * could clash with. The mark never reaches a caller: answers speak names (`speakValue`, the parts a caller sent
+ * excepted), and callers address a resource by name and, when they see two, its owner. Pure.
  */
 
 export const TWIN_MARK = '~';
@@ -47,9 +47,46 @@ export function keyFromLabel(value: string): string {
   return value.replace('.', TWIN_MARK);
 }
 
-/** Text as a caller reads it: every key in it as the name it stands for. */
+/**
+ * Text llmcap wrote as a caller reads it: every key in it as the name it stands for. Only for text llmcap
+ * composed (messages, reasons): text a caller sent is theirs and is never rewritten (see `asSent`).
+ */
 export function speakNames(text: string): string {
   return text.includes(TWIN_MARK) ? text.replace(TWIN_IN_TEXT, '') : text;
+}
+
+/** Marks a part of an answer that holds what a caller sent (a spec): `speakValue` hands it back as it is. */
+const AS_SENT = Symbol('llmcap.asSent');
+
+/**
+ * A copy of `value` (a spec, members) marked as the caller's own data, whose keys its view has already
+ * rendered (a pin, a fallback): the answer carries it unchanged, `s3://b/llama3~abcdefgh/w` included. The mark
+ * is a hidden property, so neither JSON nor the store sees it.
+ */
+export function asSent<T extends object>(value: T): T {
+  const copy = (Array.isArray(value) ? [...value] : { ...value }) as T;
+  Object.defineProperty(copy, AS_SENT, { value: true, enumerable: false });
+  return copy;
+}
+
+/**
+ * An answer as a caller reads it, built once where it is sent: keys as names in everything llmcap composed
+ * (names, owners, scopes, messages, map keys), and the parts its views marked `asSent` exactly as sent.
+ */
+export function speakValue(value: unknown): unknown {
+  if (typeof value === 'string') return speakNames(value);
+  if (value === null || typeof value !== 'object') return value;
+  if ((value as Record<symbol, unknown>)[AS_SENT]) return value;
+  if (Array.isArray(value)) return value.map(speakValue);
+  // Dates and the like stay as JSON would write them.
+  if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null)
+    return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (v === undefined) continue;
+    Object.defineProperty(out, speakNames(k), { value: speakValue(v), enumerable: true, writable: true });
+  }
+  return out;
 }
 
 /** How names relate in the tenancy tree (ScopeTree satisfies it). */

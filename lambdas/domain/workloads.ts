@@ -43,7 +43,8 @@ export type EnginesConfig = z.output<typeof EnginesConfigSchema>;
 /** The engine settings in force for one model: its engine's, with the model's overrides on top. */
 export function engineFor(cfg: EnginesConfig, model: Pick<Model, 'name' | 'spec'>): EngineConfig {
   const base = cfg.engines[model.spec.engine];
-  const own = cfg.models[model.name] ?? {};
+  // A model may be named `constructor`: only the config's own entries count, never Object.prototype's.
+  const own = Object.hasOwn(cfg.models, model.name) ? cfg.models[model.name]! : {};
   return { ...base, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
 }
 

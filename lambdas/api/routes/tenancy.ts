@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ROLES } from '../../domain/access';
 import { scopeName, scopeRef } from '../../domain/compute';
 import { InstanceFamiliesSchema } from '../../domain/hardware';
+import { asSent } from '../../domain/names';
 import { FORMS_SENTENCE, parsePrincipal } from '../../domain/principal';
 import { membersIssues, QuotaSpecSchema, type ScopeTree } from '../../domain/quota';
 import { refineWith } from '../../domain/rules';
@@ -61,7 +62,8 @@ function scopeManifest(s: StoredScope, tree: ScopeTree, quota?: StoredQuota) {
     },
     spec: {
       ...(s.parent ? { parent: s.parent } : {}),
-      members: s.members ?? {},
+      // Principals as granted: an IAM path may hold anything, `~` too (names.ts asSent).
+      members: asSent(s.members ?? {}),
       ...(s.instanceFamilies ? { instanceFamilies: s.instanceFamilies } : {}),
     },
     status: {

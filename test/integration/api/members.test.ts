@@ -125,3 +125,47 @@ describe('the number of members of a scope', () => {
     expect(racers.filter((p) => Object.hasOwn(stored, p))).toHaveLength(1);
   });
 });
+
+describe('a key named __proto__ in a body (issue 30 §4)', () => {
+  const ADMIN_ARN = roleArn('proto-keeper');
+  const putMembers = (raw: string) => api.call('PUT', '/v1/scopes/team:ml/members', undefined, { raw });
+
+  beforeAll(async () => {
+    expect((await put('team:ml', ADMIN_ARN, 'admin')).status).toBe(200);
+  });
+
+  it.each([
+    ['an object', '{"members":{"__proto__":{"a":"admin"}}}'],
+    ['a role', `{"members":{"${ADMIN_ARN}":"admin","__proto__":"viewer"}}`],
+  ])('as a member with %s for its value is 400 naming the entry, and nothing is written', async (_, raw) => {
+    const before = await dumpTable();
+    const r = await putMembers(raw);
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.body.detail).toContain('members.__proto__');
+    expect(r.body.errors).toEqual([
+      { path: 'members.__proto__', message: expect.stringContaining('__proto__') },
+    ]);
+    expect(await dumpTable()).toEqual(before);
+    expect(Object.hasOwn(await storedMembers('team:ml'), ADMIN_ARN)).toBe(true);
+  });
+
+  it('is named wherever it sits, each one, in any body', async () => {
+    const r = await api.call('POST', '/v1/scopes', undefined, {
+      raw: '{"name":"team:p","__proto__":{"parent":"org:acme"},"x":[{"__proto__":1}]}',
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.errors.map((e: any) => e.path)).toEqual(['__proto__', 'x[0].__proto__']);
+  });
+
+  it.each(['constructor', 'prototype', 'toString'])(
+    'a member keyed %s is refused as no principal, naming it, and nothing is written',
+    async (key) => {
+      const before = await dumpTable();
+      const r = await putMembers(`{"members":{"${ADMIN_ARN}":"admin","${key}":"viewer"}}`);
+      expect(r.status).toBe(400);
+      expect(r.body.errors).toEqual([{ path: `members.${key}`, message: expect.any(String) }]);
+      expect(await dumpTable()).toEqual(before);
+    },
+  );
+});

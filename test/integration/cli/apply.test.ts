@@ -90,6 +90,43 @@ describe('get -o yaml | apply -f -', () => {
   });
 });
 
+describe('what a caller sent that looks like a key (issue 30 §5)', () => {
+  const SOURCE = 's3://my-bucket/llama3~abcdefgh/weights';
+  const MEMBER = 'arn:aws:iam::000000000000:role/tools~abcdefgh/rt-bot';
+
+  it('comes back as sent, and get -o yaml | apply -f - changes nothing', async () => {
+    const manifest = `apiVersion: llmcap/v1
+kind: Model
+metadata: {name: tilde-source, owner: team:rt}
+spec:
+  source: "${SOURCE}"
+  engine: vllm
+  profiles:
+    - {name: l4, gpus: 1, gpuType: L4, cpuCores: 4}
+  scaling: {min: 0, max: 1}
+`;
+    const created = await run(['apply', '-f', '-'], manifest);
+    expect(created.stderr).toBe('');
+    expect(created.stdout.trim()).toBe('model/tilde-source created');
+    const y = await run(['get', 'model', 'tilde-source', '-o', 'yaml']);
+    expect(y.stdout).toContain(SOURCE);
+    const again = await run(['apply', '-f', '-'], y.stdout);
+    expect(again.stdout.trim()).toBe('model/tilde-source unchanged');
+    const now = JSON.parse((await run(['get', 'model', 'tilde-source', '-o', 'json'])).stdout);
+    expect(now.spec.source).toBe(SOURCE);
+    expect(now.metadata.version).toBe(1);
+  });
+
+  it('holds for a member whose IAM path has a ~ in it', async () => {
+    expect((await run(['scope', 'members', 'team:rt', '--add', `${MEMBER}=viewer`])).code).toBe(0);
+    const y = (await run(['get', 'scope', 'team:rt', '-o', 'yaml'])).stdout;
+    expect(y).toContain(MEMBER);
+    expect((await run(['apply', '-f', '-'], y)).stdout.trim()).toBe('scope/team:rt unchanged');
+    const members = JSON.parse((await run(['get', 'scope', 'team:rt', '-o', 'json'])).stdout).spec.members;
+    expect(members[MEMBER]).toBe('viewer');
+  });
+});
+
 describe('apply -f of manifests with several faults', () => {
   const faulty = `apiVersion: llmcap/v1
 kind: Scope

@@ -48,6 +48,19 @@ describe('the local caller', () => {
     expect((await send('POST', '/v1/scopes', other, { name: 'org:other' })).status).toBe(403);
   });
 
+  it('refuses an empty header with 401, as any name that is no principal: it does not fall back to the admin', async () => {
+    const before = await send('GET', '/v1/scopes');
+    expect(before.status).toBe(200);
+    const r = await send('POST', '/v1/scopes', '', { name: 'org:empty' });
+    expect(r.status).toBe(401);
+    expect(r.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await r.json()) as any).detail).toContain("the caller '' is not an identity llmcap recognises");
+    const names = ((await (await send('GET', '/v1/scopes')).json()) as any).items.map(
+      (s: any) => s.metadata.name,
+    );
+    expect(names).not.toContain('org:empty');
+  });
+
   it.each(['constructor', '__proto__', 'toString', 'local-admin'])(
     'refuses a header that is no principal (%s) with 401 naming the forms',
     async (name) => {
@@ -69,6 +82,9 @@ describe('the CLI', () => {
     expect(bare.code).not.toBe(0);
     expect(bare.stderr).toContain('Unauthenticated (401)');
     expect(bare.stderr).toContain("'chat-dev' is not an ARN");
+    const empty = await llmcap(['--as', '', 'scope', 'create', 'org:cli-empty'], { endpoint: cp.apiUrl });
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toContain('Unauthenticated (401)');
   });
 });
 
