@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadStageConfig } from '../../infra/stage-config';
@@ -41,19 +41,29 @@ function cfnLint(files: string[], region: string): Finding[] {
 }
 
 let dir: string;
+/** A copy of the repository's stage configs with one a user added in another region, as operations.md says. */
+let userRoot: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'llmcap-cfn-lint-'));
+  userRoot = join(dir, 'repo');
+  cpSync(join(ROOT, 'config'), join(userRoot, 'config'), { recursive: true });
+  const dev = JSON.parse(readFileSync(join(ROOT, 'config', 'stages', 'dev.json'), 'utf8'));
+  writeFileSync(
+    join(userRoot, 'config', 'stages', 'prod.json'),
+    JSON.stringify({ ...dev, stage: 'prod', account: '210987654321', region: 'eu-west-1' }),
+  );
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it('finds nothing in the stack of any stage config, and finds a known fault in a control template', () => {
+it("finds nothing in the stack of any stage config, a user's own in another region too, and finds a known fault in a control template", () => {
   expect(stages.length).toBeGreaterThan(0);
   const byRegion = new Map<string, string[]>();
   let control: string | undefined;
   let controlId = '';
-  for (const stage of stages) {
-    const { config, template } = synthStage(loadStageConfig(stage, ROOT));
-    const file = join(dir, `llmcap-${stage}.template.json`);
+  const all = [...stages.map((stage) => [ROOT, stage] as const), [userRoot, 'prod'] as const];
+  for (const [root, stage] of all) {
+    const { config, template } = synthStage(loadStageConfig(stage, root));
+    const file = join(dir, `llmcap-${stage}-${config.region}.template.json`);
     writeFileSync(file, JSON.stringify(template, null, 1));
     byRegion.set(config.region, [...(byRegion.get(config.region) ?? []), file]);
     if (!control) {
@@ -79,6 +89,7 @@ it('finds nothing in the stack of any stage config, and finds a known fault in a
     findings.filter((f) => f.Filename !== control),
   ];
   expect(ofStages.map((f) => `${f.Rule.Id} ${f.Filename}: ${f.Message}`)).toEqual([]);
+  expect([...byRegion.keys()].sort()).toEqual(['eu-west-1', 'us-east-1']);
   expect(ofControl.map((f) => [f.Rule.Id, f.Location.Path.slice(0, 2)]).sort()).toEqual([
     ['E3601', ['Resources', controlId]],
     ['W3005', ['Resources', controlId]],
