@@ -74,6 +74,14 @@ export const StageConfigSchema = z.strictObject({
    * entry the stack creates; false: it keeps the node groups only and the platform deploys the pods itself.
    */
   deployWorkloads: z.boolean().default(true),
+  /**
+   * The declared models of this stage, a YAML file in the form of config/catalog.yaml, as a path from the
+   * repository root: what one stage starts on its first deploy need not be what another runs.
+   */
+  catalog: z
+    .string()
+    .regex(/^[\w./-]+\.ya?ml$/, 'a YAML file in the repository, such as config/catalog-prod.yaml')
+    .default('config/catalog.yaml'),
 });
 
 export type StageConfig = z.output<typeof StageConfigSchema>;
@@ -93,5 +101,11 @@ export function loadStageConfig(stage: string, root = process.cwd()): StageConfi
   if (!existsSync(file)) {
     throw new Error(`no stage config for '${stage}': create ${file} (config/stages/dev.json is an example)`);
   }
-  return parseStageConfig(JSON.parse(readFileSync(file, 'utf8')), file);
+  const config = parseStageConfig(JSON.parse(readFileSync(file, 'utf8')), file);
+  if (!existsSync(join(root, config.catalog))) {
+    throw new Error(
+      `stage config ${file} is invalid:\n  catalog: ${config.catalog} does not exist (copy config/catalog.yaml to it, or leave catalog out)`,
+    );
+  }
+  return config;
 }

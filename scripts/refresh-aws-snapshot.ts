@@ -260,6 +260,13 @@ export async function collectSnapshot(opts: CollectOptions): Promise<Map<string,
   return files;
 }
 
+/** The regions the checked-in snapshot has prices for. */
+export function snapshotRegions(dir = SNAPSHOT_DIR): string[] {
+  return readdirSync(dir)
+    .flatMap((f) => /^prices-(.+)\.json$/.exec(f)?.[1] ?? [])
+    .sort();
+}
+
 /** The regions of the stage configs: the ones whose prices llmcap needs. */
 export function stageRegions(dir = join(CONFIG_DIR, 'stages')): string[] {
   const regions = readdirSync(dir)

@@ -7,6 +7,7 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
 import { starResourceAcks } from './nag';
+import { dropRedundantRoleDependsOn } from './role-dependency';
 
 /**
  * Every llmcap Lambda gets the same defaults here, in one place: Node 24 on arm64, JSON logs with a retention,
@@ -86,5 +87,6 @@ export class LlmcapFunction extends NodejsFunction {
     Validations.of(role.node.findChild('DefaultPolicy')).acknowledge(
       ...starResourceAcks([...XRAY_ACTIONS, ...any]),
     );
+    dropRedundantRoleDependsOn(this, role);
   }
 }

@@ -7,6 +7,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { arnWildcardAcks, starResourceAcks } from './nag';
+import { dropRedundantRoleDependsOn } from './role-dependency';
 
 /**
  * The three node group workflows of docs/design.md §5, deployed from the ASL files in statemachines/ (the same
@@ -211,6 +212,7 @@ export class NodegroupWorkflows extends Construct {
         ),
         ...starResourceAcks(STATE_MACHINE_RUNTIME_ACTIONS),
       );
+      dropRedundantRoleDependsOn(sm, sm.role);
       return sm;
     };
 

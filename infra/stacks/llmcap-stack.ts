@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { type CfnStage, HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -98,6 +98,12 @@ export class LlmcapStack extends Stack {
   constructor(scope: Construct, id: string, props: LlmcapStackProps) {
     super(scope, id, props);
     const cfg = props.config;
+    // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
+    const catalogInline = inlinedConfig(
+      cfg.catalog === 'config/catalog.yaml'
+        ? undefined
+        : { path: resolve(ROOT, cfg.catalog), shown: cfg.catalog },
+    );
     // The stage config accepts only the periods CloudWatch Logs does (LOG_RETENTION_DAYS), the enum's values.
     const logRetention = cfg.logRetentionDays as RetentionDays;
     this.alarmArns = `arn:${this.partition}:cloudwatch:${this.region}:${this.account}:alarm:llmcap-${cfg.stage}-*`;
@@ -127,7 +133,7 @@ export class LlmcapStack extends Stack {
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
       },
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
-      inline: inlinedConfig(),
+      inline: catalogInline,
       // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts);
       // GET /v1/alarms reads the stage's alarms (DescribeAlarms has no resource-level permissions).
       anyResourceActions: ['cloudwatch:DescribeAlarms', 'ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
@@ -232,7 +238,7 @@ export class LlmcapStack extends Stack {
         LLMCAP_RECONCILE_RATE_MINUTES: String(cfg.reconcileRate),
         LLMCAP_WORKLOADS: cfg.deployWorkloads ? 'deploy' : 'off',
       },
-      inline: inlinedConfig(),
+      inline: catalogInline,
       // Each pass loads the built-ins resolved against EC2's instance types and the Price List (hardware.ts).
       anyResourceActions: [
         'autoscaling:DescribeAutoScalingGroups',

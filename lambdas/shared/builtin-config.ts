@@ -33,9 +33,13 @@ export function configDir(): string {
 
 /** Reads and parses one config file; exported for CDK, which inlines the result. */
 export function readConfigFile(file: string): unknown {
+  return parseYaml(join(configDir(), file));
+}
+
+function parseYaml(path: string): unknown {
   // Required lazily so that the Lambda bundle, which always has the inlined JSON, never includes the parser.
   const { parse } = require('yaml') as typeof import('yaml');
-  return parse(readFileSync(join(configDir(), file), 'utf8'));
+  return parse(readFileSync(path, 'utf8'));
 }
 
 export function parseBuiltins(raw: unknown): DeclaredBuiltin[] {
@@ -66,16 +70,17 @@ export function builtinComputes(): DeclaredBuiltin[] {
 export function parseDeclaredModels(
   raw: unknown,
   computes: readonly { name: string; spec: ComputeSpec }[] = builtinSketches(),
+  file = DECLARED_FILE,
 ): DeclaredModel[] {
   const r = z.array(DeclaredModelSchema).safeParse(raw ?? []);
   if (!r.success) {
     const lines = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`${DECLARED_FILE} is invalid: ${lines}`);
+    throw new Error(`${file} is invalid: ${lines}`);
   }
   const issues = validateCatalog(r.data, computes);
   if (issues.length) {
     throw new Error(
-      `${DECLARED_FILE} is invalid against the built-in computes: ${issues.map((i) => i.message).join('; ')}`,
+      `${file} is invalid against the built-in computes: ${issues.map((i) => i.message).join('; ')}`,
     );
   }
   return r.data;
@@ -146,11 +151,18 @@ export function enginesConfig(): EnginesConfig {
   return engines;
 }
 
-/** The config files as the deploy inlines them into each bundle (see LlmcapFunction `inline`). */
-export function inlinedConfig(): Record<string, string> {
+/**
+ * The config files as the deploy inlines them into each bundle (see LlmcapFunction `inline`). A stage may
+ * declare its own models (the stage config's `catalog`, a path from the repository root): checked here as
+ * config/catalog.yaml is, and named in the error.
+ */
+export function inlinedConfig(catalog?: { path: string; shown: string }): Record<string, string> {
+  const models = catalog
+    ? parseDeclaredModels(parseYaml(catalog.path), builtinSketches(), catalog.shown)
+    : declaredModels();
   return {
     LLMCAP_CONFIG_COMPUTES: JSON.stringify(builtinComputes()),
-    LLMCAP_CONFIG_CATALOG: JSON.stringify(declaredModels()),
+    LLMCAP_CONFIG_CATALOG: JSON.stringify(models),
     LLMCAP_CONFIG_ENGINES: JSON.stringify(enginesConfig()),
   };
 }

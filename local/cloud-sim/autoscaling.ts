@@ -91,6 +91,8 @@ export function handleQuery(
     return { operation: action, handle: () => describeAutoScalingGroups(sim, form) };
   if (action === 'TerminateInstanceInAutoScalingGroup')
     return { operation: action, handle: () => terminateInstance(sim, form) };
+  if (action === 'DescribeScalingActivities')
+    return { operation: action, handle: () => describeScalingActivities(sim, form) };
   return {
     operation: action,
     handle: () => {
@@ -131,6 +133,58 @@ function terminateInstance(sim: Simulator, form: URLSearchParams): string {
     el('Progress', 0) +
     el('Details', activity.details);
   return `<?xml version="1.0" encoding="UTF-8"?>\n<TerminateInstanceInAutoScalingGroupResponse xmlns="${NS}"><TerminateInstanceInAutoScalingGroupResult><Activity>${a}</Activity></TerminateInstanceInAutoScalingGroupResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></TerminateInstanceInAutoScalingGroupResponse>`;
+}
+
+/**
+ * DescribeScalingActivities: the launches and terminations of one group (or of all), newest first, a failed
+ * launch with its StatusMessage (InsufficientInstanceCapacity, ...): what the NodegroupFailed runbook reads.
+ */
+function describeScalingActivities(sim: Simulator, form: URLSearchParams): string {
+  const name = form.get('AutoScalingGroupName');
+  const ids = members(form, 'ActivityIds');
+  const rawMax = form.get('MaxRecords');
+  const max = rawMax === null ? 100 : Number(rawMax);
+  if (!Number.isInteger(max) || max < 1 || max > 100)
+    throw new AsgError(
+      400,
+      'ValidationError',
+      `1 validation error detected: Value '${rawMax}' at 'maxRecords' failed to satisfy constraint: Member must have value less than or equal to 100`,
+    );
+  // An unknown group has no activities: an empty list, not an error, as AWS answers.
+  let all = sim
+    .list()
+    .filter((ng) => !name || ng.asg.name === name)
+    .flatMap((ng) => ng.asg.activities.map((a) => ({ a, arn: ng.asg.arn })))
+    .filter(({ a }) => ids.length === 0 || ids.includes(a.id))
+    .sort((x, y) => y.a.startTime - x.a.startTime);
+  const token = form.get('NextToken');
+  if (token) {
+    const at = all.findIndex(({ a }) => a.id === Buffer.from(token, 'base64url').toString('utf8'));
+    if (at < 0) throw new AsgError(400, 'InvalidNextToken', 'The token provided is not valid.');
+    all = all.slice(at + 1);
+  }
+  const page = all.slice(0, max);
+  const last = page.at(-1);
+  const next = all.length > max && last ? Buffer.from(last.a.id).toString('base64url') : undefined;
+  const body = page
+    .map(
+      ({ a, arn }) =>
+        `<member>${
+          el('ActivityId', a.id) +
+          el('AutoScalingGroupName', a.asgName) +
+          el('AutoScalingGroupARN', arn) +
+          el('Description', a.description) +
+          el('Cause', a.cause) +
+          el('StartTime', new Date(a.startTime).toISOString()) +
+          (a.endTime === undefined ? '' : el('EndTime', new Date(a.endTime).toISOString())) +
+          el('StatusCode', a.statusCode) +
+          (a.statusMessage === undefined ? '' : el('StatusMessage', a.statusMessage)) +
+          el('Progress', a.progress) +
+          el('Details', a.details)
+        }</member>`,
+    )
+    .join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeScalingActivitiesResponse xmlns="${NS}"><DescribeScalingActivitiesResult><Activities>${body}</Activities>${next ? `<NextToken>${next}</NextToken>` : ''}</DescribeScalingActivitiesResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></DescribeScalingActivitiesResponse>`;
 }
 
 function describeAutoScalingGroups(sim: Simulator, form: URLSearchParams): string {

@@ -44,6 +44,16 @@ interface Datapoint {
   unit: string;
 }
 
+interface AlarmHistoryItem {
+  AlarmName: string;
+  AlarmType: 'MetricAlarm';
+  /** Epoch milliseconds here; seconds on the wire. */
+  Timestamp: number;
+  HistoryItemType: 'ConfigurationUpdate' | 'StateUpdate' | 'Action';
+  HistorySummary: string;
+  HistoryData: string;
+}
+
 interface StoredMetric {
   namespace: string;
   name: string;
@@ -144,6 +154,8 @@ export class CloudWatchService {
   private readonly metrics = new Map<string, StoredMetric>();
   private readonly alarms = new Map<string, SimAlarm>();
   private readonly listeners = new Set<(c: AlarmStateChange) => void>();
+  /** DescribeAlarmHistory's items, oldest first; kept after the alarm is deleted, as CloudWatch does. */
+  private readonly history: AlarmHistoryItem[] = [];
   /** The last minute boundary at which every alarm was evaluated. */
   private evaluatedUpTo: number;
   readonly emfErrors: string[] = [];
@@ -389,12 +401,43 @@ export class CloudWatchService {
     const notification = this.notification(a, from, at);
     const change: AlarmStateChange = { alarm: a, oldState: from, newState: to, reason, at, notification };
     this.opts.log?.(`CloudWatch ${a.AlarmName}: ${from} -> ${to}`);
+    this.record(a, 'StateUpdate', `Alarm updated from ${from} to ${to}`, at, {
+      version: '1.0',
+      oldState: { stateValue: from },
+      newState: {
+        stateValue: to,
+        stateReason: reason,
+        ...(reasonData ? { stateReasonData: reasonData } : {}),
+      },
+    });
     if (a.ActionsEnabled) {
       const arns = to === 'ALARM' ? a.AlarmActions : to === 'OK' ? a.OKActions : a.InsufficientDataActions;
       const subject = `${to}: "${a.AlarmName}" in ${regionName(this.opts.region)}`.slice(0, 100);
       for (const arn of arns) {
-        if (!this.opts.actions.publishAlarm(arn, subject, JSON.stringify(notification)))
-          this.opts.log?.(`CloudWatch ${a.AlarmName}: action ${arn} dropped (no such topic)`);
+        const ok = this.opts.actions.publishAlarm(arn, subject, JSON.stringify(notification));
+        if (!ok) this.opts.log?.(`CloudWatch ${a.AlarmName}: action ${arn} dropped (no such topic)`);
+        // What the on-call runbook reads when nothing arrived: the action's outcome, SNS's answer on failure.
+        this.record(
+          a,
+          'Action',
+          ok
+            ? `Successfully executed action ${arn}`
+            : `Failed to execute action ${arn}. Received error: "Topic does not exist"`,
+          at,
+          ok
+            ? {
+                actionState: 'Succeeded',
+                stateUpdateTimestamp: at,
+                notificationResource: arn,
+                publishedMessage: notification,
+              }
+            : {
+                actionState: 'Failed',
+                stateUpdateTimestamp: at,
+                notificationResource: arn,
+                error: 'Topic does not exist',
+              },
+        );
       }
     }
     for (const l of this.listeners) l(change);
@@ -462,6 +505,23 @@ export class CloudWatchService {
     };
   }
 
+  private record(
+    a: SimAlarm,
+    type: AlarmHistoryItem['HistoryItemType'],
+    summary: string,
+    at: number,
+    data: Record<string, unknown>,
+  ): void {
+    this.history.push({
+      AlarmName: a.AlarmName,
+      AlarmType: 'MetricAlarm',
+      Timestamp: at,
+      HistoryItemType: type,
+      HistorySummary: summary,
+      HistoryData: JSON.stringify(data),
+    });
+  }
+
   // --- the API -----------------------------------------------------------------------------------------------
 
   handle(operation: string, body: Record<string, unknown>): Record<string, unknown> {
@@ -482,11 +542,15 @@ export class CloudWatchService {
         return this.listMetrics(body);
       case 'GetMetricData':
         return this.getMetricData(body);
+      case 'GetMetricStatistics':
+        return this.getMetricStatistics(body);
+      case 'DescribeAlarmHistory':
+        return this.describeAlarmHistory(body);
       default:
         throw new CloudWatchError(
           'InvalidAction',
           'UnknownOperationException',
-          `The cloud simulator does not serve CloudWatch ${operation}; it serves PutMetricAlarm, DescribeAlarms, DeleteAlarms, SetAlarmState, ListMetrics and GetMetricData.`,
+          `The cloud simulator does not serve CloudWatch ${operation}; it serves PutMetricAlarm, DescribeAlarms, DescribeAlarmHistory, DeleteAlarms, SetAlarmState, ListMetrics, GetMetricData and GetMetricStatistics.`,
         );
     }
   }
@@ -595,6 +659,10 @@ export class CloudWatchService {
       createdAt: old?.createdAt ?? now,
     };
     this.alarms.set(name, alarm);
+    this.record(alarm, 'ConfigurationUpdate', `Alarm "${name}" ${old ? 'updated' : 'created'}`, now, {
+      version: '1.0',
+      type: old ? 'Update' : 'Create',
+    });
   }
 
   private describeAlarms(b: Record<string, unknown>): Record<string, unknown> {
@@ -696,6 +764,89 @@ export class CloudWatchService {
       ...(list.length > 500 && last
         ? { NextToken: encodeToken('metric', metricKey(last.namespace, last.name, last.dimensions)) }
         : {}),
+    };
+  }
+
+  /**
+   * GetMetricStatistics: the statistics of one metric per period, only the periods that have data, oldest
+   * first as CloudWatch returns them; the Unit is the datapoints' (None when they gave none).
+   */
+  private getMetricStatistics(b: Record<string, unknown>): Record<string, unknown> {
+    const namespace = reqString(b, 'Namespace', 1, 255);
+    const name = reqString(b, 'MetricName', 1, 255);
+    const dims = dimensions(b.Dimensions, 'Dimensions');
+    const start = timestamp(b.StartTime, 'StartTime');
+    const end = timestamp(b.EndTime, 'EndTime');
+    if (start >= end) throw invalid('The parameter StartTime must be less than the parameter EndTime.');
+    const period = reqInt(b, 'Period', 1);
+    if (period < 60 ? ![1, 5, 10, 30].includes(period) : period % 60 !== 0)
+      throw invalid('The parameter Period must be 1, 5, 10, 30 or a multiple of 60.');
+    const stats = b.Statistics === undefined ? [] : stringList(b.Statistics, 'Statistics', 5);
+    for (const st of stats)
+      if (!STATISTICS.includes(st as Statistic))
+        throw invalid(`The parameter Statistics must be among ${STATISTICS.join(', ')}.`);
+    if (stats.length === 0 && b.ExtendedStatistics === undefined) throw missing('Statistics');
+    if (b.ExtendedStatistics !== undefined)
+      throw invalid('The cloud simulator does not compute ExtendedStatistics (percentiles); use Statistics.');
+    const unit = optString(b, 'Unit', 1, 64);
+    const metric = this.matching(namespace, name, dims);
+    const p = period * 1000;
+    const points: Record<string, unknown>[] = [];
+    for (let t = Math.floor(start / p) * p; t < end; t += p) {
+      const from = Math.max(t, start);
+      const to = Math.min(t + p, end);
+      if (this.statistic(metric, 'SampleCount', from, to, unit) === undefined) continue;
+      const units = metric!.points.filter((x) => x.t >= from && x.t < to).map((x) => x.unit);
+      const point: Record<string, unknown> = { Timestamp: t / 1000, Unit: unit ?? units[0] ?? 'None' };
+      for (const st of stats) point[st] = this.statistic(metric, st as Statistic, from, to, unit)!.value;
+      points.push(point);
+    }
+    return { Label: name, Datapoints: points };
+  }
+
+  /** DescribeAlarmHistory: state changes, actions and configuration updates, newest first by default. */
+  private describeAlarmHistory(b: Record<string, unknown>): Record<string, unknown> {
+    const name = optString(b, 'AlarmName', 1, 255);
+    const type = optString(b, 'HistoryItemType', 1, 64);
+    const types = [
+      'ConfigurationUpdate',
+      'StateUpdate',
+      'Action',
+      'AlarmContributorStateUpdate',
+      'AlarmContributorAction',
+    ];
+    if (type !== undefined && !types.includes(type))
+      throw invalid(`The parameter HistoryItemType must be one of ${types.join(', ')}.`);
+    const alarmTypes =
+      b.AlarmTypes === undefined ? ['MetricAlarm'] : stringList(b.AlarmTypes, 'AlarmTypes', 2);
+    const start = b.StartDate === undefined ? -Infinity : timestamp(b.StartDate, 'StartDate');
+    const end = b.EndDate === undefined ? Infinity : timestamp(b.EndDate, 'EndDate');
+    const max = b.MaxRecords === undefined ? 100 : reqInt(b, 'MaxRecords', 1);
+    if (max > 100) throw invalid('The parameter MaxRecords must be less than or equal to 100.');
+    const scanBy = optString(b, 'ScanBy', 1, 32) ?? 'TimestampDescending';
+    if (!['TimestampDescending', 'TimestampAscending'].includes(scanBy))
+      throw invalid('The parameter ScanBy must be TimestampDescending or TimestampAscending.');
+    let items = this.history
+      .map((item, seq) => ({ item, seq }))
+      .filter(
+        ({ item }) =>
+          (name === undefined || item.AlarmName === name) &&
+          (type === undefined || item.HistoryItemType === type) &&
+          alarmTypes.includes(item.AlarmType) &&
+          item.Timestamp >= start &&
+          item.Timestamp <= end,
+      );
+    if (scanBy === 'TimestampDescending') items.reverse();
+    const token = optString(b, 'NextToken', 1, 1024);
+    if (token !== undefined) {
+      const after = Number(decodeToken(token, 'history'));
+      items = items.filter(({ seq }) => (scanBy === 'TimestampDescending' ? seq < after : seq > after));
+    }
+    const page = items.slice(0, max);
+    const last = page.at(-1);
+    return {
+      AlarmHistoryItems: page.map(({ item }) => ({ ...item, Timestamp: item.Timestamp / 1000 })),
+      ...(items.length > max && last ? { NextToken: encodeToken('history', String(last.seq)) } : {}),
     };
   }
 

@@ -40,13 +40,20 @@ export interface HealthIssue {
 export type InstanceChange = 'InService' | 'Terminating' | 'Terminated';
 export type InstanceObserver = (ng: SimNodegroup, inst: SimInstance, change: InstanceChange) => void;
 
-/** The Auto Scaling activity that TerminateInstanceInAutoScalingGroup answers with. */
+/**
+ * An Auto Scaling activity: a launch or termination of one instance, what DescribeScalingActivities lists and
+ * TerminateInstanceInAutoScalingGroup answers with. A failed launch says why in `statusMessage`, as AWS does.
+ */
 export interface SimActivity {
   id: string;
   asgName: string;
   description: string;
   cause: string;
   startTime: number;
+  endTime?: number;
+  statusCode: 'InProgress' | 'Successful' | 'Failed';
+  statusMessage?: string;
+  progress: number;
   details: string;
 }
 
@@ -81,6 +88,8 @@ export interface SimAsg {
   desired: number;
   instances: SimInstance[];
   launchTemplate: { id: string; name: string; version: string };
+  /** Newest first; Auto Scaling keeps six weeks of them, the simulator the group's life. */
+  activities: SimActivity[];
 }
 
 export interface SimNodegroup {
@@ -351,6 +360,7 @@ export class Simulator {
         desired: scaling.desiredSize,
         instances: [],
         launchTemplate: { id: `lt-${this.ids.hex(17)}`, name: `eks-${uuid}`, version: '1' },
+        activities: [],
       },
       updates: new Map(),
     };
@@ -573,6 +583,16 @@ export class Simulator {
             if (!this.alive(ng)) return;
             ng.launchFailurePending = false;
             const issue = launchIssue(rule, ng, this.opts.region);
+            const failed = this.activity(
+              ng,
+              'Launching a new EC2 instance',
+              this.capacityCause(ng, 'increasing'),
+            );
+            failed.statusCode = 'Failed';
+            failed.progress = 100;
+            failed.endTime = this.t;
+            failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
+            failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
             if (ng.phase === 'CREATING') {
               ng.phase = 'CREATE_FAILED';
             } else if (ng.phase === 'ACTIVE') {
@@ -597,10 +617,18 @@ export class Simulator {
         state: 'Pending',
         launchedAt: this.t,
       };
+      const live = ng.asg.instances.filter((i) => i.state !== 'Terminating').length;
+      const launching = this.activity(
+        ng,
+        `Launching a new EC2 instance: ${inst.id}`,
+        this.capacityCause(ng, 'increasing', live, live + 1),
+        inst,
+      );
       ng.asg.instances.push(inst);
       batch.push(inst);
       this.schedule(this.d(instanceLaunchMs) + k * this.d(instanceStaggerMs), `${inst.id}: InService`, () => {
         if (!this.alive(ng) || inst.state !== 'Pending') return;
+        Object.assign(launching, { statusCode: 'Successful', progress: 100, endTime: this.t });
         inst.state = 'InService';
         this.notify(ng, inst, 'InService');
         this.maybeRecover(ng);
@@ -632,8 +660,17 @@ export class Simulator {
     });
   }
 
-  private terminateOne(ng: SimNodegroup, inst: SimInstance, k: number): void {
+  private terminateOne(ng: SimNodegroup, inst: SimInstance, k: number, activity?: SimActivity): void {
     const { instanceTerminateMs, instanceStaggerMs } = this.opts.durations;
+    const live = ng.asg.instances.filter((i) => i.state !== 'Terminating').length;
+    const ending =
+      activity ??
+      this.activity(
+        ng,
+        `Terminating EC2 instance: ${inst.id}`,
+        this.capacityCause(ng, 'shrinking', live, live - 1),
+        inst,
+      );
     inst.state = 'Terminating';
     this.notify(ng, inst, 'Terminating');
     this.schedule(
@@ -641,6 +678,7 @@ export class Simulator {
       `${inst.id}: terminated`,
       () => {
         if (!ng.asg.instances.includes(inst)) return;
+        Object.assign(ending, { statusCode: 'Successful', progress: 100, endTime: this.t });
         ng.asg.instances = ng.asg.instances.filter((i) => i !== inst);
         if (this.alive(ng)) this.notify(ng, inst, 'Terminated');
       },
@@ -668,6 +706,8 @@ export class Simulator {
       description: `Terminating EC2 instance: ${inst.id}`,
       cause: '',
       startTime: this.t,
+      statusCode: 'InProgress',
+      progress: 0,
       details: JSON.stringify({ 'Subnet ID': inst.subnet, 'Availability Zone': inst.az }),
     };
     const at = new Date(this.t).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -688,9 +728,38 @@ export class Simulator {
     } else {
       activity.cause = `At ${at} instance ${inst.id} was taken out of service in response to a user request.`;
     }
-    this.terminateOne(ng, inst, 0);
+    ng.asg.activities.unshift(activity);
+    this.terminateOne(ng, inst, 0, activity);
     if (!decrement) this.reconcileAsg(ng);
     return activity;
+  }
+
+  /** Records a new activity of the group, in progress (DescribeScalingActivities lists it, newest first). */
+  private activity(ng: SimNodegroup, description: string, cause: string, inst?: SimInstance): SimActivity {
+    const a: SimActivity = {
+      id: this.ids.uuidV4(),
+      asgName: ng.asg.name,
+      description,
+      cause,
+      startTime: this.t,
+      statusCode: 'InProgress',
+      progress: 0,
+      details: JSON.stringify(inst ? { 'Subnet ID': inst.subnet, 'Availability Zone': inst.az } : {}),
+    };
+    ng.asg.activities.unshift(a);
+    return a;
+  }
+
+  /** Auto Scaling's cause of a launch or termination it starts itself. */
+  private capacityCause(
+    ng: SimNodegroup,
+    way: 'increasing' | 'shrinking',
+    from = ng.asg.instances.filter((i) => i.state !== 'Terminating').length,
+    to = ng.asg.desired,
+  ): string {
+    const at = new Date(this.t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const what = way === 'increasing' ? 'an instance was started' : 'an instance was taken out of service';
+    return `At ${at} ${what} in response to a difference between desired and actual capacity, ${way} the capacity from ${from} to ${to}.`;
   }
 
   /** Auto Scaling balances instances across the subnets' Availability Zones. */

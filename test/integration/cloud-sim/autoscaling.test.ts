@@ -1,8 +1,10 @@
 import {
   AutoScalingClient,
   DescribeAutoScalingGroupsCommand,
+  DescribeScalingActivitiesCommand,
   paginateDescribeAutoScalingGroups,
 } from '@aws-sdk/client-auto-scaling';
+import { UpdateNodegroupConfigCommand } from '@aws-sdk/client-eks';
 import { create, describeNg, failure, type Harness, harness, MIN } from './helpers';
 
 let h: Harness;
@@ -106,5 +108,41 @@ describe('DescribeAutoScalingGroups (query protocol)', () => {
     const out = await other.send(new DescribeAutoScalingGroupsCommand({}));
     expect(out.AutoScalingGroups).toHaveLength(3);
     other.destroy();
+  });
+});
+
+describe('DescribeScalingActivities (the NodegroupFailed runbook)', () => {
+  it('lists launches and terminations newest first, and a failed launch with its reason', async () => {
+    const name = await asgName('alpha');
+    const { Activities } = await h.asg.send(
+      new DescribeScalingActivitiesCommand({ AutoScalingGroupName: name }),
+    );
+    expect(Activities?.map((a) => [a.Description?.replace(/i-[0-9a-f]{17}/, 'i-…'), a.StatusCode])).toEqual([
+      ['Launching a new EC2 instance: i-…', 'Successful'],
+      ['Launching a new EC2 instance: i-…', 'Successful'],
+    ]);
+    expect(Activities![0]!.Cause).toMatch(/in response to a difference between desired and actual capacity/);
+
+    h.sim.admin.patchFaults({ launchFailures: [{ nodegroup: 'beta', afterMs: MIN }] });
+    await h.eks.send(
+      new UpdateNodegroupConfigCommand({
+        clusterName: 'llmcap-local',
+        nodegroupName: 'beta',
+        scalingConfig: { minSize: 0, maxSize: 2, desiredSize: 2 },
+      }),
+    );
+    h.clock.advance(2 * MIN);
+    const after = await h.asg.send(
+      new DescribeScalingActivitiesCommand({ AutoScalingGroupName: await asgName('beta'), MaxRecords: 1 }),
+    );
+    expect(after.Activities?.[0]).toMatchObject({
+      StatusCode: 'Failed',
+      StatusMessage: expect.stringContaining('InsufficientInstanceCapacity'),
+    });
+    expect(after.NextToken).toBeDefined();
+    expect(
+      (await h.asg.send(new DescribeScalingActivitiesCommand({ AutoScalingGroupName: 'eks-nope-1' })))
+        .Activities,
+    ).toEqual([]);
   });
 });

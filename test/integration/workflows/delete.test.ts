@@ -54,6 +54,7 @@ describe('delete-nodegroup, run locally against the cloud simulator and DynamoDB
       'DeleteNodegroup',
       'AlreadyAbsent',
       'RecordAbsent',
+      'Succeeded',
       'Done',
     ]);
     expect(r.compute.status).toMatchObject({
