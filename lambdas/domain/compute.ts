@@ -269,8 +269,7 @@ export type AllocatableSource = 'formula' | 'observed';
  */
 export interface ObservedAllocatable extends Allocatable {
   instanceType: string;
-  /** How many Ready nodes of the type the figures come from, and when they were seen (ISO 8601). */
-  nodes: number;
+  /** When a node first reported these figures (ISO 8601). */
   observedAt: string;
 }
 

@@ -4,7 +4,8 @@ import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
-import { type Compute, FAILED_NODEGROUP_STATUSES } from '../domain/compute';
+import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
+import { type Compute, FAILED_NODEGROUP_STATUSES, labels } from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
@@ -175,6 +176,40 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     return { ...(workloads ? { workloads } : {}), drains };
   }
 
+  /**
+   * Reads llmcap's Nodes once, records per instance type the least allocatable its Ready nodes report, and copies
+   * it onto each compute of that type whose copy differs (a compute created since a node of its type was seen
+   * included): one List of Nodes a pass, not counted as AWS calls. Without cluster access (workloads not deployed) a failure
+   * is only logged: planning keeps the formula.
+   */
+  async function observeNodeRoom(computes: readonly Compute[], now: string, errors: string[]): Promise<void> {
+    try {
+      const client = await deps.cluster();
+      const nodes = (await client.list('v1', 'Node', undefined, {
+        labelSelector: COMPUTE_LABEL,
+      })) as unknown as NodeView[];
+      const gpuResource = new Map(
+        computes.flatMap((c) =>
+          c.spec.node.gpu ? [[c.spec.node.instanceType, c.spec.node.gpu.resource] as const] : [],
+        ),
+      );
+      const known = new Map((await store.computes.listNodeAllocatables()).map((a) => [a.instanceType, a]));
+      for (const seen of observedAllocatables(nodes, gpuResource, now)) {
+        if (sameRoom(known.get(seen.instanceType), seen)) continue;
+        await store.computes.recordNodeAllocatable(seen);
+        known.set(seen.instanceType, seen);
+      }
+      for (const c of computes) {
+        const seen = known.get(c.spec.node.instanceType);
+        if (seen && !sameRoom(c.allocatable, seen)) await store.computes.recordComputeAllocatable(c.name, seen);
+      }
+    } catch (e) {
+      const message = `observing nodes' allocatable: ${(e as Error).message}`;
+      if (deps.config().deployWorkloads) errors.push(message);
+      else logger.warn(message);
+    }
+  }
+
   return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
 
   async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {
@@ -210,6 +245,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     } catch (e) {
       errors.push(`observing: ${(e as Error).message}`);
     }
+
+    // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
+    await observeNodeRoom(computes, now, errors);
 
     // 3. Admission for every pending request, then placement of everything admitted.
     const { world, decision, commits } = await admit(now);
@@ -348,6 +386,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     };
   }
 }
+
+/** llmcap's nodes: every compute's group labels its nodes with the compute (domain/compute.ts labels). */
+const COMPUTE_LABEL = Object.keys(labels('x'))[0]!;
 
 /** One slice of a large decision: what a ledger transaction holds besides the bump. */
 const SLICE_ITEMS = LEDGER_MAX_ITEMS;

@@ -74,7 +74,7 @@ describe('llmcap against the local control plane', () => {
     expect(docs.map((d) => d.toJS().metadata.name)).toEqual(['cpu-small', 'gpu-l4-1x']);
 
     const one = await run(['get', 'compute', 'cpu-small', '-o', 'json']);
-    expect(JSON.parse(one.stdout).status.allocatable).toMatchObject({ millicores: 3420, gpus: 0 });
+    expect(JSON.parse(one.stdout).status.allocatable).toMatchObject({ millicores: 3920, gpus: 0 });
 
     const n = await run(['get', 'computes', '-o', 'name']);
     expect(n.stdout.trim().split('\n')).toContain('compute/cpu-medium');
