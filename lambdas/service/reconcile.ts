@@ -201,7 +201,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       }
       for (const c of computes) {
         const seen = known.get(c.spec.node.instanceType);
-        if (seen && !sameRoom(c.allocatable, seen)) await store.computes.recordComputeAllocatable(c.name, seen);
+        if (seen && !sameRoom(c.allocatable, seen))
+          await store.computes.recordComputeAllocatable(c.name, seen);
       }
     } catch (e) {
       const message = `observing nodes' allocatable: ${(e as Error).message}`;
