@@ -87,6 +87,7 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
           // the child never depends on what the environment of the bench happened to hold.
           AWS_ENDPOINT_URL_EC2: cp.sim.endpoint,
           AWS_ENDPOINT_URL_PRICING: cp.sim.endpoint,
+          AWS_ENDPOINT_URL_SERVICE_QUOTAS: cp.sim.endpoint,
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
           POWERTOOLS_LOG_LEVEL: 'ERROR',
         },

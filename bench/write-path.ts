@@ -458,6 +458,7 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
       LLMCAP_ADMINS: LOCAL_ADMIN,
       AWS_ENDPOINT_URL_EC2: sim.endpoint,
       AWS_ENDPOINT_URL_PRICING: sim.endpoint,
+      AWS_ENDPOINT_URL_SERVICE_QUOTAS: sim.endpoint,
       // As the local control plane runs (and so the HTTP runs below): each answer carries the model's pods.
       LLMCAP_WORKLOADS: 'deploy',
     });

@@ -223,6 +223,7 @@ async function start(
     // Instance types and prices: the SDK's own endpoint variables, so the adapter has no local knowledge.
     AWS_ENDPOINT_URL_EC2: sim.endpoint,
     AWS_ENDPOINT_URL_PRICING: sim.endpoint,
+    AWS_ENDPOINT_URL_SERVICE_QUOTAS: sim.endpoint,
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),

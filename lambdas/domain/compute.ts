@@ -177,6 +177,8 @@ export interface Sizing {
   peak?: number;
   /** Node group creates that failed in a row, and when the next may start (domain/create-retry.ts). */
   createRetry?: CreateRetry;
+  /** Why fewer nodes are asked for than needed: an AWS quota, its value and how to raise it (domain/aws-quotas.ts). */
+  pendingReason?: string;
 }
 
 export interface CreateRetry {
@@ -463,6 +465,7 @@ export function toManifest(stage: string, c: Compute) {
       ...(c.sizing?.createRetry && c.status.nodegroupStatus !== 'CREATE_FAILED'
         ? { statusMessage: retryMessage(c.sizing.createRetry) }
         : {}),
+      ...(c.sizing?.pendingReason ? { pendingReason: c.sizing.pendingReason } : {}),
       ...(c.sizing?.createRetry
         ? {
             createFailures: c.sizing.createRetry.failures,

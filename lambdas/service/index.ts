@@ -1,4 +1,6 @@
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
+import { quotaValues } from '../aws/quotas';
+import type { AwsQuota } from '../domain/aws-quotas';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
 import type { DeclaredSpec } from '../domain/hardware';
@@ -71,6 +73,8 @@ export interface Dependencies {
    * subnets, which every compute write is resolved against.
    */
   hardware: () => HardwareSource;
+  /** The values of AWS quotas by code (lambdas/aws/quotas.ts, Service Quotas); undefined where AWS did not say. */
+  awsQuotas: (qs: readonly AwsQuota[]) => Promise<Map<string, number | undefined>>;
 }
 
 export interface HardwareSource {
@@ -108,6 +112,7 @@ export function defaultDependencies(): Dependencies {
     },
     // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
     hardware: awsHardware,
+    awsQuotas: quotaValues,
   };
 }
 

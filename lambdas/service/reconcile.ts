@@ -5,7 +5,14 @@ import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
 import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
-import { type Compute, FAILED_NODEGROUP_STATUSES, labels } from '../domain/compute';
+import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
+import {
+  type Compute,
+  FAILED_NODEGROUP_STATUSES,
+  labels,
+  nodegroupExists,
+  type Sizing,
+} from '../domain/compute';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
@@ -177,6 +184,38 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   }
 
   /**
+   * What AWS quotas let each compute ask for this pass (domain/aws-quotas.ts capByQuotas): node groups within the
+   * cluster's quota, nodes within the account's vCPUs per class. The values come from Service Quotas, cached per
+   * container; one it did not answer limits nothing.
+   */
+  async function quotaCaps(
+    computes: readonly Compute[],
+    sized: ReadonlyMap<string, { neededNodes: number }>,
+  ): Promise<Map<string, QuotaCap>> {
+    const live = computes.filter((c) => !(c as { deletionRequested?: boolean }).deletionRequested);
+    const qs = [
+      NODEGROUPS_PER_CLUSTER,
+      ...live.flatMap((c) => vcpuQuotaOf(c.spec.node.instanceType, c.spec.node.capacityType) ?? []),
+    ];
+    const values = await deps.awsQuotas(qs);
+    return capByQuotas(
+      computes.map((c) => {
+        const hasGroup = nodegroupExists(c.status) || c.workflow?.state === 'RUNNING';
+        return {
+          name: c.name,
+          instanceType: c.spec.node.instanceType,
+          capacityType: c.spec.node.capacityType,
+          vcpus: c.spec.node.cpu,
+          currentNodes: hasGroup ? c.status.desiredNodes : 0,
+          neededNodes: live.includes(c) ? (sized.get(c.name)?.neededNodes ?? 0) : 0,
+          hasGroup,
+        };
+      }),
+      (q) => values.get(q.code),
+    );
+  }
+
+  /**
    * Reads llmcap's Nodes once, records per instance type the least allocatable its Ready nodes report, and copies
    * it onto each compute of that type whose copy differs (a compute created since a node of its type was seen
    * included): one List of Nodes a pass, not counted as AWS calls. Without cluster access (workloads not deployed) a failure
@@ -258,6 +297,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes)),
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
+    const caps = await quotaCaps(all, sized);
 
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
@@ -273,15 +313,20 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         started,
         retries,
       );
-      const { sizing, changed } = nextSizing(c.sizing, planned, started, cooldownMs, {
+      const next = nextSizing(c.sizing, planned, started, cooldownMs, {
         deleting,
         nodesInForce: nodesInForce(c.status),
         ...(retry ? { createRetry: retry } : {}),
       });
-      if (changed) await store.computes.recordSizing(c.name, sizing);
+      // Nodes an AWS quota would refuse are not asked for; the status says which quota (issue 32 §5).
+      const cap = deleting ? undefined : caps.get(c.name);
+      const { pendingReason: _was, ...rest } = next.sizing;
+      const sizing: Sizing = cap ? { ...rest, pendingReason: cap.reason } : rest;
+      if (next.changed || c.sizing?.pendingReason !== sizing.pendingReason)
+        await store.computes.recordSizing(c.name, sizing);
       const action = decideAction({
         compute: c,
-        needed: sizing.neededNodes,
+        needed: cap ? Math.min(sizing.neededNodes, cap.allowedNodes) : sizing.neededNodes,
         observedMax: observed.get(c.name)?.maxSize,
         retry,
         now: started,
@@ -340,6 +385,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         ...(retry ? { nextCreateAttemptAt: retry.nextAttemptAt } : {}),
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
+        ...(cap ? { pendingReason: cap.reason } : {}),
       });
     }
 
