@@ -44,6 +44,14 @@ const SPOT: Record<string, AwsQuota> = {
   p: ec2('L-7212CCBC', 'All P Spot Instance Requests'),
 };
 
+/** Every quota llmcap reads: what its Lambdas may ask Service Quotas for (infra/stacks/llmcap-stack.ts). */
+export const ALL_AWS_QUOTAS: readonly AwsQuota[] = [
+  NODEGROUPS_PER_CLUSTER,
+  NODES_PER_NODEGROUP,
+  ...Object.values(ON_DEMAND),
+  ...Object.values(SPOT),
+];
+
 /** The class of an instance family for EC2's vCPU quotas: `g6e` → g, `p5en` → p, `m7i` → standard. */
 export function instanceClass(instanceType: string): string | undefined {
   const { family } = splitInstanceType(instanceType);
