@@ -40,6 +40,15 @@ describe('quotas of the account and the cluster', () => {
       UsageMetric: { MetricDimensions: { Class: 'G/OnDemand', Resource: 'vCPU' } },
     });
     await expect(get('ec2', 'L-00000000')).rejects.toMatchObject({ name: 'NoSuchResourceException' });
+    // docs/cloud-sim.md: `curl -X PATCH <sim>/_sim/quotas -d '{"L-6D54EA21": 10}'` sets what it answers.
+    const patch = (body: unknown) =>
+      fetch(`${cp.sim.endpoint}/_sim/quotas`, { method: 'PATCH', body: JSON.stringify(body) });
+    expect(await (await patch({ 'L-6D54EA21': 10 })).json()).toMatchObject({ 'L-6D54EA21': 10 });
+    expect((await get('eks', 'L-6D54EA21')).Quota?.Value).toBe(10);
+    const bad = await patch({ 'L-NOPE': 1 });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toContain('unknown quota code L-NOPE');
+    setQuotas({ 'L-6D54EA21': 30 });
     sq.destroy();
   });
 
