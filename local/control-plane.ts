@@ -7,6 +7,7 @@ import { handler } from '../lambdas/api/handler';
 import { putAlarm } from '../lambdas/aws/alarms';
 import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { resetClusterClient } from '../lambdas/aws/kubernetes';
+import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
 import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
@@ -257,6 +258,7 @@ async function start(
   resetClients();
   resetClusterClient();
   resetHardwareFacts();
+  resetQuotaCache();
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);
