@@ -93,7 +93,14 @@ const compute: Kind = {
         ['GPU', gpu],
         [
           'Allocatable',
-          a ? `${a.millicores} m CPU, ${a.memoryMiB} MiB, ${a.gpus ?? 0} GPU per node` : undefined,
+          a
+            ? `${a.millicores} m CPU, ${a.memoryMiB} MiB, ${a.gpus ?? 0} GPU per node` +
+              (s.allocatableSource === 'observed'
+                ? ' (as its nodes report)'
+                : s.allocatableSource === 'formula'
+                  ? " (EKS's formula; no node of the type seen yet)"
+                  : '')
+            : undefined,
         ],
         ['Cost', c.spec?.cost ? `${c.spec.cost.perHour} ${c.spec.cost.currency ?? 'USD'}/h` : undefined],
         // The id tags the node group (llmcap:compute-id): what to compare when a group's owner is in doubt.
@@ -109,6 +116,8 @@ const compute: Kind = {
         ],
         ['Taint', s.taint],
         ['Message', s.statusMessage ?? ''],
+        // Nodes an AWS quota holds back (docs/operations.md, Quotas of the account and the cluster).
+        ['Pending', s.pendingReason],
         ['Status since', s.lastReconciledAt],
       ]),
     ];

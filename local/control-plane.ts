@@ -7,6 +7,7 @@ import { handler } from '../lambdas/api/handler';
 import { putAlarm } from '../lambdas/aws/alarms';
 import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { resetClusterClient } from '../lambdas/aws/kubernetes';
+import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
 import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
@@ -224,6 +225,7 @@ async function start(
     // Instance types and prices: the SDK's own endpoint variables, so the adapter has no local knowledge.
     AWS_ENDPOINT_URL_EC2: sim.endpoint,
     AWS_ENDPOINT_URL_PRICING: sim.endpoint,
+    AWS_ENDPOINT_URL_SERVICE_QUOTAS: sim.endpoint,
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
@@ -257,6 +259,7 @@ async function start(
   resetClients();
   resetClusterClient();
   resetHardwareFacts();
+  resetQuotaCache();
   resetApp();
   const client = dynamoClient(endpoint);
   await ensureTable(client, table);

@@ -22,6 +22,7 @@ import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscrip
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/domain/alarms';
+import { ALL_AWS_QUOTAS } from '../../lambdas/domain/aws-quotas';
 import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
 import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
@@ -139,6 +140,8 @@ export class LlmcapStack extends Stack {
       anyResourceActions: ['cloudwatch:DescribeAlarms', 'ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
     });
     this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
+    // A compute write is checked against the cluster's quotas (Service Quotas, lambdas/aws/quotas.ts).
+    this.apiFunction.addToRolePolicy(this.readQuotas());
     // A compute's subnets must be the cluster's when the stage config lists none (DescribeCluster, reads only).
     this.apiFunction.addToRolePolicy(
       new PolicyStatement({
@@ -250,6 +253,7 @@ export class LlmcapStack extends Stack {
       extra: { reservedConcurrentExecutions: 1 },
     });
     this.table.grant(this.reconcileFunction, ...TABLE_ITEM_ACTIONS);
+    this.reconcileFunction.addToRolePolicy(this.readQuotas());
     this.workflows.grantStartWorkflows(this.reconcileFunction);
     // Issue 20: the model servers. The reconciler's role reaches the cluster's API through an access entry.
     if (cfg.deployWorkloads)
@@ -430,6 +434,17 @@ export class LlmcapStack extends Stack {
       description: 'llmcap API (LLMCAP_ENDPOINT)',
     });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
+  }
+
+  /** GetServiceQuota on exactly the quotas llmcap reads (domain/aws-quotas.ts), in this account and region. */
+  private readQuotas(): PolicyStatement {
+    return new PolicyStatement({
+      actions: ['servicequotas:GetServiceQuota'],
+      resources: ALL_AWS_QUOTAS.map(
+        (q) =>
+          `arn:${this.partition}:servicequotas:${this.region}:${this.account}:${q.serviceCode}/${q.code}`,
+      ),
+    });
   }
 }
 

@@ -177,6 +177,8 @@ export interface Sizing {
   peak?: number;
   /** Node group creates that failed in a row, and when the next may start (domain/create-retry.ts). */
   createRetry?: CreateRetry;
+  /** Why fewer nodes are asked for than needed: an AWS quota, its value and how to raise it (domain/aws-quotas.ts). */
+  pendingReason?: string;
 }
 
 export interface CreateRetry {
@@ -223,6 +225,8 @@ export interface Compute {
    * was resolved from, against EC2 and the Price List (compute-changes.ts declarationOf). Absent otherwise.
    */
   declaredAs?: string;
+  /** What nodes of the compute's instance type report as allocatable, once one has been seen (nodeAllocatable). */
+  allocatable?: ObservedAllocatable;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
 }
 
@@ -258,15 +262,69 @@ export interface Allocatable {
   gpus: number;
 }
 
-/** Kubelet and system reservations, as EKS AMIs apply them, so placement never overfills a node. */
+/** Whether a compute's allocatable is EKS's formula (no node of its type seen yet) or what its nodes report. */
+export type AllocatableSource = 'formula' | 'observed';
+
+/**
+ * What the nodes of one instance type report as allocatable (the least of each dimension over its Ready nodes),
+ * as the reconcile pass last saw them; kept per instance type and copied onto each compute of that type.
+ */
+export interface ObservedAllocatable extends Allocatable {
+  instanceType: string;
+  /** When a node first reported these figures (ISO 8601). */
+  observedAt: string;
+}
+
+/**
+ * The pods EKS lets one managed node group's node hold: 110 below 30 vCPUs, 250 from. nodeadm gives a node
+ * fewer when its network interfaces hold fewer addresses; planning with the cap reserves at most a few hundred
+ * MiB too much (11 MiB a pod) until a node is seen and its own figure replaces this one.
+ */
+export const eksMaxPods = (vcpus: number) => (vcpus < 30 ? 110 : 250);
+
+/**
+ * kube-reserved CPU as the EKS AMIs set it (amazon-eks-ami nodeadm getCPUMillicoresToReserve, the same as the
+ * AL2 bootstrap.sh): 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.25% of the rest,
+ * each range in whole millicores (Go integer division).
+ */
+export function kubeReservedMillicores(vcpus: number): number {
+  const total = vcpus * 1000;
+  const ranges = [0, 1000, 2000, 4000, total];
+  const per10k = [600, 100, 50, 25];
+  let reserved = 0;
+  per10k.forEach((pct, i) => {
+    const start = ranges[i]!;
+    if (total > start) reserved += Math.trunc(((Math.min(total, ranges[i + 1]!) - start) * pct) / 10000);
+  });
+  return reserved;
+}
+
+/** kube-reserved memory (11 MiB a pod + 255 MiB) plus the kubelet's hard eviction threshold (100 MiB). */
+export const reservedMemoryMiB = (maxPods: number) => 11 * maxPods + 255 + 100;
+
+/**
+ * A node's allocatable by EKS's own formula (nodeadm: capacity − kube-reserved − evictionHard; no system-reserved),
+ * with EC2's memory as the capacity: what llmcap plans with until a node of the type has been seen. GPUs are
+ * not reserved from. An m7i.xlarge gives 3920m, a g6.2xlarge 7910m.
+ */
 export function allocatable(node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'>): Allocatable {
-  const millis = node.cpu * 1000;
-  const mib = node.memoryGb * 1024;
   return {
-    millicores: Math.floor(millis - 500 - Math.floor(millis * 0.02)),
-    memoryMiB: Math.floor(mib - 1536 - Math.floor(mib * 0.03)),
+    millicores: node.cpu * 1000 - kubeReservedMillicores(node.cpu),
+    memoryMiB: Math.floor(node.memoryGb * 1024) - reservedMemoryMiB(eksMaxPods(node.cpu)),
     gpus: node.gpu?.count ?? 0,
   };
+}
+
+/** The allocatable a compute plans with and where it comes from: its nodes' report once seen, else the formula. */
+export function nodeAllocatable(c: {
+  spec: { node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'> & { instanceType?: string } };
+  allocatable?: ObservedAllocatable;
+}): Allocatable & { source: AllocatableSource } {
+  const seen = c.allocatable;
+  // A compute whose instance type changed since (allowed while it has no node group) is back to the formula.
+  if (seen && seen.instanceType === c.spec.node.instanceType)
+    return { millicores: seen.millicores, memoryMiB: seen.memoryMiB, gpus: seen.gpus, source: 'observed' };
+  return { ...allocatable(c.spec.node), source: 'formula' };
 }
 
 export interface Taint {
@@ -376,13 +434,18 @@ export const ABSENT_STATUS: ObservedStatus = Object.freeze({
 }) as ObservedStatus;
 
 /** The derived view of a compute shown in its manifest's status. */
-export function derived(stage: string, c: Pick<Compute, 'name' | 'spec' | 'createdAt' | 'uid'>) {
+export function derived(
+  stage: string,
+  c: Pick<Compute, 'name' | 'spec' | 'createdAt' | 'uid' | 'allocatable'>,
+) {
   const t = taint(c.name, c.spec);
+  const { source, ...alloc } = nodeAllocatable(c);
   return {
     nodegroupName: nodegroupNameOf(stage, c),
     taint: taintString(t),
     labels: labels(c.name),
-    allocatable: allocatable(c.spec.node),
+    allocatable: alloc,
+    allocatableSource: source,
   };
 }
 
@@ -411,6 +474,7 @@ export function toManifest(stage: string, c: Compute) {
       ...(c.sizing?.createRetry && c.status.nodegroupStatus !== 'CREATE_FAILED'
         ? { statusMessage: retryMessage(c.sizing.createRetry) }
         : {}),
+      ...(c.sizing?.pendingReason ? { pendingReason: c.sizing.pendingReason } : {}),
       ...(c.sizing?.createRetry
         ? {
             createFailures: c.sizing.createRetry.failures,

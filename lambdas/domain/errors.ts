@@ -18,6 +18,8 @@ export const REFUSAL_REASONS = [
   'AlreadyExists',
   /** The caller sees two resources of that name (owned in unrelated scopes): `?owner=` says which. */
   'AmbiguousName',
+  /** An AWS quota of the cluster would be exceeded (managed node groups per cluster, nodes per node group). */
+  'AwsQuota',
   /** A built-in compute cannot be renamed (clone it). */
   'BuiltIn',
   /** The pre-add check says the model cannot run (engine, weights, hardware). */

@@ -144,6 +144,8 @@ export interface ComputeReport {
   nextCreateAttemptAt?: string;
   action: Action['kind'];
   actionNote?: string;
+  /** Nodes needed that an AWS quota keeps from being asked for: the quota, its value, how to raise it. */
+  pendingReason?: string;
 }
 
 /** A pass's summary: what it saw, decided and started; stored with the pass and published as metrics. */

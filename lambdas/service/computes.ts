@@ -1,5 +1,11 @@
 import type { Caller } from '../domain/access';
 import {
+  NODEGROUPS_PER_CLUSTER,
+  NODES_PER_NODEGROUP,
+  nodegroupQuotaRefusal,
+  nodesQuotaRefusal,
+} from '../domain/aws-quotas';
+import {
   builtinsStandAsDeclared,
   type ComputeInput,
   decideApply,
@@ -56,11 +62,18 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     });
   };
 
-  /** Creates under the ledger (names per owner); a dry run decides the same and answers what it would store. */
-  const create = (c: ComputeInput, by: string, opts?: WriteOptions) =>
-    deps.store.ledger.withLedger(
+  /**
+   * Creates under the ledger (names per owner); a dry run decides the same and answers what it would store. Each
+   * compute is one managed node group: beyond the cluster's EKS quota it is refused (409 AwsQuota), counted
+   * under the ledger so that two creates cannot both take the last one. The quota is read before the turn.
+   */
+  const create = async (c: ComputeInput, by: string, opts?: WriteOptions) => {
+    const groups = (await deps.awsQuotas([NODEGROUPS_PER_CLUSTER])).get(NODEGROUPS_PER_CLUSTER.code);
+    return deps.store.ledger.withLedger(
       committing(opts, async () => {
         const key = await keyFor(c.name, c.owner);
+        const refusal = nodegroupQuotaRefusal((await store.listComputes()).length, groups);
+        if (refusal) throw conflict(`compute ${c.name} cannot be created: ${refusal}`, 'AwsQuota');
         const made = store.createItem({ ...c, name: key, builtin: false, by, uid: newComputeId() }, now());
         return { items: [made.item], result: made.compute };
       }),
@@ -70,6 +83,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
           conflict(`compute ${c.name} was created meanwhile; read it, then retry`, 'AlreadyExists'),
       },
     );
+  };
 
   /**
    * The manifest resolved against what AWS says (domain/hardware.ts decideComputeSpec): the facts are loaded
@@ -79,11 +93,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     const hw = deps.hardware();
     const stageSubnets = deps.config().subnetIds;
     const wantsSubnets = (c.spec.nodeGroup.subnetIds?.length ?? 0) > 0;
-    const [found, subnets, scopes] = await Promise.all([
+    const [found, subnets, scopes, quotas] = await Promise.all([
       hw.lookup(c.spec.node.instanceType),
       stageSubnets.length || !wantsSubnets ? stageSubnets : hw.clusterSubnets(),
       c.owner ? deps.store.tenancy.listScopes() : [],
+      deps.awsQuotas([NODES_PER_NODEGROUP]),
     ]);
+    const tooMany = nodesQuotaRefusal(c.spec.nodeGroup.maxNodes, quotas.get(NODES_PER_NODEGROUP.code));
+    if (tooMany) throw conflict(`compute ${c.name} cannot be written: ${tooMany}`, 'AwsQuota');
     const r = decideComputeSpec(
       c.spec,
       { ...found, region: hw.region, subnets, families: familyLimits(c.owner, scopes) },

@@ -1,5 +1,7 @@
 import { type StageAlarm, stageAlarms } from '../aws/alarm-states';
 import { clusterSubnets, type HardwareFacts, hardwareFacts } from '../aws/hardware';
+import { quotaValues } from '../aws/quotas';
+import type { AwsQuota } from '../domain/aws-quotas';
 import { type DeclaredModel, defaultModelCheck, type ModelCheck } from '../domain/catalog';
 import { DomainError, unavailable } from '../domain/errors';
 import type { DeclaredSpec } from '../domain/hardware';
@@ -79,6 +81,8 @@ export interface Dependencies {
   hardware: () => HardwareSource;
   /** The stage's CloudWatch alarms with their state (aws/alarms.ts), for GET /v1/alarms. */
   stageAlarms: () => Promise<StageAlarm[]>;
+  /** The values of AWS quotas by code (lambdas/aws/quotas.ts, Service Quotas); undefined where AWS did not say. */
+  awsQuotas: (qs: readonly AwsQuota[]) => Promise<Map<string, number | undefined>>;
 }
 
 export interface HardwareSource {
@@ -118,6 +122,7 @@ export function defaultDependencies(): Dependencies {
     // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
     hardware: awsHardware,
     stageAlarms,
+    awsQuotas: quotaValues,
   };
 }
 

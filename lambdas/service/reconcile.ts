@@ -4,7 +4,16 @@ import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
-import { type Compute, FAILED_NODEGROUP_STATUSES, sameObservation } from '../domain/compute';
+import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
+import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
+import {
+  type Compute,
+  FAILED_NODEGROUP_STATUSES,
+  labels,
+  nodegroupExists,
+  type Sizing,
+  sameObservation,
+} from '../domain/compute';
 import { costInputs, splitCost } from '../domain/cost';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
@@ -176,6 +185,73 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     return { ...(workloads ? { workloads } : {}), drains };
   }
 
+  /**
+   * What AWS quotas let each compute ask for this pass (domain/aws-quotas.ts capByQuotas): node groups within the
+   * cluster's quota, nodes within the account's vCPUs per class. The values come from Service Quotas, cached per
+   * container; one it did not answer limits nothing.
+   */
+  async function quotaCaps(
+    computes: readonly Compute[],
+    sized: ReadonlyMap<string, { neededNodes: number }>,
+  ): Promise<Map<string, QuotaCap>> {
+    const live = computes.filter((c) => !(c as { deletionRequested?: boolean }).deletionRequested);
+    const qs = [
+      NODEGROUPS_PER_CLUSTER,
+      ...live.flatMap((c) => vcpuQuotaOf(c.spec.node.instanceType, c.spec.node.capacityType) ?? []),
+    ];
+    const values = await deps.awsQuotas(qs);
+    return capByQuotas(
+      computes.map((c) => {
+        const hasGroup = nodegroupExists(c.status) || c.workflow?.state === 'RUNNING';
+        return {
+          name: c.name,
+          instanceType: c.spec.node.instanceType,
+          capacityType: c.spec.node.capacityType,
+          vcpus: c.spec.node.cpu,
+          currentNodes: hasGroup ? c.status.desiredNodes : 0,
+          neededNodes: live.includes(c) ? (sized.get(c.name)?.neededNodes ?? 0) : 0,
+          hasGroup,
+        };
+      }),
+      (q) => values.get(q.code),
+    );
+  }
+
+  /**
+   * Reads llmcap's Nodes once, records per instance type the least allocatable its Ready nodes report, and copies
+   * it onto each compute of that type whose copy differs (a compute created since a node of its type was seen
+   * included): one List of Nodes a pass, not counted as AWS calls. Without cluster access (workloads not deployed) a failure
+   * is only logged: planning keeps the formula.
+   */
+  async function observeNodeRoom(computes: readonly Compute[], now: string, errors: string[]): Promise<void> {
+    try {
+      const client = await deps.cluster();
+      const nodes = (await client.list('v1', 'Node', undefined, {
+        labelSelector: COMPUTE_LABEL,
+      })) as unknown as NodeView[];
+      const gpuResource = new Map(
+        computes.flatMap((c) =>
+          c.spec.node.gpu ? [[c.spec.node.instanceType, c.spec.node.gpu.resource] as const] : [],
+        ),
+      );
+      const known = new Map((await store.computes.listNodeAllocatables()).map((a) => [a.instanceType, a]));
+      for (const seen of observedAllocatables(nodes, gpuResource, now)) {
+        if (sameRoom(known.get(seen.instanceType), seen)) continue;
+        await store.computes.recordNodeAllocatable(seen);
+        known.set(seen.instanceType, seen);
+      }
+      for (const c of computes) {
+        const seen = known.get(c.spec.node.instanceType);
+        if (seen && !sameRoom(c.allocatable, seen))
+          await store.computes.recordComputeAllocatable(c.name, seen);
+      }
+    } catch (e) {
+      const message = `observing nodes' allocatable: ${(e as Error).message}`;
+      if (deps.config().deployWorkloads) errors.push(message);
+      else logger.warn(message);
+    }
+  }
+
   return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
 
   async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {
@@ -216,6 +292,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       errors.push(`observing: ${(e as Error).message}`);
     }
 
+    // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
+    await observeNodeRoom(computes, now, errors);
+
     // 3. Admission for every pending request, then placement of everything admitted.
     const { world, decision, commits } = await admit(now);
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
@@ -225,6 +304,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       units,
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
+    const caps = await quotaCaps(all, sized);
 
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
@@ -240,15 +320,20 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         started,
         retries,
       );
-      const { sizing, changed } = nextSizing(c.sizing, planned, started, cooldownMs, {
+      const next = nextSizing(c.sizing, planned, started, cooldownMs, {
         deleting,
         nodesInForce: nodesInForce(c.status),
         ...(retry ? { createRetry: retry } : {}),
       });
-      if (changed) await store.computes.recordSizing(c.name, sizing);
+      // Nodes an AWS quota would refuse are not asked for; the status says which quota (issue 32 §5).
+      const cap = deleting ? undefined : caps.get(c.name);
+      const { pendingReason: _was, ...rest } = next.sizing;
+      const sizing: Sizing = cap ? { ...rest, pendingReason: cap.reason } : rest;
+      if (next.changed || c.sizing?.pendingReason !== sizing.pendingReason)
+        await store.computes.recordSizing(c.name, sizing);
       const action = decideAction({
         compute: c,
-        needed: sizing.neededNodes,
+        needed: cap ? Math.min(sizing.neededNodes, cap.allowedNodes) : sizing.neededNodes,
         observedMax: observed.get(c.name)?.maxSize,
         retry,
         now: started,
@@ -307,6 +392,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         ...(retry ? { nextCreateAttemptAt: retry.nextAttemptAt } : {}),
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
+        ...(cap ? { pendingReason: cap.reason } : {}),
       });
     }
 
@@ -363,6 +449,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     };
   }
 }
+
+/** llmcap's nodes: every compute's group labels its nodes with the compute (domain/compute.ts labels). */
+const COMPUTE_LABEL = Object.keys(labels('x'))[0]!;
 
 /** One slice of a large decision: what a ledger transaction holds besides the bump. */
 const SLICE_ITEMS = LEDGER_MAX_ITEMS;

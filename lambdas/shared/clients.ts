@@ -9,6 +9,7 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { EKSClient } from '@aws-sdk/client-eks';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { PricingClient } from '@aws-sdk/client-pricing';
+import type { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
 import type { SFNClient } from '@aws-sdk/client-sfn';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from './config';
@@ -143,6 +144,15 @@ export function pricingClient(region: string): PricingClient {
   return once(`pricing|${region}`, () => {
     const { PricingClient } = require('@aws-sdk/client-pricing') as typeof import('@aws-sdk/client-pricing');
     return new PricingClient({ region, ...retry() });
+  });
+}
+
+/** Service Quotas, regional; locally the cloud simulator through the SDK's AWS_ENDPOINT_URL_SERVICE_QUOTAS. */
+export function serviceQuotasClient(): ServiceQuotasClient {
+  return once('service-quotas', () => {
+    const { ServiceQuotasClient } =
+      require('@aws-sdk/client-service-quotas') as typeof import('@aws-sdk/client-service-quotas');
+    return new ServiceQuotasClient(retry());
   });
 }
 

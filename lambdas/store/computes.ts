@@ -4,6 +4,7 @@ import {
   type Compute,
   type ComputeSpec,
   type CostSourceRecord,
+  type ObservedAllocatable,
   type Sizing,
 } from '../domain/compute';
 import type { StoredCompute } from '../domain/compute-changes';
@@ -15,6 +16,7 @@ import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 import type { TxItem } from './ledger';
 import { readPartition } from './ledger-cache';
+import { queryPartition } from './query';
 
 /**
  * The compute repository: the only code that knows how a compute is laid out in the table. It reads, builds the
@@ -384,6 +386,41 @@ export async function releaseWorkflowClaim(
           ':generation': generation,
           ':name': executionName,
         },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+  }
+}
+
+/** What nodes of each instance type last reported as allocatable (domain/allocatable.ts), one item per type. */
+export async function listNodeAllocatables(): Promise<ObservedAllocatable[]> {
+  return (await queryPartition(keys.nodeType('').pk)).map((item) => {
+    const { pk: _pk, sk: _sk, ...rest } = item;
+    return rest as unknown as ObservedAllocatable;
+  });
+}
+
+/** Records what nodes of an instance type report, for computes of that type created later. */
+export async function recordNodeAllocatable(a: ObservedAllocatable): Promise<void> {
+  await documentClient().send(
+    new PutCommand({ TableName: table(), Item: { ...keys.nodeType(a.instanceType), ...a } }),
+  );
+}
+
+/**
+ * Copies what nodes of its instance type report onto a compute, which placement then plans with (domain/compute.ts
+ * nodeAllocatable); no version bump: it is an observation, like sizing. A compute deleted meanwhile is left alone.
+ */
+export async function recordComputeAllocatable(name: string, a: ObservedAllocatable): Promise<void> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        UpdateExpression: 'SET allocatable = :a',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':a': a },
       }),
     );
   } catch (e) {

@@ -13,6 +13,8 @@ export const keys = {
   quotas: () => ({ pk: 'QUOTA' }),
   admission: (model: string) => ({ pk: 'ADMISSION', sk: model }),
   admissions: () => ({ pk: 'ADMISSION' }),
+  /** What nodes of an instance type report as allocatable (store/computes.ts, domain/allocatable.ts). */
+  nodeType: (instanceType: string) => ({ pk: 'NODETYPE', sk: instanceType }),
   /** The version every decision that reads the whole state (catalog, quotas, admission) is made against. */
   ledger: () => ({ pk: 'LEDGER', sk: 'STATE' }),
   /** Whose turn it is to decide against the ledger (see turn.ts); present only while someone holds it. */

@@ -148,6 +148,8 @@ export interface SimConfigFile {
   accountId?: string;
   durations?: Partial<Durations>;
   limits?: Partial<Limits>;
+  /** Service Quotas values by quota code (local/cloud-sim/service-quotas.ts), e.g. `L-DB2E81BA: 0`. */
+  quotas?: Record<string, number>;
   faults?: FaultConfig;
   /** The simulated cluster's Kubernetes API (docs/k8s-sim.md); `false` leaves it out. */
   kubernetes?: K8sSimConfig | false;

@@ -16,6 +16,7 @@ import {
 } from './config';
 import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate, routeEks } from './eks';
 import { EksError } from './errors';
+import { SERVICE_QUOTAS_TARGET, ServiceQuotasError, ServiceQuotasService } from './service-quotas';
 import { SNS_ACTIONS, SNS_VERSION, SnsError, SnsService } from './sns';
 import { Simulator } from './state';
 
@@ -83,6 +84,10 @@ export interface CloudSimAdmin {
   createNodegroup(spec: OutOfBandNodegroup): SimStateView['nodegroups'][number];
   /** Forgets every node group, update and token; faults go back to the configured ones. */
   reset(): void;
+  /** The Service Quotas values answered, by quota code (docs/cloud-sim.md). */
+  getQuotas(): Record<string, number>;
+  /** Sets some of them; the EKS ones are also the limits the simulated EKS enforces. */
+  setQuotas(values: Record<string, number>): void;
 }
 
 export interface CloudSim {
@@ -145,7 +150,13 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
   const kubernetes =
     k8sCfg === false ? undefined : await startK8sSim(sim, { ...k8sCfg, host: opts.host ?? '127.0.0.1', log });
 
+  const quotas = new ServiceQuotasService(
+    { region, accountId, limits: sim.opts.limits },
+    { ...file.quotas, ...opts.quotas },
+  );
   const admin: CloudSimAdmin = {
+    getQuotas: () => quotas.list(),
+    setQuotas: (values) => quotas.set(values),
     state: () => {
       sim.catchUp();
       cloudwatch.catchUp();
@@ -199,6 +210,10 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     const target = String(req.headers['x-amz-target'] ?? '');
     if (method === 'POST' && target.startsWith(CLOUDWATCH_TARGET)) {
       handleCloudWatch(target.slice(CLOUDWATCH_TARGET.length), raw, res);
+      return;
+    }
+    if (method === 'POST' && target.startsWith(SERVICE_QUOTAS_TARGET)) {
+      handleServiceQuotas(target.slice(SERVICE_QUOTAS_TARGET.length), raw, res);
       return;
     }
     // SNS answers the query protocol like Auto Scaling; SubscribeURL and UnsubscribeURL are GETs with a query.
@@ -313,6 +328,31 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     }
   }
 
+  function handleServiceQuotas(operation: string, raw: string, res: ServerResponse): void {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, {
+        'content-type': 'application/x-amz-json-1.1',
+        'x-amzn-requestid': randomUUID(),
+      });
+      res.end(JSON.stringify(body));
+    };
+    try {
+      let body: Record<string, unknown>;
+      try {
+        body = raw.trim() ? JSON.parse(raw) : {};
+      } catch {
+        throw new ServiceQuotasError('IllegalArgumentException', 'The request body is not valid JSON.');
+      }
+      const out = quotas.handle(operation, body);
+      log(`ServiceQuotas ${operation} 200 ${String(body.QuotaCode)}`);
+      send(200, out);
+    } catch (e) {
+      if (!(e instanceof ServiceQuotasError)) throw e;
+      log(`ServiceQuotas ${operation} 400 ${e.type}: ${e.message}`);
+      send(400, { __type: e.type, Message: e.message });
+    }
+  }
+
   function handleSns(form: URLSearchParams, res: ServerResponse): void {
     const action = form.get('Action') ?? '';
     try {
@@ -349,6 +389,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     if (route === 'GET /health') return [200, { ok: true, cluster: sim.opts.clusterName }];
     if (route === 'GET /state') return [200, admin.state()];
     if (route === 'GET /faults') return [200, admin.getFaults()];
+    if (route === 'GET /quotas') return [200, admin.getQuotas()];
+    if (route === 'PATCH /quotas') {
+      admin.setQuotas(body as Record<string, number>);
+      return [200, admin.getQuotas()];
+    }
     if (route === 'PUT /faults') {
       admin.setFaults(body as FaultConfig);
       return [200, admin.getFaults()];

@@ -14,6 +14,7 @@ export default async function globalSetup(): Promise<void> {
   const sim = await startCloudSim({ port: 0, seed: 1, kubernetes: false });
   process.env.AWS_ENDPOINT_URL_EC2 = sim.endpoint;
   process.env.AWS_ENDPOINT_URL_PRICING = sim.endpoint;
+  process.env.AWS_ENDPOINT_URL_SERVICE_QUOTAS = sim.endpoint;
   process.env.AWS_ENDPOINT_URL_EKS = sim.endpoint;
   // The CLI tests start the CLI some 200 times: from one bundle built here, not through tsx each time.
   process.env[CLI_BUNDLE_ENV] = await buildCliBundle();

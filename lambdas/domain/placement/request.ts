@@ -1,4 +1,4 @@
-import { type Allocatable, allocatable, type ComputeSpec } from '../compute';
+import { type Allocatable, type ComputeSpec, nodeAllocatable, type ObservedAllocatable } from '../compute';
 import type { Profile } from '../model';
 
 /**
@@ -12,10 +12,12 @@ export interface ComputeLike {
   /** The scope that owns the compute; absent for platform computes, which every model may use. */
   owner?: string;
   spec: {
-    node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'>;
+    node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'> & { instanceType?: string };
     nodeGroup: Pick<ComputeSpec['nodeGroup'], 'maxNodes'>;
     cost: Pick<ComputeSpec['cost'], 'perHour'>;
   };
+  /** What nodes of its instance type reported, once one was seen; EKS's formula until then (compute.ts). */
+  allocatable?: ObservedAllocatable;
 }
 
 /**
@@ -71,11 +73,17 @@ export interface ComputeInfo {
   owner?: string;
 }
 
+/** The allocatable placement plans with, without where it comes from (the status shows that). */
+function allocatableOf(c: ComputeLike): Allocatable {
+  const { source: _source, ...alloc } = nodeAllocatable(c);
+  return alloc;
+}
+
 export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
   return computes.map((c, index) => ({
     index,
     name: c.name,
-    alloc: allocatable(c.spec.node),
+    alloc: allocatableOf(c),
     maxNodes: c.spec.nodeGroup.maxNodes,
     perHour: c.spec.cost.perHour,
     gpuType: c.spec.node.gpu?.type,

@@ -12,6 +12,7 @@ import { ownCloudSim } from '../../helpers/own-cloud-sim';
 const sim = ownCloudSim(5, (endpoint) => ({
   AWS_ENDPOINT_URL_EC2: endpoint,
   AWS_ENDPOINT_URL_PRICING: endpoint,
+  AWS_ENDPOINT_URL_SERVICE_QUOTAS: endpoint,
   LLMCAP_EKS_ENDPOINT: endpoint,
   LLMCAP_CLUSTER: 'llmcap-local',
   // The SDK's six attempts back off on a clock 1,000 times as fast: the same retries, without seconds of waiting.

@@ -41,7 +41,8 @@ describe('built-in computes', () => {
       nodegroupStatus: 'ABSENT',
       nodegroupName: 'llmcap-test-gpu-l4-1x',
       taint: 'nvidia.com/gpu=true:NO_SCHEDULE',
-      allocatable: { millicores: 7340, memoryMiB: 30249, gpus: 1 },
+      allocatable: { millicores: 7910, memoryMiB: 31203, gpus: 1 },
+      allocatableSource: 'formula',
     });
   });
 

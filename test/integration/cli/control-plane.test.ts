@@ -74,7 +74,7 @@ describe('llmcap against the local control plane', () => {
     expect(docs.map((d) => d.toJS().metadata.name)).toEqual(['cpu-small', 'gpu-l4-1x']);
 
     const one = await run(['get', 'compute', 'cpu-small', '-o', 'json']);
-    expect(JSON.parse(one.stdout).status.allocatable).toMatchObject({ millicores: 3420, gpus: 0 });
+    expect(JSON.parse(one.stdout).status.allocatable).toMatchObject({ millicores: 3920, gpus: 0 });
 
     const n = await run(['get', 'computes', '-o', 'name']);
     expect(n.stdout.trim().split('\n')).toContain('compute/cpu-medium');
@@ -119,7 +119,9 @@ describe('llmcap against the local control plane', () => {
   it('describes a compute and a model in words', async () => {
     const c = await run(['describe', 'compute', 'cli-cpu']);
     expect(c.code).toBe(0);
-    expect(c.stdout).toMatch(/Allocatable:\s+1460 m CPU, 6411 MiB, 0 GPU per node/);
+    expect(c.stdout).toMatch(
+      /Allocatable:\s+1930 m CPU, 6627 MiB, 0 GPU per node \(EKS's formula; no node of the type seen yet\)/,
+    );
     expect(c.stdout).toMatch(/Taint:\s+llmcap\.dev\/compute=cli-cpu:NO_SCHEDULE/);
     // The node group's name with the id its tags must carry.
     expect(c.stdout).toMatch(/Node group:\s+llmcap-\S+-cli-cpu \(llmcap:compute-id=[0-9a-hjkmnp-tv-z]{12}\)/);

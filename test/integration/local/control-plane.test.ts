@@ -26,7 +26,7 @@ describe('the local control plane over HTTP', () => {
     const list = (await (await req('GET', '/v1/computes')).json()) as any;
     expect(list.items).toHaveLength(7);
     const cpu = list.items.find((c: any) => c.metadata.name === 'cpu-medium');
-    expect(cpu.status.allocatable).toEqual({ millicores: 7340, memoryMiB: 30249, gpus: 0 });
+    expect(cpu.status.allocatable).toEqual({ millicores: 7910, memoryMiB: 31203, gpus: 0 });
     expect(cpu.status.taint).toBe('llmcap.dev/compute=cpu-medium:NO_SCHEDULE');
   });
 

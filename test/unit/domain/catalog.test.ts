@@ -132,7 +132,7 @@ describe('validateCatalog: one rule each, with a message that says what to do', 
       added('a', { profiles: [{ name: 'x', gpus: 0, cpuCores: 4, minMemoryGb: 1, compute: 'cpu-small' }] }),
     ]);
     expect(tooSmall[0]).toMatch(/pins compute cpu-small, whose node .* cannot hold/);
-    // Memory in GiB is checked against allocatable MiB: 29.5 GiB fits an L4 node, 30 does not.
+    // Memory in GiB is checked against allocatable MiB: 30.4 GiB fits an L4 node (31203 MiB by EKS's formula), 30.5 does not.
     const at = (gb: number) =>
       messages([
         added('a', {
@@ -141,8 +141,8 @@ describe('validateCatalog: one rule each, with a message that says what to do', 
           ],
         }),
       ]);
-    expect(at(29.5)).toEqual([]);
-    expect(at(30)).toHaveLength(1);
+    expect(at(30.4)).toEqual([]);
+    expect(at(30.5)).toHaveLength(1);
   });
 
   it('refuses a CPU-only profile without minMemoryGb, and gpuType without gpus', () => {

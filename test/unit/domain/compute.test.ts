@@ -3,6 +3,8 @@ import {
   ComputeManifestInput,
   ComputeSpecSchema,
   frozenFieldChanges,
+  kubeReservedMillicores,
+  nodeAllocatable,
   nodegroupName,
   taint,
   taintString,
@@ -14,23 +16,61 @@ const l4 = {
 };
 
 describe('compute allocatable', () => {
-  it('reserves kubelet CPU and memory exactly as docs/design.md says (8 vCPU / 32 GiB → 7340 m / 30249 MiB)', () => {
-    expect(allocatable({ cpu: 8, memoryGb: 32 })).toEqual({ millicores: 7340, memoryMiB: 30249, gpus: 0 });
+  // amazon-eks-ami nodeadm: kube-reserved CPU 6% / 1% / 0.5% / 0.25% by core, memory 11 MiB a pod + 255 MiB,
+  // evictionHard 100 MiB; the numbers a node of the type reports (docs/design.md).
+  it('plans an m7i.xlarge at 3920m and a g6.2xlarge at 7910m, as their nodes report', () => {
+    expect(allocatable({ cpu: 4, memoryGb: 16 })).toEqual({
+      millicores: 3920,
+      memoryMiB: 16384 - 11 * 110 - 255 - 100,
+      gpus: 0,
+    });
+    expect(allocatable(ComputeSpecSchema.parse(l4).node)).toEqual({
+      millicores: 7910,
+      memoryMiB: 32768 - 1565,
+      gpus: 1,
+    });
   });
 
-  it('counts GPUs from the node and scales reservations with size', () => {
+  it('reserves CPU by range in whole millicores and memory for 250 pods from 30 vCPUs', () => {
+    expect(kubeReservedMillicores(1)).toBe(60);
+    expect(kubeReservedMillicores(2)).toBe(70);
+    expect(kubeReservedMillicores(48)).toBe(190);
+    expect(kubeReservedMillicores(192)).toBe(550);
     expect(
       allocatable({
         cpu: 192,
         memoryGb: 2048,
         gpu: { type: 'H100', count: 8, memoryGb: 80, resource: 'x/y' },
       }),
-    ).toEqual({ millicores: 192000 - 500 - 3840, memoryMiB: 2097152 - 1536 - 62914, gpus: 8 });
-    expect(allocatable({ cpu: 4, memoryGb: 16 })).toEqual({
-      millicores: 3420,
-      memoryMiB: 16384 - 1536 - 491,
-      gpus: 0,
+    ).toEqual({ millicores: 192000 - 550, memoryMiB: 2097152 - (11 * 250 + 255 + 100), gpus: 8 });
+  });
+
+  it('plans with what nodes of the type reported once one was seen, and says which it is', () => {
+    const spec = ComputeSpecSchema.parse(l4);
+    const seen = {
+      instanceType: 'g6.2xlarge',
+      millicores: 7910,
+      memoryMiB: 29871,
+      gpus: 1,
+      nodes: 2,
+      observedAt: 't',
+    };
+    expect(nodeAllocatable({ spec })).toEqual({
+      millicores: 7910,
+      memoryMiB: 31203,
+      gpus: 1,
+      source: 'formula',
     });
+    expect(nodeAllocatable({ spec, allocatable: seen })).toEqual({
+      millicores: 7910,
+      memoryMiB: 29871,
+      gpus: 1,
+      source: 'observed',
+    });
+    // Another type's report (the compute's type changed while it had no node group) is not this compute's.
+    expect(nodeAllocatable({ spec, allocatable: { ...seen, instanceType: 'g6.4xlarge' } }).source).toBe(
+      'formula',
+    );
   });
 });
 

@@ -101,7 +101,7 @@ describe('rankCandidates', () => {
       'profile p pins compute nope, which does not exist',
     );
     expect(ranked({ name: 'p', gpus: 2, gpuType: 'L4', cpuCores: 1, compute: 'gpu-l4-1x' })).toBe(
-      'profile p pins compute gpu-l4-1x, whose node (1 × L4, 7.34 cores and 29.54 GiB allocatable) cannot hold a 2-gpu L4 replica',
+      'profile p pins compute gpu-l4-1x, whose node (1 × L4, 7.91 cores and 30.47 GiB allocatable) cannot hold a 2-gpu L4 replica',
     );
   });
 
