@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { type Compute, computeName, scopeRef, toManifest } from '../../domain/compute';
+import type { FieldIssue } from '../../domain/errors';
 import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
 import { nameOf } from '../../domain/names';
 import type { ScopeTree } from '../../domain/quota';
@@ -73,6 +74,13 @@ export function expectedVersion(req: ApiRequest, bodyVersion?: number): number |
 
 export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
   const computes = svc.computes;
+  /** The manifest, or 400 with every fault at once: the schema's and, for a node it can read, EC2's. */
+  const parseManifest = async (body: unknown, also: FieldIssue[] = []) => {
+    const ok = ComputeManifestInput.safeParse(body).success;
+    return parseBody(ComputeManifestInput, body, {
+      also: [...also, ...(ok ? [] : await computes.nodeIssues(body))],
+    });
+  };
   router.add(
     'GET',
     '/v1/computes',
@@ -88,7 +96,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      const m = parseBody(ComputeManifestInput, req.body);
+      const m = await parseManifest(req.body);
       const c = await computes.create(
         { name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
         caller,
@@ -123,9 +131,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     async (req) => {
       const caller = await callerOf(req);
       const name = req.params.name!;
-      const m = parseBody(ComputeManifestInput, req.body, {
-        also: nameFromPathIssues(req.body, name),
-      });
+      const m = await parseManifest(req.body, nameFromPathIssues(req.body, name));
       const input = { name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec };
       const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
         dryRun: req.dryRun,
