@@ -6,16 +6,23 @@ export type Row = (string | number | undefined | null)[];
 
 /** Columns separated by three spaces, headers in capitals; the last column is not padded. */
 export function table(headers: string[], rows: Row[]): string {
+  const widths = columnWidths(headers, rows);
+  return [headers, ...rows].map((r) => tableLine(r, widths)).join('\n');
+}
+
+/** How wide each column of `table` is. */
+export function columnWidths(headers: string[], rows: Row[]): number[] {
   const cells = [headers, ...rows.map((r) => r.map(cell))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
-  return cells
-    .map((r) =>
-      r
-        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c))))
-        .join('   ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
+}
+
+/** One line of a table with the given widths: a row printed later lines up with the table above it. */
+export function tableLine(row: Row, widths: number[]): string {
+  const r = row.map(cell);
+  return r
+    .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - width(c)))))
+    .join('   ')
+    .trimEnd();
 }
 
 function cell(v: string | number | undefined | null): string {

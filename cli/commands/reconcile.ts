@@ -24,6 +24,7 @@ interface Summary {
   atLimit?: string[];
   errors?: string[];
   computes?: { compute: string; status: string; readyNodes: number; neededNodes: number }[];
+  workloads?: { repaired?: { object: string; by: string }[] };
 }
 
 interface Pass {
@@ -191,6 +192,10 @@ function summarize(pass: Pass): string {
   for (const c of busy)
     lines.push(`  ${c.compute}: ${c.status}, ${c.readyNodes} ready of ${c.neededNodes} needed`);
   if (s.atLimit?.length) lines.push(`at limit: ${s.atLimit.join(', ')}`);
+  // Someone changed what llmcap runs, and the pass set it back: worth a line, not only a field in -o json.
+  const repaired = s.workloads?.repaired ?? [];
+  if (repaired.length)
+    lines.push(`drift repaired: ${repaired.map((d) => `${d.object} (changed by ${d.by})`).join(', ')}`);
   for (const e of s.errors ?? []) lines.push(`error: ${e}`);
   return lines.join('\n');
 }

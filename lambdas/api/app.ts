@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { BuiltinsInvalid } from '../domain/hardware';
 import { speakNames } from '../domain/names';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
@@ -160,6 +161,19 @@ function toResult(status: number, body: unknown, headers: Record<string, string>
   };
 }
 
+/**
+ * A read without an ETag of its own (the lists) gets one of its content, and If-None-Match with it is answered
+ * 304 with no body: `llmcap get -w` polls a list cheaply and learns when anything in it changed. Item reads keep
+ * their version as ETag, which If-Match on a write compares.
+ */
+function withContentTag(req: ApiRequest, res: Result): Result {
+  if (res.statusCode !== 200 || res.body === undefined || res.headers?.etag) return res;
+  const etag = `W/"${createHash('sha256').update(res.body).digest('base64url').slice(0, 22)}"`;
+  const headers = { ...res.headers, etag };
+  if (req.headers['if-none-match'] === etag) return { statusCode: 304, headers: { etag } };
+  return { ...res, headers };
+}
+
 /** The API over the services given: a test hands in its own dependencies (service/index.ts createServices). */
 export function createHandler(svc: Services): (event: Event) => Promise<Result> {
   const router = buildRouter(svc);
@@ -175,6 +189,7 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       const idemKey = route.write && !req.dryRun ? req.headers['idempotency-key'] : undefined;
       if (!idemKey) {
         const res = await route.handler(req);
+        if (req.method === 'GET') return withContentTag(req, toResult(res.status, res.body, res.headers));
         return toResult(res.status, res.body, res.headers);
       }
       if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');

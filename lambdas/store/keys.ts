@@ -28,6 +28,9 @@ export const keys = {
   reconcilePasses: () => ({ pk: 'RECONCILE' }),
   /** The pass queued for the next reconcile to start, if any: requests while it waits join it. */
   reconcileQueue: () => ({ pk: 'RECONCILE_QUEUE', sk: 'NEXT' }),
+  /** A resource's events (store/events.ts): one partition per resource, one item per reason and message. */
+  event: (kind: string, key: string, id: string) => ({ pk: `EVENT#${kind}#${key}`, sk: id }),
+  events: (kind: string, key: string) => ({ pk: `EVENT#${kind}#${key}` }),
 } as const;
 
 export type Key = { pk: string; sk: string };

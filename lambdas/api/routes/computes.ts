@@ -2,6 +2,7 @@ import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { type Compute, computeName, scopeRef, toManifest } from '../../domain/compute';
 import type { FieldIssue } from '../../domain/errors';
+import { eventsView } from '../../domain/events';
 import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
 import { nameOf } from '../../domain/names';
 import type { ScopeTree } from '../../domain/quota';
@@ -123,6 +124,26 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
       return withEtag(200, await computes.visible(caller, req.params.name!, ownerParam(req, caller)), caller);
     },
     { summary: 'Read a compute with its status', responses: { 200: 'the compute' } },
+  );
+
+  router.add(
+    'GET',
+    '/v1/computes/{name}/events',
+    async (req) => {
+      const caller = await callerOf(req);
+      const c = await computes.visible(caller, req.params.name!, ownerParam(req, caller));
+      const events = eventsView(await svc.events.of('compute', c.name, c.createdAt));
+      if (caller.isPlatformAdmin) return json(200, { items: events });
+      // As the compute's own messages: the node group's name is the platform's to read.
+      const group = toManifest(config().stage, c).status.nodegroupName;
+      const unwired = (t: string) => t.split(group).join(`of compute ${nameOf(c.name)}`);
+      return json(200, { items: events.map((e) => ({ ...e, message: unwired(e.message) })) });
+    },
+    {
+      summary:
+        "A compute's recent events, newest first: workflows started or refused, failures (kept 7 days)",
+      responses: { 200: 'items: events' },
+    },
   );
 
   router.add(
