@@ -58,14 +58,53 @@ export function formatProblem(status: number, p: Problem | undefined, raw: strin
   const head = [p?.title ?? statusTitle(status), `(${[status, p?.reason].filter(Boolean).join(', ')})`].join(
     ' ',
   );
-  const detail = p?.detail ?? (raw.trim().slice(0, 500) || 'no details given');
+  const detail = withCommands(p?.detail ?? (raw.trim().slice(0, 500) || 'no details given'));
   const lines = [`error: ${subject ? `${subject}: ` : ''}${head}: ${detail}`];
-  for (const e of p?.errors ?? []) lines.push(`  ${e.path || '(body)'}: ${e.message}`);
+  for (const e of p?.errors ?? []) lines.push(`  ${e.path || '(body)'}: ${withCommands(e.message)}`);
   if (status === 403 && !p?.title) {
     // API Gateway's own refusals carry only {message}: point at the usual causes.
     lines.push('  hint: check the AWS credentials in use (aws sts get-caller-identity) and the region');
   }
   return lines.join('\n');
+}
+
+/**
+ * The API's messages name its routes (they are read by any HTTP client); the CLI adds the command that does
+ * the same after each route it knows, so a person at the terminal reads what to type.
+ */
+const ROUTE_COMMANDS: [RegExp, (...m: string[]) => string][] = [
+  [
+    /PUT \/v1\/(model|compute)s\/([\w.~-]+) or remove it with DELETE/g,
+    (all, kind, name) =>
+      `${all.replace(/ or remove.*/, '')} (llmcap apply -f FILE) or remove it with DELETE (llmcap delete ${kind} ${name})`,
+  ],
+  [
+    /(?:PUT|POST) \/v1\/(?:model|compute)s(?:\/[\w.~{}-]+)?(?![\w/])/g,
+    (all) => `${all} (llmcap apply -f FILE)`,
+  ],
+  [
+    /GET \/v1\/(models|computes|pods|sources|scopes|quotas)(?![\w/])/g,
+    (all, kind) => `${all} (llmcap get ${kind})`,
+  ],
+  [/GET \/v1\/capacity(?![\w/])/g, (all) => `${all} (llmcap capacity)`],
+  [/POST \/v1\/reconcile(?![\w/])/g, (all) => `${all} (llmcap reconcile)`],
+  [/GET \/v1\/reconcile(?![\w/])/g, (all) => `${all} (llmcap reconcile --list)`],
+  [/POST \/v1\/scopes(?![\w/])/g, (all) => `${all} (llmcap scope create SCOPE --parent PARENT)`],
+  [/PUT \/v1\/quotas\/([\w:/-]+)/g, (all, scope) => `${all} (llmcap quota set ${scope})`],
+  [/GET \/v1\/openapi\.json/g, (all) => `${all} (llmcap --help lists the commands)`],
+];
+
+export function withCommands(text: string): string {
+  let out = text;
+  for (const [re, to] of ROUTE_COMMANDS) {
+    out = out.replace(re, (...m) => {
+      const [offset, whole] = m.slice(-2) as [number, string];
+      // A route already followed by its command (by an earlier rule) is left as it is.
+      if (whole.startsWith(' (llmcap', offset + String(m[0]).length)) return m[0];
+      return to(...(m.slice(0, -2) as string[]));
+    });
+  }
+  return out;
 }
 
 function statusTitle(status: number): string {
