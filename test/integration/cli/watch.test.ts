@@ -149,6 +149,7 @@ describe('completion', () => {
       `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')})`,
       `COMP_CWORD=${words.length - 1}`,
       '_llmcap',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's array expansion, not a template.
       'printf "%s\\n" "${COMPREPLY[@]}"',
     ].join('\n');
     const r = await promisify(execFile)('bash', ['-c', script], {
