@@ -27,7 +27,7 @@ interface Summary {
   workloads?: { repaired?: { object: string; by: string }[] };
 }
 
-interface Pass {
+export interface Pass {
   id: string;
   state: 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
   trigger?: string;
@@ -172,7 +172,7 @@ async function list(ctx: Context, client: Client, f: string, limit: number | und
 }
 
 /** The pass in a few lines a person reads at a glance; -o yaml or json shows everything. */
-function summarize(pass: Pass): string {
+export function summarize(pass: Pass): string {
   const s = pass.summary ?? {};
   const took = ((pass.durationMs ?? 0) / 1000).toFixed(1);
   const lines = [`reconcile done in ${took} s (pass ${pass.id})`];
