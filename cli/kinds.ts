@@ -23,6 +23,8 @@ export interface Kind {
   columns(wide: boolean): string[];
   row(item: Item, wide: boolean): Row;
   describe?(item: Item, client: Client): Promise<string>;
+  /** Has recent events (GET <path>/NAME/events), which describe lists under its text. */
+  events?: boolean;
 }
 
 export function nameOf(item: Item): string {
@@ -42,6 +44,7 @@ const compute: Kind = {
   aliases: ['co'],
   manifestKind: 'Compute',
   path: '/v1/computes',
+  events: true,
   deletable: true,
   columns: (wide) => [
     'NAME',
@@ -136,6 +139,7 @@ const model: Kind = {
   aliases: ['mo'],
   manifestKind: 'Model',
   path: '/v1/models',
+  events: true,
   deletable: true,
   columns: (wide) => [
     'NAME',
@@ -447,10 +451,29 @@ export function kindNamed(word: string): Kind {
  * A compute's or model's path says whose, when `owner` is given: a caller who sees two of a name (a platform
  * admin) says which with ?owner= (docs/security.md "What names tell").
  */
-export function itemPath(kind: Kind, name: string, owner?: string): string {
+export function itemPath(kind: Kind, name: string, owner?: string, sub = ''): string {
   const whose =
     owner && (kind.name === 'compute' || kind.name === 'model') ? `?owner=${encodeURIComponent(owner)}` : '';
-  return `${kind.path}/${seg(name)}${whose}`;
+  return `${kind.path}/${seg(name)}${sub}${whose}`;
+}
+
+/**
+ * A resource's recent events under its describe text, as kubectl shows them: the last time each was seen, how
+ * often, what decided (api or reconcile) and what happened.
+ */
+export function eventLines(items: Item[]): string {
+  if (!items.length) return 'Events:  <none>';
+  const seen = (e: Item) => {
+    const last = age(e.lastAt) ?? '-';
+    return e.count > 1 ? `${last} (x${e.count} over ${age(e.firstAt) ?? '-'})` : last;
+  };
+  return `Events:
+${indent(
+  table(
+    ['TYPE', 'REASON', 'AGE', 'FROM', 'MESSAGE'],
+    items.map((e) => [e.type, e.reason, seen(e), e.source, e.message]),
+  ),
+)}`;
 }
 
 /** A list answer is `{items}`; accept a bare array too. */

@@ -6,16 +6,23 @@ export type Row = (string | number | undefined | null)[];
 
 /** Columns separated by three spaces, headers in capitals; the last column is not padded. */
 export function table(headers: string[], rows: Row[]): string {
+  const widths = columnWidths(headers, rows);
+  return [headers, ...rows].map((r) => tableLine(r, widths)).join('\n');
+}
+
+/** How wide each column of `table` is. */
+export function columnWidths(headers: string[], rows: Row[]): number[] {
   const cells = [headers, ...rows.map((r) => r.map(cell))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
-  return cells
-    .map((r) =>
-      r
-        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c))))
-        .join('   ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return headers.map((_, i) => Math.max(...cells.map((r) => width(r[i] ?? ''))));
+}
+
+/** One line of a table with the given widths: a row printed later lines up with the table above it. */
+export function tableLine(row: Row, widths: number[]): string {
+  const r = row.map(cell);
+  return r
+    .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - width(c)))))
+    .join('   ')
+    .trimEnd();
 }
 
 function cell(v: string | number | undefined | null): string {
@@ -51,14 +58,53 @@ export function formatProblem(status: number, p: Problem | undefined, raw: strin
   const head = [p?.title ?? statusTitle(status), `(${[status, p?.reason].filter(Boolean).join(', ')})`].join(
     ' ',
   );
-  const detail = p?.detail ?? (raw.trim().slice(0, 500) || 'no details given');
+  const detail = withCommands(p?.detail ?? (raw.trim().slice(0, 500) || 'no details given'));
   const lines = [`error: ${subject ? `${subject}: ` : ''}${head}: ${detail}`];
-  for (const e of p?.errors ?? []) lines.push(`  ${e.path || '(body)'}: ${e.message}`);
+  for (const e of p?.errors ?? []) lines.push(`  ${e.path || '(body)'}: ${withCommands(e.message)}`);
   if (status === 403 && !p?.title) {
     // API Gateway's own refusals carry only {message}: point at the usual causes.
     lines.push('  hint: check the AWS credentials in use (aws sts get-caller-identity) and the region');
   }
   return lines.join('\n');
+}
+
+/**
+ * The API's messages name its routes (they are read by any HTTP client); the CLI adds the command that does
+ * the same after each route it knows, so a person at the terminal reads what to type.
+ */
+const ROUTE_COMMANDS: [RegExp, (...m: string[]) => string][] = [
+  [
+    /PUT \/v1\/(model|compute)s\/([\w.~-]+) or remove it with DELETE/g,
+    (all, kind, name) =>
+      `${all.replace(/ or remove.*/, '')} (llmcap apply -f FILE) or remove it with DELETE (llmcap delete ${kind} ${name})`,
+  ],
+  [
+    /(?:PUT|POST) \/v1\/(?:model|compute)s(?:\/[\w.~{}-]+)?(?![\w/])/g,
+    (all) => `${all} (llmcap apply -f FILE)`,
+  ],
+  [
+    /GET \/v1\/(models|computes|pods|sources|scopes|quotas)(?![\w/])/g,
+    (all, kind) => `${all} (llmcap get ${kind})`,
+  ],
+  [/GET \/v1\/capacity(?![\w/])/g, (all) => `${all} (llmcap capacity)`],
+  [/POST \/v1\/reconcile(?![\w/])/g, (all) => `${all} (llmcap reconcile)`],
+  [/GET \/v1\/reconcile(?![\w/])/g, (all) => `${all} (llmcap reconcile --list)`],
+  [/POST \/v1\/scopes(?![\w/])/g, (all) => `${all} (llmcap scope create SCOPE --parent PARENT)`],
+  [/PUT \/v1\/quotas\/([\w:/-]+)/g, (all, scope) => `${all} (llmcap quota set ${scope})`],
+  [/GET \/v1\/openapi\.json/g, (all) => `${all} (llmcap --help lists the commands)`],
+];
+
+export function withCommands(text: string): string {
+  let out = text;
+  for (const [re, to] of ROUTE_COMMANDS) {
+    out = out.replace(re, (...m) => {
+      const [offset, whole] = m.slice(-2) as [number, string];
+      // A route already followed by its command (by an earlier rule) is left as it is.
+      if (whole.startsWith(' (llmcap', offset + String(m[0]).length)) return m[0];
+      return to(...(m.slice(0, -2) as string[]));
+    });
+  }
+  return out;
 }
 
 function statusTitle(status: number): string {

@@ -24,9 +24,10 @@ interface Summary {
   atLimit?: string[];
   errors?: string[];
   computes?: { compute: string; status: string; readyNodes: number; neededNodes: number }[];
+  workloads?: { repaired?: { object: string; by: string }[] };
 }
 
-interface Pass {
+export interface Pass {
   id: string;
   state: 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
   trigger?: string;
@@ -171,7 +172,7 @@ async function list(ctx: Context, client: Client, f: string, limit: number | und
 }
 
 /** The pass in a few lines a person reads at a glance; -o yaml or json shows everything. */
-function summarize(pass: Pass): string {
+export function summarize(pass: Pass): string {
   const s = pass.summary ?? {};
   const took = ((pass.durationMs ?? 0) / 1000).toFixed(1);
   const lines = [`reconcile done in ${took} s (pass ${pass.id})`];
@@ -191,6 +192,10 @@ function summarize(pass: Pass): string {
   for (const c of busy)
     lines.push(`  ${c.compute}: ${c.status}, ${c.readyNodes} ready of ${c.neededNodes} needed`);
   if (s.atLimit?.length) lines.push(`at limit: ${s.atLimit.join(', ')}`);
+  // Someone changed what llmcap runs, and the pass set it back: worth a line, not only a field in -o json.
+  const repaired = s.workloads?.repaired ?? [];
+  if (repaired.length)
+    lines.push(`drift repaired: ${repaired.map((d) => `${d.object} (changed by ${d.by})`).join(', ')}`);
   for (const e of s.errors ?? []) lines.push(`error: ${e}`);
   return lines.join('\n');
 }

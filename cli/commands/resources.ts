@@ -13,9 +13,20 @@ import {
   UsageError,
 } from '../command';
 import { errorText, exitCodeOf } from '../errors';
-import { type Item, itemPath, itemsOf, KINDS, type Kind, kindNamed, membersOf, nameOf } from '../kinds';
+import {
+  eventLines,
+  type Item,
+  itemPath,
+  itemsOf,
+  KINDS,
+  type Kind,
+  kindNamed,
+  membersOf,
+  nameOf,
+} from '../kinds';
 import { applyOrder, deleteOrder, type Manifest, readManifests } from '../manifests';
 import { table, toJson, toYaml, toYamlStream } from '../render';
+import { intervalMs, waitBudgetMs, waitForModels, watchList } from '../watch';
 
 /** The kubectl-style verbs over every kind: get, describe, delete, apply. */
 
@@ -62,6 +73,7 @@ export const get: Command = {
   usage: [
     'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name]',
     'get pods [NAME...] [--model M] [--compute C] [--node N] [-n NAMESPACE] [--ready true|false]',
+    'get KIND [NAME...] -w [--interval SECONDS]',
   ],
   help: `KIND is one of ${KIND_LIST} (singular or plural; also co, mo, sc, q, po).
 
@@ -78,13 +90,19 @@ Options:
   --node NAME            pods only: those on this node
   -n, --namespace NAME   pods only: those in this namespace
   --ready true|false     pods only: the Ready ones, or those that do not serve
+  -w, --watch            after the list, print each row again whenever it changes (a row that goes is
+                         printed once more, marked <deleted>), until Ctrl-C; the API is polled, and a poll
+                         that finds nothing new is a 304 with no body
+  --interval SECONDS     with -w: how often to poll (default 2)
 
 Examples:
   llmcap get computes
   llmcap get model qwen3-8b -o yaml
   llmcap get computes -o yaml > computes.yaml && llmcap apply -f computes.yaml
   llmcap get pods --model qwen3-8b -o wide
-  llmcap get pods --ready false`,
+  llmcap get pods --ready false
+  llmcap get models -w
+  llmcap get pods --model qwen3-8b -w`,
   options: {
     ...OUTPUT_OPTION,
     owner: { type: 'string' },
@@ -93,6 +111,8 @@ Examples:
     node: { type: 'string' },
     namespace: { type: 'string', short: 'n' },
     ready: { type: 'string' },
+    watch: { type: 'boolean', short: 'w' },
+    interval: { type: 'string' },
   },
   async run(ctx) {
     const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, `KIND (${KIND_LIST})`);
@@ -104,7 +124,28 @@ Examples:
     const ready = str(ctx.args.values, 'ready');
     if (ready !== undefined && ready !== 'true' && ready !== 'false')
       throw new UsageError(`--ready must be true or false, not ${ready}`);
+    const watching = ctx.args.values.watch === true;
+    const interval = intervalMs(ctx);
+    if (!watching && str(ctx.args.values, 'interval') !== undefined)
+      throw new UsageError('--interval goes with -w: llmcap get KIND -w --interval SECONDS');
     const client = await ctx.client();
+    if (watching) {
+      if (names.length && kind.listOnly && kind.name !== 'pod')
+        throw new UsageError(`${kind.plural} can only be listed: llmcap get ${kind.plural} -w`);
+      const q = new URLSearchParams(filters.map((f): [string, string] => [f, str(ctx.args.values, f)!]));
+      const owner = str(ctx.args.values, 'owner');
+      const wanted = new Set(names);
+      // Names and --owner pick rows of the list, so one poll covers them all.
+      const pick = (items: Item[]) =>
+        items.filter(
+          (i) =>
+            (!wanted.size || wanted.has(nameOf(i))) &&
+            (owner === undefined || (i.metadata?.owner || 'shared') === owner),
+        );
+      const f = format(ctx.args.values, ['table', 'wide', 'json', 'yaml', 'name']);
+      await watchList(ctx, client, kind, `${kind.path}${filters.length ? `?${q}` : ''}`, f, pick, interval);
+      return EXIT.ok;
+    }
     if (kind.name === 'pod') return getPods(ctx, client, kind, names, filters);
     if (!names.length) {
       const items = itemsOf((await client.get(kind.path)).body);
@@ -167,6 +208,10 @@ export const describe: Command = {
   usage: ['describe KIND [NAME...] [--owner SCOPE]'],
   help: `KIND is one of computes, models, scopes, quotas. Without NAME, every resource of the kind.
 
+A compute or model ends with its recent events, newest first (kept 7 days): admission decisions (Admitted,
+Released, a reason to wait such as Queued or OverQuota), take-backs, drift repaired, workflows started or
+refused, failures. A repeat is counted: AGE reads "3m (x5 over 1h)".
+
 Options:
   --owner SCOPE          computes and models: the one owned by SCOPE (or shared), when you see two of NAME
 
@@ -193,7 +238,17 @@ Examples:
       );
     }
     const texts: string[] = [];
-    for (const i of items) texts.push(await kind.describe!(i, client));
+    for (const i of items) {
+      const text = await kind.describe!(i, client);
+      if (!kind.events) {
+        texts.push(text);
+        continue;
+      }
+      // The item's own owner says which of two of its name, as --owner would.
+      const owner = str(ctx.args.values, 'owner') ?? (i.metadata?.owner || undefined);
+      const events = await client.get(itemPath(kind, nameOf(i), owner, '/events'));
+      texts.push(`${text}\n\n${eventLines(itemsOf(events.body))}`);
+    }
     if (texts.length) ctx.out(texts.join('\n\n'));
     else if (!names.length) ctx.err(`No ${kind.plural} found.`);
     return code;
@@ -267,7 +322,10 @@ Examples:
 export const apply: Command = {
   name: 'apply',
   summary: 'Create or update resources from manifests (YAML or JSON)',
-  usage: ['apply -f FILE|DIR|- [-f ...] [--dry-run]'],
+  usage: [
+    'apply -f FILE|DIR|- [-f ...] [--dry-run]',
+    'apply -f FILE|DIR|- --wait [--running] [--timeout SECONDS]',
+  ],
   help: `Applies computes, models, scopes and quotas in dependency order: scopes (parents first), quotas
 (parents first), computes, then models (fallbacks first). Each resource is reported as created,
 configured or unchanged (a manifest that is what is stored writes nothing: no new version); a failure
@@ -284,6 +342,13 @@ Options:
   -f, --filename FILE  manifests (repeatable; - is stdin; a directory means its *.yaml, *.yml, *.json)
   --dry-run            send each write with ?dryRun=All: the server validates and decides (for a model:
                        what it would be admitted, borrow, wait for, and take back) and writes nothing
+  --wait               then wait until every model applied is decided: its status is of the version
+                       applied and no replica is still Queued for admission; a progress line on stderr
+                       each time a model's state changes (computes, scopes and quotas are decided when
+                       written)
+  --running            with --wait: also until every admitted replica has a Ready pod (GET /v1/pods)
+  --timeout SECONDS    with --wait: give up after this long (default 120, with --running 900): exit code
+                       3 and a line naming what is still waiting and for what
 
 Example manifest (team-ml.yaml):
   apiVersion: llmcap/v1
@@ -300,8 +365,14 @@ Example manifest (team-ml.yaml):
 
 Examples:
   llmcap apply -f team-ml.yaml
-  cat compute.json | llmcap apply -f -`,
-  options: { filename: { type: 'string', short: 'f', multiple: true }, 'dry-run': { type: 'boolean' } },
+  cat compute.json | llmcap apply -f -
+  llmcap apply -f chat.yaml --wait --running --timeout 600`,
+  options: {
+    filename: { type: 'string', short: 'f', multiple: true },
+    'dry-run': { type: 'boolean' },
+    wait: { type: 'boolean' },
+    running: { type: 'boolean' },
+  },
   async run(ctx) {
     const files = list(ctx.args.values, 'filename');
     if (!files.length) throw new UsageError('apply needs -f FILE (or -f - for stdin)');
@@ -313,11 +384,24 @@ Examples:
     }
     const label = (m: Manifest) => `${m.kind.toLowerCase()}/${m.name}`;
     const dryRun = ctx.args.values['dry-run'] === true;
+    const wait = ctx.args.values.wait === true;
+    const running = ctx.args.values.running === true;
+    if (running && !wait)
+      throw new UsageError('--running goes with --wait: llmcap apply -f FILE --wait --running');
+    if (wait && dryRun)
+      throw new UsageError('--wait waits for what was applied; a --dry-run applies nothing');
+    const budget = wait ? waitBudgetMs(ctx, running) : 0;
     const client = await ctx.client();
-    return each(ctx, ms, label, async (m) => {
-      const outcome = await applyOne(client, m, dryRun);
+    const models: Item[] = [];
+    const code = await each(ctx, ms, label, async (m) => {
+      const outcome = await applyOne(client, m, dryRun, (item) => {
+        if (m.kind === 'Model') models.push(item);
+      });
       ctx.out(`${label(m)} ${outcome}${dryRun ? ' (dry run)' : ''}`);
     });
+    if (!wait || !models.length) return code;
+    const waited = await waitForModels(ctx, client, models, { running, timeoutMs: budget });
+    return code === EXIT.ok ? waited : code;
   },
 };
 
@@ -326,11 +410,16 @@ type Outcome = string;
 /** `?dryRun=All` (kubectl's convention): the server validates and decides, and writes nothing. */
 const DRY_RUN = '?dryRun=All';
 
-async function applyOne(client: Client, m: Manifest, dryRun: boolean): Promise<Outcome> {
+async function applyOne(
+  client: Client,
+  m: Manifest,
+  dryRun: boolean,
+  answered?: (item: Item) => void,
+): Promise<Outcome> {
   switch (m.kind) {
     case 'Compute':
     case 'Model':
-      return applyResource(client, kindNamed(m.kind), m, dryRun);
+      return applyResource(client, kindNamed(m.kind), m, dryRun, answered);
     case 'Scope':
       return applyScope(client, m, dryRun);
     case 'Quota':
@@ -366,7 +455,13 @@ function ownerOf(m: Manifest): string | undefined {
   return typeof o === 'string' && o ? o : undefined;
 }
 
-async function applyResource(client: Client, kind: Kind, m: Manifest, dryRun: boolean): Promise<Outcome> {
+async function applyResource(
+  client: Client,
+  kind: Kind,
+  m: Manifest,
+  dryRun: boolean,
+  answered?: (item: Item) => void,
+): Promise<Outcome> {
   const path = itemPath(kind, m.name);
   // Who sees two of the name reads the manifest's owner's, which is also the one the PUT changes.
   const before = await client.find(path).catch((e: unknown) => {
@@ -376,6 +471,7 @@ async function applyResource(client: Client, kind: Kind, m: Manifest, dryRun: bo
   // status is output only; leaving it out keeps a `get -o yaml` file small on the wire.
   const { status: _status, ...body } = m.body;
   const r = await client.request('PUT', `${path}${dryRun ? DRY_RUN : ''}`, body);
+  answered?.(r.body);
   return outcomeOf(r.status, before, r.body) + previewText(r.body);
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { BuiltinsInvalid } from '../domain/hardware';
 import { speakNames, speakValue } from '../domain/names';
 import { FORMS_SENTENCE, parseCaller } from '../domain/principal';
@@ -188,6 +189,19 @@ function toResult(res: { status: number; body?: unknown; headers?: Record<string
   };
 }
 
+/**
+ * A read without an ETag of its own (the lists) gets one of its content, and If-None-Match with it is answered
+ * 304 with no body: `llmcap get -w` polls a list cheaply and learns when anything in it changed. Item reads keep
+ * their version as ETag, which If-Match on a write compares.
+ */
+function withContentTag(req: ApiRequest, res: Result): Result {
+  if (res.statusCode !== 200 || res.body === undefined || res.headers?.etag) return res;
+  const etag = `W/"${createHash('sha256').update(res.body).digest('base64url').slice(0, 22)}"`;
+  const headers = { ...res.headers, etag };
+  if (req.headers['if-none-match'] === etag) return { statusCode: 304, headers: { etag } };
+  return { ...res, headers };
+}
+
 /** The API over the services given: a test hands in its own dependencies (service/index.ts createServices). */
 export function createHandler(svc: Services): (event: Event) => Promise<Result> {
   const router = buildRouter(svc);
@@ -201,7 +215,10 @@ export function createHandler(svc: Services): (event: Event) => Promise<Result> 
       await ensureSeeded();
       // A dry run writes nothing, so there is no outcome for an Idempotency-Key to remember.
       const idemKey = route.write && !req.dryRun ? req.headers['idempotency-key'] : undefined;
-      if (!idemKey) return answer(await route.handler(req));
+      if (!idemKey) {
+        const res = answer(await route.handler(req));
+        return req.method === 'GET' ? withContentTag(req, res) : res;
+      }
       if (idemKey.length > 128) throw new HttpError(400, 'Idempotency-Key is at most 128 characters');
       const claim = await claimKey(
         req.principal,

@@ -592,6 +592,18 @@ export function decideComputeSpec(
   return { spec: r.spec, costSource: r.costSource };
 }
 
+/**
+ * What EC2 says of the node alone, for a manifest refused on other fields (maxNodes out of range, say): those
+ * issues and these are answered together, so that every fault comes back at once, as a model's do.
+ */
+export function nodeFactIssues(
+  node: DeclaredNode,
+  f: Pick<ComputeWriteFacts, 'facts' | 'nearNames' | 'region'>,
+): FieldIssue[] {
+  if (!f.facts) return [unknownInstanceTypeIssue(node.instanceType, f.region, f.nearNames)];
+  return [...resolveNode(node, f.facts).issues, ...resolveAmiType(node.amiType, f.facts).issues];
+}
+
 /** Subnets outside the stage's (or the cluster's) would put nodes where the cluster cannot reach them. */
 export function subnetIssues(
   declared: readonly string[] | undefined,

@@ -417,6 +417,35 @@ export function appliedAsWanted(want: unknown, live: unknown): boolean {
   return want === live;
 }
 
+/**
+ * Who changed a field llmcap sets on a live object (kubectl edit, kubectl scale, another controller): a field
+ * manager other than `ours` that owns one of the fields `want` sets (metadata.managedFields). A forced apply
+ * takes those fields back, so the next pass finds none: an object that is not as wanted with no such owner
+ * changed because llmcap wants something new, not because someone else changed it. Status writes do not count.
+ */
+export function driftedBy(
+  want: unknown,
+  live: { metadata?: object },
+  ours: readonly string[],
+): string | undefined {
+  const managed = (live.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+  const fields = Array.isArray(managed) ? managed : [];
+  const entries = fields as { manager?: string; subresource?: string; fieldsV1?: unknown }[];
+  return entries.find(
+    (e) => !ours.includes(e.manager ?? '') && e.subresource !== 'status' && ownsSome(want, e.fieldsV1),
+  )?.manager;
+}
+
+/** True when `owned` (a fieldsV1 set) holds a field `want` sets; a list llmcap sets counts whole. */
+function ownsSome(want: unknown, owned: unknown): boolean {
+  if (!owned || typeof owned !== 'object') return false;
+  if (!want || typeof want !== 'object' || Array.isArray(want)) return true;
+  const set = owned as Record<string, unknown>;
+  return Object.entries(want as Record<string, unknown>).some(
+    ([k, v]) => v !== undefined && `f:${k}` in set && ownsSome(v, set[`f:${k}`]),
+  );
+}
+
 /** The fields of a pod (V1Pod) that say whether it serves, and if not why. */
 export interface PodLike {
   metadata?: {
@@ -580,11 +609,23 @@ export function reconcilerAccess(stage: string) {
   };
 }
 
+/** An object someone else had changed since llmcap last applied it, set back this pass. */
+export interface DriftRepaired {
+  /** `Deployment/<namespace>/<name>`, as `applied` lists it. */
+  object: string;
+  /** The model the object serves (its llmcap.dev/model label), when it has one. */
+  model?: string;
+  /** The field manager that changed it (kubectl, kubectl-edit, another controller). */
+  by: string;
+}
+
 /** What the workloads step of a pass did, in its summary. */
 export interface WorkloadsReport {
   /** Objects applied (created or restored) and removed this pass. */
   applied: string[];
   removed: string[];
+  /** Of those applied, the ones someone else had changed: drift set back. */
+  repaired: DriftRepaired[];
   /** Kubernetes API calls this pass. */
   calls: number;
   running: number;

@@ -53,12 +53,18 @@ async function reconcileOnce(r: Reconciler, at: Date): Promise<ReconcileSummary>
     summary.errors.push(`keeping alarms: ${(e as Error).message}`);
   }
   publishMetrics(summary, at);
-  logger.info('reconcile pass', {
-    durationMs: summary.durationMs,
-    workflows: summary.workflows,
-    atLimit: summary.atLimit,
-    errors: summary.errors,
-  });
+  const repaired = summary.workloads?.repaired ?? [];
+  // The line says it in words too: drift set back is what an operator looks for in the log.
+  logger.info(
+    repaired.length ? `reconcile pass: drift repaired in ${repaired.length} object(s)` : 'reconcile pass',
+    {
+      durationMs: summary.durationMs,
+      ...(repaired.length ? { driftRepaired: repaired } : {}),
+      workflows: summary.workflows,
+      atLimit: summary.atLimit,
+      errors: summary.errors,
+    },
+  );
   // Errors are reported, not thrown: one bad compute must not stop the pass for the others; the alarm on
   // ReconcileErrors pages instead.
   return summary;

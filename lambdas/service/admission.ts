@@ -1,6 +1,7 @@
 import { admitCatalogChange, decisionWrites, type World } from '../domain/admission-world';
 import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
+import { admissionEvents, type ResourceEvent } from '../domain/events';
 import type { Model } from '../domain/model';
 import {
   admissionAsSeen,
@@ -43,7 +44,13 @@ export function admissionService(deps: Dependencies) {
       change: ChangeResult,
       now: string,
       alongside: number,
-    ): Promise<{ items: TxItem[]; decision: Decision; after: ModelAdmission | undefined }> {
+    ): Promise<{
+      items: TxItem[];
+      decision: Decision;
+      after: ModelAdmission | undefined;
+      /** What the decision changed for each model, to record once it has committed. */
+      events: ResourceEvent[];
+    }> {
       const [scopes, quotas, stored] = await Promise.all([
         tenancy.listScopes(),
         tenancy.listQuotas(),
@@ -70,7 +77,10 @@ export function admissionService(deps: Dependencies) {
         name === undefined
           ? undefined
           : (w.next.find((a) => a.model === name) ?? stored.find((a) => a.model === name));
-      return { items, decision: d, after };
+      const created = new Map(state.models.map((m) => [m.name, m.createdAt]));
+      if (change.after) created.set(change.after.name, change.after.createdAt);
+      const events = admissionEvents(stored, w.next, (m) => created.get(m), now, 'api');
+      return { items, decision: d, after, events };
     },
 
     /**

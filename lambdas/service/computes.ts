@@ -18,8 +18,16 @@ import {
   type StoredCompute,
   visibleCompute,
 } from '../domain/compute-changes';
+import type { FieldIssue } from '../domain/errors';
 import { conflict, DomainError, versionMismatch } from '../domain/errors';
-import { type DeclaredSpec, decideComputeSpec, familyLimits, resolveBuiltins } from '../domain/hardware';
+import {
+  DeclaredNodeSchema,
+  type DeclaredSpec,
+  decideComputeSpec,
+  familyLimits,
+  nodeFactIssues,
+  resolveBuiltins,
+} from '../domain/hardware';
 import { keyForNew, nameOf, resolveName } from '../domain/names';
 import { newComputeId } from '../domain/nodegroup';
 import { ScopeTree } from '../domain/quota';
@@ -126,6 +134,17 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
 
   return {
     visible,
+
+    /**
+     * What EC2 says of a manifest's node when the manifest is refused on other fields: the route answers these
+     * with the schema's issues, so a compute with several faults hears of them all at once.
+     */
+    async nodeIssues(body: unknown): Promise<FieldIssue[]> {
+      const node = DeclaredNodeSchema.safeParse((body as { spec?: { node?: unknown } } | null)?.spec?.node);
+      if (!node.success) return [];
+      const hw = deps.hardware();
+      return nodeFactIssues(node.data, { ...(await hw.lookup(node.data.instanceType)), region: hw.region });
+    },
 
     async list(caller: Caller): Promise<StoredCompute[]> {
       const items = (await store.listComputes()).filter((c) => caller.canSee(c.owner));

@@ -10,6 +10,7 @@ import { config, type RuntimeConfig } from '../shared/config';
 import * as admissions from '../store/admissions';
 import * as computes from '../store/computes';
 import * as costs from '../store/costs';
+import * as events from '../store/events';
 import * as idempotency from '../store/idempotency';
 import * as ledger from '../store/ledger';
 import * as models from '../store/models';
@@ -24,6 +25,7 @@ import { capacityService } from './capacity';
 import { catalogService } from './catalog';
 import { computeService } from './computes';
 import { costService } from './costs';
+import { eventService } from './events';
 import { modelService } from './models';
 import { passService } from './passes';
 import { podService } from './pods';
@@ -49,6 +51,8 @@ export interface Stores {
   idempotency: typeof idempotency;
   /** What the reconciler last saw of each model's pods (issue 20). */
   workloads: typeof workloads;
+  /** Events of models and computes, for describe (domain/events.ts). */
+  events: typeof events;
   ledger: Pick<typeof ledger, 'withLedger' | 'commitChain' | 'ledgerVersion'> &
     Pick<typeof turn, 'inLedgerTurn'>;
 }
@@ -107,6 +111,7 @@ export function defaultDependencies(): Dependencies {
       costs,
       idempotency,
       workloads,
+      events,
       ledger: {
         withLedger: ledger.withLedger,
         commitChain: ledger.commitChain,
@@ -162,14 +167,18 @@ export type { StoredQuota, StoredScope } from '../store/tenancy';
 function wire(deps: Dependencies) {
   const access = accessService(deps);
   const catalog = catalogService(deps);
+  const events = eventService(deps);
   const admission = admissionService(deps);
+  const computes = computeService(deps, { catalog });
+  const models = modelService(deps, { catalog, admission, events });
   return {
     deps,
     access,
     catalog,
     admission,
-    models: modelService(deps, { catalog, admission }),
-    computes: computeService(deps, { catalog }),
+    models,
+    computes,
+    events,
     scopes: scopeService(deps, { catalog }),
     quotas: quotaService(deps),
     capacity: capacityService(deps, { catalog, admission }),

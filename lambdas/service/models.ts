@@ -10,11 +10,13 @@ import {
   sourcesIndex,
 } from '../domain/catalog';
 import { conflict, notFound } from '../domain/errors';
+import type { ResourceEvent } from '../domain/events';
 import type { AdmissionSummary, Model } from '../domain/model';
 import type { ModelAdmission } from '../domain/quota';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
+import type { EventService } from './events';
 import { committing, type WriteOptions } from './writes';
 
 /**
@@ -33,9 +35,9 @@ export const visibleTo = (caller: Caller, m: { declared?: boolean; owner?: strin
 
 export function modelService(
   deps: Dependencies,
-  svc: { catalog: CatalogService; admission: AdmissionService },
+  svc: { catalog: CatalogService; admission: AdmissionService; events: EventService },
 ) {
-  const { catalog, admission } = svc;
+  const { catalog, admission, events } = svc;
 
   /** Applies one catalog change (refused, writing nothing, when it breaks a rule); the model before and after. */
   async function change(
@@ -44,7 +46,8 @@ export function modelService(
   ): Promise<ChangeResult & { preview?: ChangePreview; admission?: { after: ModelAdmission | undefined } }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
-    return deps.store.ledger.withLedger(
+    let decided: ResourceEvent[] = [];
+    const r = await deps.store.ledger.withLedger(
       committing(opts, async () => {
         const state = await catalog.load();
         const now = deps.clock().toISOString();
@@ -65,6 +68,8 @@ export function modelService(
         }
         const own = deps.store.models.changeItems(r, state.computes);
         const admitted = await admission.forCatalogChange(state, r, now, own.length);
+        // The last attempt's events are the committed decision's: a retry decides again from scratch.
+        decided = opts.dryRun ? [] : admitted.events;
         // A commit answers with the admission it wrote (or kept), so the answer needs no read of it afterwards.
         const result = opts.dryRun
           ? { ...r, preview: changePreview(r, admitted.decision) }
@@ -86,6 +91,8 @@ export function modelService(
               ),
       },
     );
+    if (!r.unchanged) await events.record(decided);
+    return r;
   }
 
   return {

@@ -17,6 +17,13 @@ import {
 import { costInputs, splitCost } from '../domain/cost';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
+import {
+  admissionEvents,
+  computeEvents,
+  computeFailure,
+  driftEvents,
+  type ResourceEvent,
+} from '../domain/events';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
@@ -84,12 +91,16 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    * transaction is committed as a chain of slices, releases first, so no limit is exceeded between two slices;
    * if an API write lands in between, the rest is decided again from the stored state.
    */
-  function admit(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
+  function admit(
+    now: string,
+  ): Promise<{ world: World; decision: Decision; commits: number; events: ResourceEvent[] }> {
     // One turn for the whole decision: API writes wait for the chain instead of breaking it slice by slice.
     return store.ledger.inLedgerTurn(() => admitInTurn(now), ADMISSION_TURN);
   }
 
-  async function admitInTurn(now: string): Promise<{ world: World; decision: Decision; commits: number }> {
+  async function admitInTurn(
+    now: string,
+  ): Promise<{ world: World; decision: Decision; commits: number; events: ResourceEvent[] }> {
     let commits = 0;
     for (let round = 0; ; round++) {
       const version = await store.ledger.ledgerVersion();
@@ -97,7 +108,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       const decision = decideWorld(world, now);
       const w = decisionWrites(decision);
       const items = store.admissions.admissionItems(w.next, w.removed);
-      if (items.length === 0) return { world, decision, commits };
+      if (items.length === 0) return { world, decision, commits, events: [] };
       const before = new Map(world.admissions.map((a) => [a.model, a]));
       const after = new Map(decision.admissions.map((a) => [a.model, a]));
       const delta = (m: string) =>
@@ -108,7 +119,11 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       for (let i = 0; i < items.length; i += SLICE_ITEMS) slices.push(items.slice(i, i + SLICE_ITEMS));
       const r = await store.ledger.commitChain(version, slices, 'reconcile');
       commits += r.committed;
-      if (r.complete) return { world, decision, commits };
+      if (r.complete) {
+        const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
+        const events = admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'reconcile');
+        return { world, decision, commits, events };
+      }
       if (round >= 20)
         throw new Error('admission kept losing the ledger to concurrent writes; the next pass retries');
     }
@@ -296,7 +311,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     await observeNodeRoom(computes, now, errors);
 
     // 3. Admission for every pending request, then placement of everything admitted.
-    const { world, decision, commits } = await admit(now);
+    const { world, decision, commits, events } = await admit(now);
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
     const units = unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes));
     const plan = planPlacement(
@@ -361,6 +376,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         }
       } catch (e) {
         errors.push(`${action.kind} ${c.name}: ${(e as Error).message}`);
+        events.push(computeFailure(c, `${action.kind}: ${(e as Error).message}`, now));
       }
       // During a cool-down the node group keeps its size, but the replicas already drop: steer the ReplicaSets
       // to the pods on the nodes that will go (not cordoned: the need may rise again before they do).
@@ -420,6 +436,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           errors,
         )
       : { workloads: undefined, drains: [] };
+
+    events.push(
+      ...computeEvents(all, reports, launched, now),
+      ...driftEvents(workloads?.repaired ?? [], world.models, now),
+    );
+    await services.events.record(events);
 
     const pendingReplicas = decision.admissions.reduce(
       (n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0),

@@ -1,4 +1,4 @@
-import type { ClusterClient, ListedObject } from '../aws/kubernetes';
+import { type ClusterClient, DRAIN_MANAGER, type ListedObject } from '../aws/kubernetes';
 import { mapLimit } from '../aws/nodegroups';
 import type { Compute } from '../domain/compute';
 import {
@@ -14,7 +14,9 @@ import { keyFromLabel } from '../domain/names';
 import type { ModelAdmission } from '../domain/quota';
 import {
   appliedAsWanted,
+  type DriftRepaired,
   desiredWorkloads,
+  driftedBy,
   type EnginesConfig,
   FIELD_MANAGER,
   type K8sObject,
@@ -95,6 +97,7 @@ export async function reconcileWorkloads(input: {
   const selector = managedSelector(stage);
   const applied: string[] = [];
   const removed: string[] = [];
+  const repaired: DriftRepaired[] = [];
 
   const liveNs = new Set(
     (await k.list('v1', 'Namespace', undefined, { labelSelector: selector })).map((n) => n.metadata.name),
@@ -195,8 +198,13 @@ export async function reconcileWorkloads(input: {
             });
         }
       }
+      const by = l && driftedBy(o, l, [FIELD_MANAGER, DRAIN_MANAGER]);
       await k.apply(o);
       applied.push(keyOf(o));
+      if (by) {
+        const model = o.metadata.labels?.[LABEL_MODEL];
+        repaired.push({ object: keyOf(o), by, ...(model ? { model: keyFromLabel(model) } : {}) });
+      }
     }
     const keep = new Set(mine.map(keyOf));
     for (const [key, o] of here) {
@@ -219,6 +227,7 @@ export async function reconcileWorkloads(input: {
     report: {
       applied,
       removed,
+      repaired,
       calls: k.calls - before,
       running: [...statuses.values()].reduce((n, s) => n + s.running, 0),
       notRunning,

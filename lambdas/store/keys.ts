@@ -33,6 +33,9 @@ export const keys = {
   /** What the node groups cost per hour as one pass found them (store/costs.ts); sorted by time. */
   costSample: (at: string) => ({ pk: 'COST', sk: at }),
   costSamples: () => ({ pk: 'COST' }),
+  /** A resource's events (store/events.ts): one partition per resource, one item per reason and message. */
+  event: (kind: string, key: string, id: string) => ({ pk: `EVENT#${kind}#${key}`, sk: id }),
+  events: (kind: string, key: string) => ({ pk: `EVENT#${kind}#${key}` }),
 } as const;
 
 export type Key = { pk: string; sk: string };

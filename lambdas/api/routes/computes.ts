@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { type Compute, computeName, scopeRef, toManifest } from '../../domain/compute';
+import type { FieldIssue } from '../../domain/errors';
+import { eventsView } from '../../domain/events';
 import { DeclaredComputeManifestSchema as ComputeManifestInput } from '../../domain/hardware';
 import { nameOf } from '../../domain/names';
 import type { ScopeTree } from '../../domain/quota';
@@ -73,6 +75,13 @@ export function expectedVersion(req: ApiRequest, bodyVersion?: number): number |
 
 export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf): void {
   const computes = svc.computes;
+  /** The manifest, or 400 with every fault at once: the schema's and, for a node it can read, EC2's. */
+  const parseManifest = async (body: unknown, also: FieldIssue[] = []) => {
+    const ok = ComputeManifestInput.safeParse(body).success;
+    return parseBody(ComputeManifestInput, body, {
+      also: [...also, ...(ok ? [] : await computes.nodeIssues(body))],
+    });
+  };
   router.add(
     'GET',
     '/v1/computes',
@@ -88,7 +97,7 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      const m = parseBody(ComputeManifestInput, req.body);
+      const m = await parseManifest(req.body);
       const c = await computes.create(
         { name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
         caller,
@@ -118,14 +127,32 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
   );
 
   router.add(
+    'GET',
+    '/v1/computes/{name}/events',
+    async (req) => {
+      const caller = await callerOf(req);
+      const c = await computes.visible(caller, req.params.name!, ownerParam(req, caller));
+      const events = eventsView(await svc.events.of('compute', c.name, c.createdAt));
+      if (caller.isPlatformAdmin) return json(200, { items: events });
+      // As the compute's own messages: the node group's name is the platform's to read.
+      const group = toManifest(config().stage, c).status.nodegroupName;
+      const unwired = (t: string) => t.split(group).join(`of compute ${nameOf(c.name)}`);
+      return json(200, { items: events.map((e) => ({ ...e, message: unwired(e.message) })) });
+    },
+    {
+      summary:
+        "A compute's recent events, newest first: workflows started or refused, failures (kept 7 days)",
+      responses: { 200: 'items: events' },
+    },
+  );
+
+  router.add(
     'PUT',
     '/v1/computes/{name}',
     async (req) => {
       const caller = await callerOf(req);
       const name = req.params.name!;
-      const m = parseBody(ComputeManifestInput, req.body, {
-        also: nameFromPathIssues(req.body, name),
-      });
+      const m = await parseManifest(req.body, nameFromPathIssues(req.body, name));
       const input = { name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec };
       const r = await computes.apply(input, expectedVersion(req, m.metadata.version), caller, req.principal, {
         dryRun: req.dryRun,

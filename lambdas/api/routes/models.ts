@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { Caller } from '../../domain/access';
 import { scopeRef } from '../../domain/compute';
+import { eventsView } from '../../domain/events';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
 import { admissionAsSeen, type ModelAdmission, modelStatus, takesBackAsSeen } from '../../domain/quota';
 import type { Services } from '../../service';
@@ -121,6 +122,22 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       return withEtag(200, await models.get(req.params.name!, caller, ownerParam(req, caller)), caller);
     },
     { summary: 'Read a model with its status', responses: { 200: 'the model' } },
+  );
+
+  router.add(
+    'GET',
+    '/v1/models/{name}/events',
+    async (req) => {
+      const caller = await callerOf(req);
+      // Read as the model is: one the caller may not see is 404 here too, and so are its events.
+      const m = await models.get(req.params.name!, caller, ownerParam(req, caller));
+      return json(200, { items: eventsView(await svc.events.of('model', m.name, m.createdAt)) });
+    },
+    {
+      summary:
+        "A model's recent events, newest first: admission decisions, take-backs, drift repaired (kept 7 days)",
+      responses: { 200: 'items: events' },
+    },
   );
 
   router.add(

@@ -269,6 +269,34 @@ describe('bad input', () => {
     expect(await dumpTable()).toEqual(before);
   });
 
+  it("answers a schema fault and EC2's faults of the node together, not one after the other", async () => {
+    const before = await dumpTable();
+    const wrongCpu = manifest('faults', { nodeGroup: { maxNodes: 500 } });
+    (wrongCpu.spec as any).node.cpu = 7;
+    const a = await api.call('PUT', '/v1/computes/faults', wrongCpu);
+    expect(a.status).toBe(400);
+    expect(a.body.errors.map((e: any) => e.path).sort()).toEqual([
+      'spec.node.cpu',
+      'spec.nodeGroup.maxNodes',
+    ]);
+    expect(a.body.errors.find((e: any) => e.path === 'spec.node.cpu').message).toMatch(/8 vCPUs, not 7/);
+
+    const unknownType = manifest('faults', {
+      node: { instanceType: 'g6.2xlarg', cpu: 8 },
+      nodeGroup: { maxNodes: 0 },
+    });
+    const b = await api.call('POST', '/v1/computes', unknownType);
+    expect(b.status).toBe(400);
+    expect(b.body.errors.map((e: any) => e.path).sort()).toEqual([
+      'spec.node.instanceType',
+      'spec.nodeGroup.maxNodes',
+    ]);
+    expect(b.body.errors.find((e: any) => e.path === 'spec.node.instanceType').message).toMatch(
+      /did you mean g6\.2xlarge/,
+    );
+    expect(await dumpTable()).toEqual(before);
+  });
+
   it('answers 413 above 256 KiB, 404 for unknown routes and 405 with Allow for a wrong method', async () => {
     const big = await api.call('POST', '/v1/computes', undefined, {
       raw: JSON.stringify({ pad: 'x'.repeat(300 * 1024) }),

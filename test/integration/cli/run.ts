@@ -27,6 +27,10 @@ export function llmcap(
     cwd?: string;
     /** Sees stderr as it comes, e.g. to act on a progress line while the command still runs. */
     onStderr?: (soFar: string) => void;
+    /** Sees stdout as it comes, e.g. the rows `get -w` prints. */
+    onStdout?: (soFar: string) => void;
+    /** Sends the command SIGINT, as Ctrl-C does, when aborted. */
+    interrupt?: AbortSignal;
     /** Through cli/bin/llmcap.js, what `npx llmcap` runs, rather than the run's bundle of the same sources. */
     launcher?: boolean;
   } = {},
@@ -42,10 +46,12 @@ export function llmcap(
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { env: env as NodeJS.ProcessEnv, cwd: opts.cwd });
+    opts.interrupt?.addEventListener('abort', () => child.kill('SIGINT'), { once: true });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
       stdout += d;
+      opts.onStdout?.(stdout);
     });
     child.stderr.on('data', (d) => {
       stderr += d;

@@ -183,13 +183,13 @@ describe('completion', () => {
     const r = await inProcess(['completion', 'bash']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      'get) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas sources pods"',
+      'get) if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "computes models scopes quotas sources pods"',
     );
     expect(r.stdout).toContain(
-      'describe) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas"',
+      'describe) if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "computes models scopes quotas"',
     );
     expect(r.stdout).toContain(
-      'delete) [[ -z $sub ]] && COMPREPLY=($(compgen -W "computes models scopes quotas"',
+      'delete) if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "computes models scopes quotas"',
     );
     expect(r.stdout).toContain('--ready) COMPREPLY=($(compgen -W "true false"');
     expect(r.stdout).toMatch(

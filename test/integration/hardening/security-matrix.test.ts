@@ -99,6 +99,8 @@ const MATRIX: Record<string, Case> = {
     expect: { ...projectEdit(201), stranger: 403 },
   },
   'GET /v1/computes/{name}': { req: () => ({ path: '/v1/computes/c-a' }), expect: readable },
+  // A resource's events are read as the resource is: those who may not read it get its 404.
+  'GET /v1/computes/{name}/events': { req: () => ({ path: '/v1/computes/c-a/events' }), expect: readable },
   'PUT /v1/computes/{name}': {
     setup: mkCompute('c-put'),
     req: (p) => {
@@ -130,6 +132,7 @@ const MATRIX: Record<string, Case> = {
     expect: { ...projectEdit(201), stranger: 403 },
   },
   'GET /v1/models/{name}': { req: () => ({ path: '/v1/models/m-a' }), expect: readable },
+  'GET /v1/models/{name}/events': { req: () => ({ path: '/v1/models/m-a/events' }), expect: readable },
   'PUT /v1/models/{name}': {
     setup: mkModel('m-put'),
     req: (p) => {

@@ -90,6 +90,15 @@ it('makes no Kubernetes write in a steady pass, and restores its own fields afte
   );
   const after = await cp.reconcile();
   expect(after.workloads?.applied).toEqual([`Deployment/${NS}/chat-l4-l4-wl`]);
+  // Set back because someone else changed a field llmcap sets, which the pass and the model's events say.
+  expect(after.workloads?.repaired).toEqual([
+    { object: `Deployment/${NS}/chat-l4-l4-wl`, model: 'chat', by: expect.any(String) },
+  ]);
+  const events = (await call('GET', '/v1/models/chat/events')).body.items;
+  expect(events.find((e: any) => e.reason === 'DriftRepaired')).toMatchObject({
+    source: 'reconcile',
+    message: expect.stringContaining(`Deployment/${NS}/chat-l4-l4-wl had been changed by `),
+  });
   const d = await apps.readNamespacedDeployment({ namespace: NS, name: 'chat-l4-l4-wl' });
   expect(d.spec?.replicas).toBe(2);
   expect(d.metadata?.labels?.['owner-team']).toBe('ml');
