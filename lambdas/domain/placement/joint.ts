@@ -36,7 +36,7 @@ interface Node {
 
 /** Steps of local improvement allowed per replica (and at least a floor), so large plans stay fast. */
 const STEPS_PER_REPLICA = 40;
-const MIN_STEPS = 20_000;
+const MIN_STEPS = 4_000;
 const IMPROVE_MAX = 5_000;
 /** Rounds of local moves, and the nodes each round tries to empty or merge (those that waste the most). */
 const MAX_ROUNDS = 8;
@@ -44,7 +44,7 @@ const VICTIMS = 64;
 
 /** Plans this small (in replicas) are also tried from perturbed orders, and the cheapest plan kept. */
 const SMALL = 400;
-const RESTARTS = 48;
+const RESTARTS = 24;
 
 export function planJoint(
   kinds: readonly ComputeInfo[],
