@@ -42,6 +42,12 @@ const sections: Section[] = [
     run: () => load('placement', 'benchPlacement'),
   },
   {
+    title: 'Placement against the optimum',
+    intro:
+      "llmcap's plan (planPlacement, as reconcile and the capacity view compute it) against the cheapest placement there is, on small mixes where it can be proven (issue 34). The optimum is a mixed-integer program over the same replicas, computes and eligibility: a binary per possible node of each kind (nodes of a kind open in order), an integer count per group of identical replicas on each node, every replica placed, every node within its allocatable GPUs, millicores and MiB, the sum of the open nodes' prices per hour minimised; HiGHS solves it, started from llmcap's plan, and its answer is checked replica by replica before it counts. What the figure cannot see: maxNodes (100 here, never binding), admission's order and take-backs, the cool-down and the cost of moving what already runs, prices other than on-demand, and mixes larger than HiGHS can close.",
+    run: () => load('optimum', 'benchOptimum'),
+  },
+  {
     title: 'Reconcile',
     intro:
       'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',

@@ -397,6 +397,11 @@ export class PlacementHeadroom implements Headroom {
     return [...seen];
   }
 
+  /** The computes a profile's replica may use, best first, as place() ranks them (cached per profile). */
+  candidatesOf(profile: Profile, reach?: Reach): Candidates {
+    return this.shared.candidates(profile, reach);
+  }
+
   /** What a placed unit holds, or undefined. */
   placementOf(unitId: string): { profile: Profile; placements: UnitPlacement[] } | undefined {
     const rec = this.units.get(unitId);

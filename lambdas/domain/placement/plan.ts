@@ -1,13 +1,17 @@
 import type { Allocatable, Compute } from '../compute';
 import type { ReplicaUnit, UnitPlacement } from '../headroom';
+import { type ExactGroup, type ExactKind, type ExactNode, exactPlacement, type MipSolver } from './exact';
 import { PlacementHeadroom, type UnitRecord } from './headroom';
+import { type JointClass, planJoint } from './joint';
 import { makeItems, type Packing, pack, type Strategy } from './pack';
-import type { ComputeLike } from './request';
+import type { ComputeInfo, ComputeLike } from './request';
 
 /**
  * Reconcile's batch plan. Units are admitted to computes in the order given, by the same incremental rule
- * admission uses (so the two never disagree on who fits); then each compute's replicas are packed again,
- * offline, for the nodes it needs. Admission's own packing is the fallback, so a repack never loses a replica.
+ * admission uses (so the two never disagree on who fits); then the computes of unpinned replicas are chosen
+ * again jointly with their nodes, at least cost (joint.ts, and exact.ts when a solver is given and the plan is
+ * small), and each compute's replicas are packed again, offline, for the nodes it needs. Admission's own
+ * packing is the fallback, so a repack never loses a replica, and the plan never costs more than it.
  */
 
 export interface PlannedNode {
@@ -53,12 +57,37 @@ export interface PlacementPlan {
 }
 
 export interface PlanOptions {
-  /** 'best' (default) or plain first-fit decreasing, kept for comparison in the benchmark. */
+  /**
+   * 'best' (default): kinds chosen jointly with the packing (joint.ts) where that is cheaper than admission's
+   * choice, then each compute packed again. 'ffd': admission's choice and plain first-fit decreasing, kept for
+   * comparison in the benchmark.
+   */
   strategy?: Strategy;
+  /** An exact solver for small plans (exact.ts); without it the heuristics' plan stands. */
+  exact?: ExactOptions;
 }
+
+export interface ExactOptions {
+  solver: MipSolver;
+  /** Largest plan, in replicas, given to the solver; beyond it the heuristics' plan stands. */
+  maxReplicas?: number;
+  /** The solver's time limit per plan. */
+  timeLimitS?: number;
+}
+
+const EXACT_MAX_REPLICAS = 80;
+/** Up to this many replicas both admission's choice and the joint one are packed and the cheaper kept. */
+const REPACK_BOTH_MAX = 2_000;
+const EXACT_TIME_LIMIT_S = 2;
 
 // Dollar sums such as 0.1 + 0.2 print with float noise; a millionth of a dollar is below any price's precision.
 const dollars = (x: number) => Math.round(x * 1e6) / 1e6;
+
+/** Per replica (records expanded in order): its compute, and its node on that compute numbered from 0 densely. */
+interface Assignment {
+  compute: Int32Array;
+  bin: Int32Array;
+}
 
 export function planPlacement(
   computes: readonly ComputeLike[],
@@ -70,70 +99,102 @@ export function planPlacement(
   const placements: PlacedUnit[] = [];
   const headroom: { unitId: string; message: string }[] = [];
   const records: UnitRecord[] = [];
+  const placedUnits: ReplicaUnit[] = [];
   for (const unit of units) {
     const r = h.place(unit);
     if (r.ok) {
       placements.push({ unitId: unit.id, profile: r.profile.name, placements: r.placements });
       records.push(h.record(unit.id)!);
+      placedUnits.push(unit);
     } else {
       headroom.push({ unitId: unit.id, message: r.message });
     }
   }
 
   const infos = h.computeInfos();
-  const perCompute = new Int32Array(infos.length);
-  for (const rec of records) for (const ci of rec.computes) perCompute[ci]!++;
+  const total = records.reduce((n, rec) => n + rec.computes.length, 0);
+  const recOf = new Int32Array(total);
+  // Admission's slots renumbered densely per compute (a released unit can leave an empty slot between used
+  // ones): the fallback packing, so a repack never loses a replica admission placed.
+  const admitted: Assignment = { compute: new Int32Array(total), bin: new Int32Array(total) };
+  {
+    const dense = infos.map((info) => new Int32Array(info.maxNodes).fill(-1));
+    const next = new Int32Array(infos.length);
+    let k = 0;
+    records.forEach((rec, ri) => {
+      for (let j = 0; j < rec.computes.length; j++, k++) {
+        const ci = rec.computes[j]!;
+        const d = dense[ci]!;
+        const slot = rec.slots[j]!;
+        if (d[slot] === -1) d[slot] = next[ci]!++;
+        recOf[k] = ri;
+        admitted.compute[k] = ci;
+        admitted.bin[k] = d[slot]!;
+      }
+    });
+  }
+  let chosen: Assignment | undefined;
+  let best: ReturnType<typeof packAll> | undefined;
 
-  // One pass over the records fills every compute's items; admission's slots are renumbered densely
-  // (a released unit can leave an empty slot between used ones) to serve as the fallback packing.
-  const itemsOf = infos.map((info) => makeItems(perCompute[info.index]!));
-  const fallbackOf = infos.map((info) => new Int32Array(perCompute[info.index]!));
-  const denseOf = infos.map((info) => new Int32Array(info.maxNodes).fill(-1));
-  const denseBins = new Int32Array(infos.length);
-  const cursor = new Int32Array(infos.length);
-  const requestedOf = infos.map(() => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
-  records.forEach((rec, ri) => {
-    const { gpus, millicores, memoryMiB } = rec.request;
-    for (let j = 0; j < rec.computes.length; j++) {
-      const ci = rec.computes[j]!;
-      const items = itemsOf[ci]!;
-      const k = cursor[ci]!++;
-      items.g[k] = gpus;
-      items.m[k] = millicores;
-      items.mi[k] = memoryMiB;
-      items.tag[k] = ri;
-      const dense = denseOf[ci]!;
-      const slot = rec.slots[j]!;
-      if (dense[slot] === -1) dense[slot] = denseBins[ci]!++;
-      fallbackOf[ci]![k] = dense[slot]!;
-      const requested = requestedOf[ci]!;
-      requested.gpus += gpus;
-      requested.millicores += millicores;
-      requested.memoryMiB += memoryMiB;
+  if (strategy === 'best' && total > 0) {
+    // One eligible list per candidates object, so joint.ts can tell identical replicas apart cheaply.
+    const lists = new Map<object, number[]>();
+    const classes: JointClass[] = records.map((rec, ri) => {
+      const cand = h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
+      let eligible = lists.get(cand);
+      if (!eligible) {
+        eligible = cand.ok ? cand.computes.map((c) => c.index) : [];
+        lists.set(cand, eligible);
+      }
+      return { request: rec.request, eligible, count: rec.computes.length };
+    });
+    const joint = planJoint(infos, classes);
+    if (total > REPACK_BOTH_MAX) {
+      // Large plans pack only one candidate, to stay fast: the joint plan unless it costs more than
+      // admission's own packing (repacking only lowers either).
+      const admittedCost = assignmentCost(infos, admitted);
+      if (joint && joint.costPerHour <= admittedCost + 1e-9) {
+        chosen = { compute: joint.compute, bin: joint.node };
+        best = packAll(infos, records, recOf, chosen, strategy);
+      }
+    } else {
+      best = packAll(infos, records, recOf, admitted, strategy);
+      const consider = (a: Assignment | undefined) => {
+        if (!a) return;
+        const p = packAll(infos, records, recOf, a, strategy);
+        if (p.costPerHour < best!.costPerHour - 1e-9) {
+          best = p;
+          chosen = a;
+        }
+      };
+      if (joint) consider({ compute: joint.compute, bin: joint.node });
+      const exact = options.exact;
+      if (exact && total <= (exact.maxReplicas ?? EXACT_MAX_REPLICAS))
+        consider(solveExactly(infos, classes, best.final, exact));
     }
-  });
+  }
+  best ??= packAll(infos, records, recOf, admitted, strategy);
 
-  const plans: ComputePlan[] = infos.map((info) => {
-    const ci = info.index;
-    const n = perCompute[ci]!;
-    const items = itemsOf[ci]!;
-    const requested = requestedOf[ci]!;
-    const fallback: Packing = { bins: denseBins[ci]!, assign: fallbackOf[ci]! };
-    const { packing, lowerBound } = pack(items, info.alloc, info.maxNodes, strategy, fallback);
-    return {
-      compute: info.name,
-      maxNodes: info.maxNodes,
-      allocatable: info.alloc,
-      replicas: n,
-      requested,
-      neededNodes: packing.bins,
-      lowerBoundNodes: lowerBound,
-      costPerHour: dollars(packing.bins * info.perHour),
-      lowerBoundCost: dollars(lowerBound * info.perHour),
-      nodes: nodesOf(packing, items, records),
-    };
-  });
+  if (chosen) {
+    // The units' placements follow the plan's choice of computes, grouped per compute in compute order.
+    let k = 0;
+    records.forEach((rec, ri) => {
+      const per = new Map<number, number>();
+      for (let j = 0; j < rec.computes.length; j++, k++) {
+        const ci = chosen!.compute[k]!;
+        per.set(ci, (per.get(ci) ?? 0) + 1);
+      }
+      placements[ri] = {
+        unitId: rec.unitId,
+        profile: rec.profile.name,
+        placements: [...per]
+          .sort((a, b) => a[0] - b[0])
+          .map(([ci, replicas]) => ({ compute: infos[ci]!.name, profile: rec.profile.name, replicas })),
+      };
+    });
+  }
 
+  const plans = best.plans;
   const totals = plans.reduce<PlanTotals>(
     (t, p) => ({
       replicas: t.replicas + p.replicas,
@@ -147,7 +208,147 @@ export function planPlacement(
   return { placements, headroom, computes: plans, totals };
 }
 
-function nodesOf(p: Packing, items: ReturnType<typeof makeItems>, records: UnitRecord[]): PlannedNode[] {
+/** Cost per hour of the nodes an assignment uses (its bins as numbered, before any repack). */
+function assignmentCost(infos: readonly ComputeInfo[], a: Assignment): number {
+  const bins = new Int32Array(infos.length);
+  for (let k = 0; k < a.compute.length; k++) {
+    const ci = a.compute[k]!;
+    if (a.bin[k]! + 1 > bins[ci]!) bins[ci] = a.bin[k]! + 1;
+  }
+  return dollars(infos.reduce((s, info) => s + bins[info.index]! * info.perHour, 0));
+}
+
+/** Each compute's replicas under an assignment, packed again for its nodes; the assignment is the fallback. */
+function packAll(
+  infos: readonly ComputeInfo[],
+  records: readonly UnitRecord[],
+  recOf: Int32Array,
+  a: Assignment,
+  strategy: Strategy,
+): { plans: ComputePlan[]; costPerHour: number; final: Assignment } {
+  const total = recOf.length;
+  const perCompute = new Int32Array(infos.length);
+  const bins = new Int32Array(infos.length);
+  for (let k = 0; k < total; k++) {
+    const ci = a.compute[k]!;
+    perCompute[ci]!++;
+    if (a.bin[k]! + 1 > bins[ci]!) bins[ci] = a.bin[k]! + 1;
+  }
+  const itemsOf = infos.map((info) => makeItems(perCompute[info.index]!));
+  const fallbackOf = infos.map((info) => new Int32Array(perCompute[info.index]!));
+  const cursor = new Int32Array(infos.length);
+  const requestedOf = infos.map(() => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
+  for (let k = 0; k < total; k++) {
+    const ci = a.compute[k]!;
+    const { gpus, millicores, memoryMiB } = records[recOf[k]!]!.request;
+    const items = itemsOf[ci]!;
+    const x = cursor[ci]!++;
+    items.g[x] = gpus;
+    items.m[x] = millicores;
+    items.mi[x] = memoryMiB;
+    items.tag[x] = k;
+    fallbackOf[ci]![x] = a.bin[k]!;
+    const requested = requestedOf[ci]!;
+    requested.gpus += gpus;
+    requested.millicores += millicores;
+    requested.memoryMiB += memoryMiB;
+  }
+  const final: Assignment = { compute: a.compute, bin: new Int32Array(total) };
+  let cost = 0;
+  const plans: ComputePlan[] = infos.map((info) => {
+    const ci = info.index;
+    const items = itemsOf[ci]!;
+    const fallback: Packing = { bins: bins[ci]!, assign: fallbackOf[ci]! };
+    const { packing, lowerBound } = pack(items, info.alloc, info.maxNodes, strategy, fallback);
+    for (let x = 0; x < items.tag.length; x++) final.bin[items.tag[x]!] = packing.assign[x]!;
+    cost += packing.bins * info.perHour;
+    return {
+      compute: info.name,
+      maxNodes: info.maxNodes,
+      allocatable: info.alloc,
+      replicas: perCompute[ci]!,
+      requested: requestedOf[ci]!,
+      neededNodes: packing.bins,
+      lowerBoundNodes: lowerBound,
+      costPerHour: dollars(packing.bins * info.perHour),
+      lowerBoundCost: dollars(lowerBound * info.perHour),
+      nodes: nodesOf(packing, items, records, recOf),
+    };
+  });
+  return { plans, costPerHour: dollars(cost), final };
+}
+
+/**
+ * The exact model (exact.ts) for a small plan: identical replicas grouped, the heuristics' plan as the
+ * incumbent, and the solver's nodes turned back into an assignment (replicas of a group taken in order).
+ */
+function solveExactly(
+  infos: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  incumbent: Assignment,
+  options: ExactOptions,
+): Assignment | undefined {
+  const groups: ExactGroup[] = [];
+  const byKey = new Map<string, number>();
+  const members: number[][] = [];
+  let k = 0;
+  for (const c of classes) {
+    const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}/${c.eligible.join(',')}`;
+    let t = byKey.get(key);
+    if (t === undefined) {
+      t = groups.length;
+      byKey.set(key, t);
+      groups.push({ request: c.request, count: 0, eligible: c.eligible });
+      members.push([]);
+    }
+    groups[t]!.count += c.count;
+    for (let r = 0; r < c.count; r++) members[t]!.push(k++);
+  }
+  const groupOf = new Int32Array(k);
+  members.forEach((m, t) => {
+    for (const i of m) groupOf[i] = t;
+  });
+  // The incumbent as nodes: per compute and node number, replicas per group.
+  const index = new Map<string, ExactNode>();
+  const known: ExactNode[] = [];
+  for (let i = 0; i < k; i++) {
+    const id = `${incumbent.compute[i]}/${incumbent.bin[i]}`;
+    let nd = index.get(id);
+    if (!nd) {
+      nd = { kind: incumbent.compute[i]!, counts: groups.map(() => 0) };
+      index.set(id, nd);
+      known.push(nd);
+    }
+    nd.counts[groupOf[i]!]!++;
+  }
+  const kinds: ExactKind[] = infos.map((i) => ({ alloc: i.alloc, perHour: i.perHour, maxNodes: i.maxNodes }));
+  const r = exactPlacement(kinds, groups, options.solver, {
+    timeLimitS: options.timeLimitS ?? EXACT_TIME_LIMIT_S,
+    incumbent: known,
+  });
+  if (!r) return undefined;
+  const out: Assignment = { compute: new Int32Array(k), bin: new Int32Array(k) };
+  const next = new Int32Array(infos.length);
+  const taken = new Int32Array(groups.length);
+  for (const nd of r.nodes) {
+    const bin = next[nd.kind]!++;
+    nd.counts.forEach((c, t) => {
+      for (let x = 0; x < c; x++) {
+        const i = members[t]![taken[t]!++]!;
+        out.compute[i] = nd.kind;
+        out.bin[i] = bin;
+      }
+    });
+  }
+  return out;
+}
+
+function nodesOf(
+  p: Packing,
+  items: ReturnType<typeof makeItems>,
+  records: readonly UnitRecord[],
+  recOf: Int32Array,
+): PlannedNode[] {
   const nodes: PlannedNode[] = Array.from({ length: p.bins }, () => ({
     used: { gpus: 0, millicores: 0, memoryMiB: 0 },
     replicas: [],
@@ -157,7 +358,7 @@ function nodesOf(p: Packing, items: ReturnType<typeof makeItems>, records: UnitR
     node.used.gpus += items.g[i]!;
     node.used.millicores += items.m[i]!;
     node.used.memoryMiB += items.mi[i]!;
-    const unitId = records[items.tag[i]!]!.unitId;
+    const unitId = records[recOf[items.tag[i]!]!]!.unitId;
     const last = node.replicas[node.replicas.length - 1];
     if (last && last.unitId === unitId) last.count++;
     else node.replicas.push({ unitId, count: 1 });

@@ -1,0 +1,506 @@
+import type { ComputeInfo, ReplicaRequest } from './request';
+
+/**
+ * The kind choice made jointly with the packing (issue 34): which compute each replica goes to and on which
+ * of its nodes, at least cost. Admission ranks computes per profile alone (cost per replica on an empty node),
+ * so memory-heavy replicas open r7i nodes while open m7i nodes have the memory spare, and "any GPU" replicas
+ * open 8-GPU nodes they leave half empty. Here every replica may use the spare room of any open node of a
+ * compute it is eligible for before a node opens, and a node opens where its cost per share actually used is
+ * lowest; local moves then empty, re-kind and merge nodes. Deterministic: no clock, no randomness, budgets
+ * counted in steps.
+ */
+
+/** Identical replicas of one unit: their request and the computes they may use (indices, best first). */
+export interface JointClass {
+  request: ReplicaRequest;
+  eligible: readonly number[];
+  count: number;
+}
+
+/** Per replica (classes expanded in order), its compute and node; nodes are numbered per compute from 0. */
+export interface JointPlan {
+  compute: Int32Array;
+  node: Int32Array;
+  /** Nodes used per compute. */
+  nodes: Int32Array;
+  costPerHour: number;
+}
+
+interface Node {
+  kind: number;
+  g: number;
+  m: number;
+  mi: number;
+  items: number[];
+}
+
+/** Steps of local improvement allowed per replica (and at least a floor), so large plans stay fast. */
+const STEPS_PER_REPLICA = 40;
+const MIN_STEPS = 4_000;
+const IMPROVE_MAX = 1_000;
+/** Rounds of local moves, and the nodes each round tries to empty or merge (those that waste the most). */
+const MAX_ROUNDS = 8;
+const VICTIMS = 64;
+
+/** Plans this small (in replicas) are also tried from perturbed orders, and the cheapest plan kept. */
+const SMALL = 400;
+const RESTARTS = 24;
+
+export function planJoint(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+): JointPlan | undefined {
+  const n = classes.reduce((s, c) => s + c.count, 0);
+  const cls = new Int32Array(n);
+  {
+    let i = 0;
+    classes.forEach((c, ci) => {
+      for (let r = 0; r < c.count; r++) cls[i++] = ci;
+    });
+  }
+  // Dominant share of a replica on its best-ranked compute orders the replicas, largest first.
+  const key = classes.map((c, ci) => (c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0));
+  // Past IMPROVE_MAX replicas the moves gain little (a few dollars in 75,000 on the 30k mix) for most of the time
+  // (3,000 replicas: half of the plan's time, the same cost).
+  const budget = n <= IMPROVE_MAX ? Math.max(MIN_STEPS, n * STEPS_PER_REPLICA) : 0;
+  let best: Node[] | undefined;
+  let bestCost = Number.POSITIVE_INFINITY;
+  // A fixed seed: the restarts are the same on every run, so the plan is too.
+  const random = lcg(0x9e3779b9);
+  const runs = n <= SMALL ? RESTARTS : 1;
+  // The first run sorts classes, not replicas (a class's replicas are identical and keep their order).
+  const byClass = classes.map((_, ci) => ci).sort((a, b) => key[b]! - key[a]! || a - b);
+  const start = new Int32Array(classes.length);
+  for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
+  for (let run = 0; run < runs; run++) {
+    let order: number[];
+    if (run === 0) {
+      order = new Array<number>(n);
+      let x = 0;
+      for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
+    } else {
+      const k = new Float64Array(n);
+      for (let i = 0; i < n; i++) k[i] = key[cls[i]!]! * (0.75 + 0.5 * random());
+      order = Array.from({ length: n }, (_, i) => i);
+      order.sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b);
+    }
+    const nodes = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
+    if (!nodes) continue;
+    if (budget > 0) improve(kinds, classes, cls, nodes, budget);
+    const cost = nodes.reduce((s, nd) => s + (nd.items.length ? kinds[nd.kind]!.perHour : 0), 0);
+    if (cost < bestCost - 1e-9) {
+      bestCost = cost;
+      best = nodes;
+    }
+  }
+  return best && result(kinds, best, n);
+}
+
+/** A small linear congruential generator in [0, 1): deterministic restarts without module state. */
+function lcg(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 4294967296;
+  };
+}
+
+function share(kinds: readonly ComputeInfo[], classes: readonly JointClass[], ci: number, k: number): number {
+  const { gpus, millicores, memoryMiB } = classes[ci]!.request;
+  const a = kinds[k]!.alloc;
+  return Math.max(a.gpus > 0 ? gpus / a.gpus : 0, millicores / a.millicores, memoryMiB / a.memoryMiB);
+}
+
+/**
+ * Replicas in the given order, each into the first open node with room of a compute it may use (computes in
+ * its ranking's order); when none has room, a node opens on the compute where the replica's share costs least
+ * once the replicas still to come that may go there fill it (`alone`: once its own class fills it).
+ */
+function greedy(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  cls: Int32Array,
+  order: readonly number[],
+  alone: boolean,
+  bestFit: boolean,
+): Node[] | undefined {
+  // Demand still to place, per eligible list (classes of one profile share theirs) and dimension; a compute's
+  // is the sum over the lists that name it: how full a node opened there can get. Kept per list so that
+  // placing a replica costs O(1), not O(computes it may use).
+  const listId = new Map<readonly number[], number>();
+  const listOf = new Int32Array(classes.length);
+  classes.forEach((c, ci) => {
+    let id = listId.get(c.eligible);
+    if (id === undefined) {
+      id = listId.size;
+      listId.set(c.eligible, id);
+    }
+    listOf[ci] = id;
+  });
+  const leftG = new Float64Array(listId.size);
+  const leftM = new Float64Array(listId.size);
+  const leftMi = new Float64Array(listId.size);
+  const listsOfKind: number[][] = kinds.map(() => []);
+  for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
+  const leftOfClass = classes.map((c) => c.count);
+  classes.forEach((c, ci) => {
+    const id = listOf[ci]!;
+    leftG[id]! += c.request.gpus * c.count;
+    leftM[id]! += c.request.millicores * c.count;
+    leftMi[id]! += c.request.memoryMiB * c.count;
+  });
+  const fill = (k: number, ci: number) => {
+    const a = kinds[k]!.alloc;
+    let g = 0;
+    let m = 0;
+    let mi = 0;
+    if (alone) {
+      const r = classes[ci]!.request;
+      const c = leftOfClass[ci]!;
+      g = r.gpus * c;
+      m = r.millicores * c;
+      mi = r.memoryMiB * c;
+    } else
+      for (const id of listsOfKind[k]!) {
+        g += leftG[id]!;
+        m += leftM[id]!;
+        mi += leftMi[id]!;
+      }
+    return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
+  };
+
+  // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
+  // cost of opening a node is computed once per such family.
+  const familyOf = new Int32Array(kinds.length);
+  {
+    const ids = new Map<string, number>();
+    kinds.forEach((kd, k) => {
+      const a = kd.alloc;
+      const key = `${a.gpus}/${a.millicores}/${a.memoryMiB}/${kd.perHour}/${listsOfKind[k]!.join(',')}`;
+      let id = ids.get(key);
+      if (id === undefined) {
+        id = ids.size;
+        ids.set(key, id);
+      }
+      familyOf[k] = id;
+    });
+  }
+  const familyStamp = new Int32Array(kinds.length).fill(-1);
+  const familyCost = new Float64Array(kinds.length);
+  let openings = 0;
+
+  const nodes: Node[] = [];
+  const byKind: number[][] = kinds.map(() => []);
+  // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
+  // refuses the next identical one too.
+  // Shared by classes with the same request and the same eligible list (the same array: callers pass one per
+  // profile's candidates), so the scan is paid once per kind of replica, not once per unit.
+  const shared = new Map<readonly number[], Map<string, Int32Array>>();
+  const from = classes.map((c) => {
+    let byReq = shared.get(c.eligible);
+    if (!byReq) {
+      byReq = new Map();
+      shared.set(c.eligible, byReq);
+    }
+    const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
+    let f = byReq.get(key);
+    if (!f) {
+      // One pointer per eligible compute, and last the first compute not yet skipped for good.
+      f = new Int32Array(c.eligible.length + 1);
+      byReq.set(key, f);
+    }
+    return f;
+  });
+  for (const i of order) {
+    const ci = cls[i]!;
+    const c = classes[ci]!;
+    const { gpus: g, millicores: m, memoryMiB: mi } = c.request;
+    // rankCandidates keeps GPU nodes for GPU work (a CPU-only replica ranks them last): a CPU-only replica
+    // uses no GPU node, open or new, unless no CPU compute has room left (the second pass).
+    const cpuOnly = g === 0;
+    let chosen = -1;
+    const f = from[ci]!;
+    const el = c.eligible.length;
+    // Computes at their maxNodes whose every node refused this kind of replica are skipped for good.
+    while (f[el]! < el) {
+      const k = c.eligible[f[el]!]!;
+      if (byKind[k]!.length < kinds[k]!.maxNodes || f[f[el]!]! < byKind[k]!.length) break;
+      f[el]!++;
+    }
+    for (let pass = 0; pass < 2 && chosen < 0; pass++) {
+      const gpuNodes = pass === 1 || !cpuOnly;
+      if (pass === 1 && !cpuOnly) break;
+      let slack = Number.POSITIVE_INFINITY;
+      for (let e = f[el]!; e < el && (chosen < 0 || bestFit); e++) {
+        const k = c.eligible[e]!;
+        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) continue;
+        const list = byKind[k]!;
+        if (bestFit) {
+          // Best fit: the open node left with the least room, normalised by its shape.
+          const a = kinds[k]!.alloc;
+          for (const x of list) {
+            const nd = nodes[x]!;
+            if (nd.g < g || nd.m < m || nd.mi < mi) continue;
+            const sl =
+              (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) + (nd.m - m) / a.millicores + (nd.mi - mi) / a.memoryMiB;
+            if (sl < slack) {
+              slack = sl;
+              chosen = x;
+            }
+          }
+          continue;
+        }
+        for (let s = f[e]!; s < list.length; s++) {
+          const nd = nodes[list[s]!]!;
+          if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
+            chosen = list[s]!;
+            f[e] = s;
+            break;
+          }
+          f[e] = s + 1;
+        }
+      }
+      if (chosen >= 0) break;
+      let best = -1;
+      let bestCost = Number.POSITIVE_INFINITY;
+      openings++;
+      for (const k of c.eligible) {
+        if (byKind[k]!.length >= kinds[k]!.maxNodes || (!gpuNodes && kinds[k]!.alloc.gpus > 0)) continue;
+        const fam = familyOf[k]!;
+        if (familyStamp[fam] !== openings) {
+          // What this replica pays of a node opened for it, if what may still go there fills it.
+          const sh = share(kinds, classes, ci, k);
+          familyStamp[fam] = openings;
+          familyCost[fam] = (kinds[k]!.perHour * sh) / Math.max(fill(k, ci), sh);
+        }
+        const cost = familyCost[fam]!;
+        if (cost < bestCost - 1e-12) {
+          bestCost = cost;
+          best = k;
+        }
+      }
+      if (best < 0) continue;
+      const a = kinds[best]!.alloc;
+      chosen = nodes.length;
+      nodes.push({ kind: best, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
+      byKind[best]!.push(chosen);
+    }
+    if (chosen < 0) return undefined;
+    const nd = nodes[chosen]!;
+    nd.g -= g;
+    nd.m -= m;
+    nd.mi -= mi;
+    nd.items.push(i);
+    leftOfClass[ci]!--;
+    const id = listOf[ci]!;
+    leftG[id]! -= g;
+    leftM[id]! -= m;
+    leftMi[id]! -= mi;
+  }
+  return nodes;
+}
+
+/**
+ * Local moves, cheapest first to try: empty a node into the spare room of others (any compute its replicas
+ * may use), move a node to the cheapest compute that holds all it has, merge two nodes into one cheaper node.
+ * Each accepted move lowers the cost, so the loop ends; `budget` bounds the work on large plans.
+ */
+function improve(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  cls: Int32Array,
+  nodes: Node[],
+  budget: number,
+): void {
+  const alive = (nd: Node) => nd.items.length > 0;
+  const count = () => {
+    const c = new Int32Array(kinds.length);
+    for (const nd of nodes) if (alive(nd)) c[nd.kind]!++;
+    return c;
+  };
+  const used = (nd: Node) => {
+    const a = kinds[nd.kind]!.alloc;
+    return { g: a.gpus - nd.g, m: a.millicores - nd.m, mi: a.memoryMiB - nd.mi };
+  };
+  // The computes every replica of a node may use. Replicas of one profile share their list (the same array),
+  // so most nodes have one or two distinct lists; more are intersected by counting.
+  const mark = new Int32Array(kinds.length);
+  const eligibleAll = (items: readonly number[]): readonly number[] => {
+    const lists: (readonly number[])[] = [];
+    for (const i of items) {
+      const e = classes[cls[i]!]!.eligible;
+      if (!lists.includes(e)) lists.push(e);
+    }
+    if (lists.length === 1) return lists[0]!;
+    mark.fill(0);
+    for (const l of lists) for (const k of l) mark[k]!++;
+    return lists[0]!.filter((k) => mark[k] === lists.length);
+  };
+  const holds = (k: number, u: { g: number; m: number; mi: number }) => {
+    const a = kinds[k]!.alloc;
+    return u.g <= a.gpus && u.m <= a.millicores && u.mi <= a.memoryMiB;
+  };
+  const cheapest = (
+    items: readonly number[],
+    u: { g: number; m: number; mi: number },
+    n: Int32Array,
+    free?: number,
+  ) => {
+    let best = -1;
+    for (const k of eligibleAll(items)) {
+      if (!holds(k, u) || (n[k]! >= kinds[k]!.maxNodes && k !== free)) continue;
+      // CPU-only replicas move onto a GPU node no more than the greedy puts them there.
+      if (u.g === 0 && kinds[k]!.alloc.gpus > 0 && kinds[free ?? k]!.alloc.gpus === 0) continue;
+      if (best < 0 || kinds[k]!.perHour < kinds[best]!.perHour) best = k;
+    }
+    return best;
+  };
+
+  let improved = true;
+  for (let round = 0; improved && budget > 0 && round < MAX_ROUNDS; round++) {
+    improved = false;
+    // 1. Empty nodes, dearest per share used first, into the others' spare room (best fit).
+    const live = nodes.map((_, x) => x).filter((x) => alive(nodes[x]!));
+    const worth = (x: number) => {
+      const nd = nodes[x]!;
+      const u = used(nd);
+      const a = kinds[nd.kind]!.alloc;
+      const load = Math.max(a.gpus > 0 ? u.g / a.gpus : 0, u.m / a.millicores, u.mi / a.memoryMiB);
+      return kinds[nd.kind]!.perHour * (1 - load);
+    };
+    live.sort((a, b) => worth(b) - worth(a) || a - b);
+    for (const victim of live.slice(0, VICTIMS)) {
+      if (budget <= 0) break;
+      const vn = nodes[victim]!;
+      if (!alive(vn)) continue;
+      const moves: [number, number][] = [];
+      const items = [...vn.items].sort((a, b) => {
+        const ra = classes[cls[a]!]!.request;
+        const rb = classes[cls[b]!]!.request;
+        return rb.gpus - ra.gpus || rb.memoryMiB - ra.memoryMiB || rb.millicores - ra.millicores || a - b;
+      });
+      let ok = true;
+      for (const i of items) {
+        const c = classes[cls[i]!]!;
+        const { gpus: g, millicores: m, memoryMiB: mi } = c.request;
+        let chosen = -1;
+        let slack = Number.POSITIVE_INFINITY;
+        for (let x = 0; x < nodes.length; x++) {
+          budget--;
+          const nd = nodes[x]!;
+          if (x === victim || !alive(nd) || nd.g < g || nd.m < m || nd.mi < mi) continue;
+          if (!c.eligible.includes(nd.kind)) continue;
+          if (g === 0 && kinds[nd.kind]!.alloc.gpus > 0 && kinds[vn.kind]!.alloc.gpus === 0) continue;
+          const a = kinds[nd.kind]!.alloc;
+          const s =
+            (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) + (nd.m - m) / a.millicores + (nd.mi - mi) / a.memoryMiB;
+          if (s < slack) {
+            slack = s;
+            chosen = x;
+          }
+        }
+        if (chosen < 0) {
+          ok = false;
+          break;
+        }
+        const nd = nodes[chosen]!;
+        nd.g -= g;
+        nd.m -= m;
+        nd.mi -= mi;
+        moves.push([i, chosen]);
+      }
+      if (ok) {
+        for (const [i, x] of moves) nodes[x]!.items.push(i);
+        vn.items = [];
+        const a = kinds[vn.kind]!.alloc;
+        vn.g = a.gpus;
+        vn.m = a.millicores;
+        vn.mi = a.memoryMiB;
+        improved = true;
+      } else {
+        for (const [i, x] of moves) {
+          const r = classes[cls[i]!]!.request;
+          nodes[x]!.g += r.gpus;
+          nodes[x]!.m += r.millicores;
+          nodes[x]!.mi += r.memoryMiB;
+        }
+      }
+    }
+    // 2. Move each node to the cheapest compute that holds what it has.
+    let n = count();
+    for (const nd of nodes) {
+      if (!alive(nd) || budget <= 0) continue;
+      budget -= nd.items.length;
+      const u = used(nd);
+      const k = cheapest(nd.items, u, n, nd.kind);
+      if (k >= 0 && kinds[k]!.perHour < kinds[nd.kind]!.perHour - 1e-12) {
+        n[nd.kind]!--;
+        n[k]!++;
+        const a = kinds[k]!.alloc;
+        nd.kind = k;
+        nd.g = a.gpus - u.g;
+        nd.m = a.millicores - u.m;
+        nd.mi = a.memoryMiB - u.mi;
+        improved = true;
+      }
+    }
+    // 3. Merge two nodes into one of a compute cheaper than both together, least loaded pairs first.
+    n = count();
+    const light = nodes
+      .map((_, x) => x)
+      .filter((x) => alive(nodes[x]!))
+      .sort((a, b) => worth(b) - worth(a) || a - b)
+      .slice(0, VICTIMS);
+    for (let p = 0; p < light.length && budget > 0; p++) {
+      const A = nodes[light[p]!]!;
+      if (!alive(A)) continue;
+      for (let q = p + 1; q < light.length && budget > 0; q++) {
+        const B = nodes[light[q]!]!;
+        if (!alive(B)) continue;
+        budget -= A.items.length + B.items.length;
+        const ua = used(A);
+        const ub = used(B);
+        const u = { g: ua.g + ub.g, m: ua.m + ub.m, mi: ua.mi + ub.mi };
+        const items = [...A.items, ...B.items];
+        // Either node's own slot is free once both are merged.
+        const k = cheapest(items, u, n, A.kind);
+        if (k < 0 || kinds[k]!.perHour >= kinds[A.kind]!.perHour + kinds[B.kind]!.perHour - 1e-12) continue;
+        // Nor does a merge bring a CPU-only node's replicas onto a GPU node.
+        const cpuOnGpu = (x: Node, ux: { g: number }) => ux.g === 0 && kinds[x.kind]!.alloc.gpus === 0;
+        if (kinds[k]!.alloc.gpus > 0 && (cpuOnGpu(A, ua) || cpuOnGpu(B, ub))) continue;
+        n[A.kind]!--;
+        n[B.kind]!--;
+        n[k]!++;
+        const a = kinds[k]!.alloc;
+        A.kind = k;
+        A.items = items;
+        A.g = a.gpus - u.g;
+        A.m = a.millicores - u.m;
+        A.mi = a.memoryMiB - u.mi;
+        const b = kinds[B.kind]!.alloc;
+        B.items = [];
+        B.g = b.gpus;
+        B.m = b.millicores;
+        B.mi = b.memoryMiB;
+        improved = true;
+      }
+    }
+  }
+}
+
+function result(kinds: readonly ComputeInfo[], nodes: Node[], n: number): JointPlan {
+  const compute = new Int32Array(n);
+  const node = new Int32Array(n);
+  const counts = new Int32Array(kinds.length);
+  let cost = 0;
+  for (const nd of nodes) {
+    if (nd.items.length === 0) continue;
+    const j = counts[nd.kind]!++;
+    cost += kinds[nd.kind]!.perHour;
+    for (const i of nd.items) {
+      compute[i] = nd.kind;
+      node[i] = j;
+    }
+  }
+  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+}
