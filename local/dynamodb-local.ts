@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { request as httpRequest, createServer as httpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 
@@ -65,7 +66,10 @@ export async function startDynamoDbLocal(
     heapMb?: number;
   } = {},
 ): Promise<DynamoDbLocal> {
-  const port = opts.port ?? (await freePort());
+  const publicPort = opts.port ?? (await freePort());
+  // Persisted, the JVM listens on a port of its own behind commitWaitingProxy (below); in memory, nothing
+  // outlives a kill anyway, so clients talk to it directly.
+  const port = opts.persistDir ? await freePort() : publicPort;
   const dir = jarDir();
   const args = [
     `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
@@ -122,16 +126,108 @@ export async function startDynamoDbLocal(
       });
     throw new Error(`${(e as Error).message}\n${stderr}`);
   }
+  const proxy = opts.persistDir ? await commitWaitingProxy(publicPort, port) : undefined;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
-    port,
+    endpoint: `http://127.0.0.1:${publicPort}`,
+    port: publicPort,
     pid: child.pid ?? -1,
     stop: () =>
       new Promise<void>((res) => {
         process.removeListener('exit', kill);
+        proxy?.closeAllConnections();
+        proxy?.close();
         if (child.exitCode !== null) return res();
         child.once('exit', () => res());
         child.kill('SIGKILL');
       }),
   };
+}
+
+/**
+ * DynamoDB Local answers TransactWriteItems before its SQLite COMMIT has run: it queues the COMMIT on its one
+ * database thread and does not wait for it (SQLiteDBAccess.commitTransaction), so a kill -9 right after the
+ * answer loses the whole transaction (docs/local.md, What a kill loses). Every other call waits for its own job
+ * on that thread, which runs jobs in order. So this proxy, in front of a persisted DynamoDB Local, holds a
+ * transaction's answer until a DescribeTable sent after it has returned: the COMMIT is done by then, and an
+ * answer the API builds on it is as durable as any other write. AWS's answer is durable already, so the fix
+ * lives here, in how DynamoDB Local is run, and nothing of it is in a Lambda bundle.
+ */
+async function commitWaitingProxy(publicPort: number, javaPort: number): Promise<Server> {
+  const forward = (
+    method: string,
+    path: string,
+    headers: Record<string, string | string[] | undefined>,
+    body: Buffer,
+  ) =>
+    new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
+      (res, rej) => {
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port: javaPort,
+            method,
+            path,
+            headers: { ...headers, host: `127.0.0.1:${javaPort}` },
+          },
+          (r) => {
+            const chunks: Buffer[] = [];
+            r.on('data', (c: Buffer) => chunks.push(c));
+            r.on('end', () =>
+              res({ status: r.statusCode ?? 502, headers: r.headers, body: Buffer.concat(chunks) }),
+            );
+            r.on('error', rej);
+          },
+        );
+        req.on('error', rej);
+        req.end(body);
+      },
+    );
+  const server = httpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      try {
+        const body = Buffer.concat(chunks);
+        const out = await forward(req.method ?? 'POST', req.url ?? '/', req.headers, body);
+        if (req.headers['x-amz-target'] === 'DynamoDB_20120810.TransactWriteItems' && out.status === 200) {
+          const table = transactionTable(body);
+          if (table) {
+            const describe = Buffer.from(JSON.stringify({ TableName: table }));
+            await forward(
+              'POST',
+              '/',
+              {
+                ...req.headers,
+                'x-amz-target': 'DynamoDB_20120810.DescribeTable',
+                'content-length': String(describe.length),
+              },
+              describe,
+            );
+          }
+        }
+        res.writeHead(out.status, out.headers);
+        res.end(out.body);
+      } catch (e) {
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`DynamoDB Local did not answer: ${(e as Error).message}`);
+      }
+    });
+  });
+  await new Promise<void>((res, rej) => {
+    server.once('error', rej);
+    server.listen(publicPort, '127.0.0.1', () => res());
+  });
+  return server;
+}
+
+/** The table of a TransactWriteItems request's first item, for the DescribeTable that waits for its COMMIT. */
+function transactionTable(body: Buffer): string | undefined {
+  try {
+    const first = (
+      JSON.parse(body.toString('utf8')) as { TransactItems?: Record<string, { TableName?: string }>[] }
+    ).TransactItems?.[0];
+    return first ? Object.values(first)[0]?.TableName : undefined;
+  } catch {
+    return undefined;
+  }
 }

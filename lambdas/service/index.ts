@@ -126,7 +126,13 @@ export function defaultDependencies(): Dependencies {
     },
     // Compute writes (the API) and the built-ins' load (the API and every reconcile pass) are resolved here.
     hardware: awsHardware,
-    stageAlarms,
+    // A read AWS cannot answer is 503 naming CloudWatch, as a compute write AWS cannot check is.
+    stageAlarms: () =>
+      askingAws(
+        'CloudWatch DescribeAlarms',
+        stageAlarms,
+        'the alarms cannot be read now: retry in a few seconds',
+      ),
     awsQuotas: quotaValues,
   };
 }
@@ -148,15 +154,17 @@ function awsHardware(): HardwareSource {
   };
 }
 
-async function askingAws<T>(what: string, call: () => Promise<T>): Promise<T> {
+async function askingAws<T>(
+  what: string,
+  call: () => Promise<T>,
+  consequence = 'llmcap checks computes against it, so nothing was written: retry in a few seconds',
+): Promise<T> {
   try {
     return await call();
   } catch (e) {
     if (e instanceof DomainError) throw e;
     const err = e as Error;
-    throw unavailable(
-      `${what} failed (${err.name}: ${err.message}); llmcap checks computes against it, so nothing was written: retry in a few seconds`,
-    );
+    throw unavailable(`${what} failed (${err.name}: ${err.message}); ${consequence}`);
   }
 }
 

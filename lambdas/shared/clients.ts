@@ -1,10 +1,6 @@
 import type { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
-import {
-  DescribeTableCommand,
-  DynamoDBClient,
-  type TransactWriteItemsCommandInput,
-} from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { EKSClient } from '@aws-sdk/client-eks';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
@@ -58,33 +54,7 @@ export function dynamoEndpoint(): string | undefined {
 /** A plain DynamoDB client (tests and the local control plane create tables with it; the caller destroys it). */
 export function dynamoClient(endpoint = dynamoEndpoint()): DynamoDBClient {
   // 25 ms: the DynamoDB client's own base delay, which the SDK's default policy would use.
-  const client = new DynamoDBClient({ endpoint, ...retry(25) });
-  // An endpoint of llmcap's own is DynamoDB Local (config.ts); AWS's answer to a transaction is already durable.
-  if (endpoint) awaitLocalCommits(client);
-  return client;
-}
-
-/**
- * DynamoDB Local answers TransactWriteItems before its SQLite COMMIT has run: it queues the COMMIT on its one
- * database thread and does not wait for it (SQLiteDBAccess.commitTransaction), so a kill -9 right after the
- * answer loses the whole transaction (docs/local.md, What a kill loses). Every other call waits for its own job
- * on that thread, which runs jobs in order: a DescribeTable sent after the answer returns once the COMMIT is
- * done. So a transaction resolves only then, and an answer built on it is as durable as any other write.
- */
-function awaitLocalCommits(client: DynamoDBClient): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const out = await next(args);
-      if (context.commandName === 'TransactWriteItemsCommand') {
-        const items = (args.input as TransactWriteItemsCommandInput).TransactItems ?? [];
-        const first = items[0];
-        const table = (first?.Put ?? first?.Update ?? first?.Delete ?? first?.ConditionCheck)?.TableName;
-        if (table) await client.send(new DescribeTableCommand({ TableName: table }));
-      }
-      return out;
-    },
-    { step: 'initialize', name: 'llmcapAwaitLocalCommit' },
-  );
+  return new DynamoDBClient({ endpoint, ...retry(25) });
 }
 
 export function documentClient(): DynamoDBDocumentClient {

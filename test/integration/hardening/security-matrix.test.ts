@@ -93,6 +93,9 @@ const MATRIX: Record<string, Case> = {
   'GET /v1/openapi.json': { req: () => ({ path: '/v1/openapi.json' }), expect: all(200) },
 
   'GET /v1/computes': { req: () => ({ path: '/v1/computes' }), expect: all(200) },
+  // Lists filtered to what the caller may see: everyone gets 200, a stranger an empty answer.
+  'GET /v1/alarms': { req: () => ({ path: '/v1/alarms' }), expect: all(200) },
+  'GET /v1/costs': { req: () => ({ path: '/v1/costs' }), expect: all(200) },
   'POST /v1/computes': {
     req: (p) => ({ path: '/v1/computes', body: compute(n('c-new', p)) }),
     // A stranger may not create in project:a either; the owner scope is named in the body, so 403.

@@ -8,9 +8,9 @@ import { type DynamoDbLocal, startDynamoDbLocal } from '../../../local/dynamodb-
 
 /**
  * DynamoDB Local answers TransactWriteItems before its SQLite COMMIT has run (issue 30 §6): killed at that
- * moment, it comes back without the transaction. llmcap's client for DynamoDB Local resolves a transaction
- * only once the COMMIT is done (lambdas/shared/clients.ts), so a write the API acknowledged survives a kill -9
- * of `npm start -- --persist`. Here the JVM is killed the instant each transaction resolves; without that
+ * moment, it comes back without the transaction. Persisted, it is run behind a proxy that answers a
+ * transaction only once the COMMIT is done (local/dynamodb-local.ts), so a write the API acknowledged survives
+ * a kill -9 of `npm start -- --persist`. Here the JVM is killed the instant each transaction resolves; without that
  * wait, every one of them was lost (8 of 8 in an experiment).
  */
 

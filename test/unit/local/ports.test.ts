@@ -4,7 +4,15 @@ import { cliEndpointLine, LOCAL_PORTS, resolvePorts } from '../../../local/ports
 
 describe('resolvePorts', () => {
   it('takes each port from its variable, else its default; what the caller gives wins', () => {
-    expect(resolvePorts({}, {})).toEqual({ api: 3000, sim: 4510, sfn: 0, lambda: 0, dynamodb: 0, kube: 0 });
+    expect(resolvePorts({}, {})).toEqual({
+      api: 3000,
+      console: 3001,
+      sim: 4510,
+      sfn: 0,
+      lambda: 0,
+      dynamodb: 0,
+      kube: 0,
+    });
     expect(
       resolvePorts(
         { sim: 0 },
@@ -15,9 +23,10 @@ describe('resolvePorts', () => {
           LLMCAP_LAMBDA_PORT: '9001',
           LLMCAP_DYNAMODB_PORT: '8000',
           LLMCAP_KUBE_PORT: '6443',
+          LLMCAP_CONSOLE_PORT: '3200',
         },
       ),
-    ).toEqual({ api: 3100, sim: 0, sfn: 8083, lambda: 9001, dynamodb: 8000, kube: 6443 });
+    ).toEqual({ api: 3100, console: 3200, sim: 0, sfn: 8083, lambda: 9001, dynamodb: 8000, kube: 6443 });
   });
 
   it('names every variable that is not a port, at once', () => {
