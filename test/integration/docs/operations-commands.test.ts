@@ -40,6 +40,10 @@ const DEPLOY_ONLY: Record<string, string> = {
   'cloudwatch delete-alarms': 'shown with "..." for the names of alarms left behind',
   'dynamodb delete-item': 'a repair; get-item before it shows the item is reachable',
   'kubectl apply': 'a first-deploy step against a real cluster; npm start applies the same file itself',
+  'service-quotas request-service-quota-increase':
+    "asks AWS support for more; locally a quota is set with the simulator's PATCH /_sim/quotas (cloud-sim.md)",
+  'service-quotas list-requested-service-quota-change-history':
+    'follows a request to AWS support; the simulator grants none, so it has none to list',
 };
 
 /** The AWS CLI and kubectl commands of the document, continuation lines joined, in order. */
@@ -99,6 +103,9 @@ const opOf = (cmd: string) => {
       expect(points.reduce((n: number, p: { Sum: number }) => n + p.Sum, 0)).toBeGreaterThanOrEqual(1);
     },
     'eks describe-nodegroup': (out) => expect(JSON.parse(out)).toMatchObject({ status: 'ACTIVE' }),
+    // The G and VT instances' vCPU quota the runbook reads before a GPU compute: the simulator's default.
+    'service-quotas get-service-quota': (out) =>
+      expect(JSON.parse(out).Quota).toMatchObject({ QuotaCode: 'L-DB2E81BA', Value: expect.any(Number) }),
     'autoscaling describe-scaling-activities': (out) =>
       expect(JSON.parse(out).Activities[0]).toMatchObject({
         Description: expect.stringMatching(/^Launching a new EC2 instance: i-/),

@@ -98,7 +98,11 @@ describe('npm start', () => {
       const get = await llmcap(['get', 'computes', '-o', 'name'], { env, launcher: true });
       expect(get.stderr).toBe('');
       expect(get.stdout).toContain('compute/gpu-l4-1x');
-      const alarm = await llmcap(['alarm', 'test'], { env, launcher: true });
+      // Nothing of the test run's own simulator (global-setup.ts) may stand in for what the line exports.
+      const alarm = await llmcap(['alarm', 'test'], {
+        env: { ...env, AWS_ENDPOINT_URL_CLOUDWATCH: undefined },
+        launcher: true,
+      });
       expect(alarm.stderr).toBe('');
       // Before or after CloudWatch's first evaluation of the new stage: either prior state is true.
       expect(alarm.stdout).toMatch(/llmcap-local-ReconcileErrors: (INSUFFICIENT_DATA|OK) -> ALARM/);

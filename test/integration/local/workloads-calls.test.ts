@@ -62,7 +62,7 @@ async function pass() {
   return { events: [...events], handshakes: cp.sim.kubernetes!.handshakes() - handshakes };
 }
 
-it('makes no write in a steady pass and reads each kind once per namespace it manages', async () => {
+it('makes no write in a steady pass and reads each kind once per namespace it manages, and its nodes once', async () => {
   const { events: seen, handshakes } = await pass();
   expect(seen.filter((e) => WRITES.has(e.verb))).toEqual([]);
   // The namespaces llmcap manages (one per owner scope, and the shared one), each read once per kind.
@@ -72,6 +72,8 @@ it('makes no write in a steady pass and reads each kind once per namespace it ma
   const n = namespaces.length;
   expect(tally(seen)).toEqual({
     'list namespaces': 1,
+    // llmcap's nodes, once a pass: what each instance type's nodes report as allocatable (domain/allocatable.ts).
+    'list nodes': 1,
     'list deployments': n,
     'list services': n,
     'list poddisruptionbudgets': n,
