@@ -22,6 +22,7 @@ import {
 import { instanceFacts, snapshotPrice } from '../local/cloud-sim/aws-snapshot';
 import { mulberry32 } from '../local/cloud-sim/rng';
 import { highsSolver } from './highs';
+import { CPU_PROFILES as PLACEMENT_CPU_PROFILES } from './placement';
 
 /**
  * Placement against the exact optimum (issue 34): 50 seeded mixes of 20 to 60 replicas over 1 to 3 real node
@@ -54,14 +55,10 @@ const GPU_KINDS = [
   'g6e.12xlarge',
 ];
 
-// CPU-only model servers (llama.cpp, embedders, rerankers), some of them memory-heavy (large contexts, q8 weights).
+// CPU-only model servers: the placement bench's (llama.cpp, embedders, rerankers), and memory-heavy ones (large
+// contexts, q8 weights) that make the kind choice between m7i and r7i matter.
 const CPU_PROFILES: Profile[] = [
-  { name: 'cpu-embed', gpus: 0, cpuCores: 0.5, minMemoryGb: 1 },
-  { name: 'cpu-rerank', gpus: 0, cpuCores: 1, minMemoryGb: 2 },
-  { name: 'cpu-1b', gpus: 0, cpuCores: 1, minMemoryGb: 4 },
-  { name: 'cpu-3b', gpus: 0, cpuCores: 2, minMemoryGb: 6 },
-  { name: 'cpu-7b-q4', gpus: 0, cpuCores: 4, minMemoryGb: 8 },
-  { name: 'cpu-8b-q8', gpus: 0, cpuCores: 4, minMemoryGb: 12 },
+  ...PLACEMENT_CPU_PROFILES,
   { name: 'cpu-8b-longctx', gpus: 0, cpuCores: 2, minMemoryGb: 20 },
   { name: 'cpu-14b-q8', gpus: 0, cpuCores: 3, minMemoryGb: 24 },
 ];

@@ -40,7 +40,7 @@ const GPU_PROFILES: Profile[] = [
   { name: 'h100-405b', gpus: 8, gpuType: 'H100', cpuCores: 96, minMemoryGb: 1200 },
 ];
 // Small models on CPU (llama.cpp, ollama, embedders, rerankers).
-const CPU_PROFILES: Profile[] = [
+export const CPU_PROFILES: Profile[] = [
   { name: 'cpu-embed', gpus: 0, cpuCores: 0.5, minMemoryGb: 1 },
   { name: 'cpu-rerank', gpus: 0, cpuCores: 1, minMemoryGb: 2 },
   { name: 'cpu-1b', gpus: 0, cpuCores: 1, minMemoryGb: 4 },

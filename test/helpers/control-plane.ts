@@ -63,6 +63,16 @@ export const TWO_TENANTS = [
   ['team:ops', 'org:beta'],
 ] as const;
 
+/** Creates TWO_TENANTS and makes `viewer` a viewer of team:ml: the world the costs and console tests read. */
+export async function seedTwoTenants(call: ReturnType<typeof httpApi>, viewer: string): Promise<void> {
+  for (const [name, parent] of TWO_TENANTS) {
+    const r = await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) });
+    if (r.status !== 201) throw new Error(`POST scope ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const r = await call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(viewer)}`, { role: 'viewer' });
+  if (r.status !== 200) throw new Error(`PUT member ${viewer}: ${r.status} ${JSON.stringify(r.body)}`);
+}
+
 /** The Kubernetes namespace a scope's models run in, as its status says (fixed when the scope was created). */
 export async function namespaceOf(cp: Pick<ControlPlane, 'apiUrl'>, scope: string): Promise<string> {
   const r = await httpApi(cp)('GET', `/v1/scopes/${encodeURIComponent(scope)}`);

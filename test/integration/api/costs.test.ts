@@ -1,5 +1,5 @@
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, reconcileUntil, seedTwoTenants, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 import { roleArn } from '../../helpers/principals';
 import { llmcap } from '../cli/run';
@@ -19,12 +19,7 @@ const started = new Date(Date.now() - 1000).toISOString();
 beforeAll(async () => {
   cp = await testControlPlane('costs');
   call = httpApi(cp);
-  for (const [name, parent] of TWO_TENANTS)
-    expect((await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) })).status).toBe(201);
-  expect(
-    (await call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(ML_VIEWER)}`, { role: 'viewer' }))
-      .status,
-  ).toBe(200);
+  await seedTwoTenants(call, ML_VIEWER);
   expect((await call('POST', '/v1/computes', l4Pool('pool'))).status).toBe(201);
   expect((await call('POST', '/v1/models', l4Model('pool', 'ml-chat', 'team:ml', scale(2)))).status).toBe(
     201,

@@ -5,7 +5,7 @@ import { Client } from '../../../cli/client';
 import { type ConsoleServer, startConsole } from '../../../cli/console/server';
 import type { ControlPlane } from '../../../local/control-plane';
 import { CLI_BUNDLE_ENV } from '../../helpers/cli-bundle';
-import { httpApi, reconcileUntil, TWO_TENANTS, testControlPlane } from '../../helpers/control-plane';
+import { httpApi, reconcileUntil, seedTwoTenants, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 import { roleArn } from '../../helpers/principals';
 
@@ -35,12 +35,7 @@ beforeAll(async () => {
   });
   cp = await testControlPlane('console');
   call = httpApi(cp);
-  for (const [name, parent] of TWO_TENANTS)
-    expect((await call('POST', '/v1/scopes', { name, ...(parent ? { parent } : {}) })).status).toBe(201);
-  expect(
-    (await call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(ML_VIEWER)}`, { role: 'viewer' }))
-      .status,
-  ).toBe(200);
+  await seedTwoTenants(call, ML_VIEWER);
   expect(
     (await call('PUT', '/v1/quotas/team:ml', { guarantee: { gpus: 2 }, limit: { gpus: 3 } })).status,
   ).toBe(200);
