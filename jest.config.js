@@ -25,6 +25,8 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      // The admitter a file's table stream drives (test/helpers/admitter.ts) stops with the file.
+      setupFilesAfterEnv: [...common.setupFilesAfterEnv, '<rootDir>/test/helpers/stop-admitter.ts'],
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },

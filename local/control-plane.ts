@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { resetApp } from '../lambdas/api/app';
 import { handler } from '../lambdas/api/handler';
@@ -15,6 +16,7 @@ import type { ReconcileSummary } from '../lambdas/service/reconcile';
 import { dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { loadConfig, resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
+import { admitterFunction as admitterFunctionConfig, startAdmitterSource } from './admitter-function';
 import { startApiServer } from './api-server';
 import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
@@ -124,6 +126,8 @@ export interface ControlPlane {
   /** The local Lambda that runs the reconcile function (`reconcileFunction`), as POST /v1/reconcile invokes it. */
   lambda: LocalLambda;
   reconcileFunction: string;
+  /** The admitter function (local/admitter-function.ts) in `lambda`, which every pass invokes before placing. */
+  admitterFunction: string;
   /** Where the reconcile function's failed and expired events go (the stack's on-failure queue). */
   reconcileFailureDestination: string;
   /**
@@ -216,6 +220,7 @@ async function start(
   const region = process.env.AWS_REGION ?? 'us-east-1';
   const alarmTopicArn = `arn:aws:sns:${sim.region}:000000000000:llmcap-${stage}-OnCall`;
   const reconcileFunction = `${table}-reconcile`;
+  const admitterFunction = `${table}-admitter`;
   Object.assign(process.env, {
     LLMCAP_DYNAMODB_ENDPOINT: endpoint,
     LLMCAP_TABLE: table,
@@ -244,6 +249,7 @@ async function start(
     LLMCAP_ALARM_TOPIC_ARN: alarmTopicArn,
     LLMCAP_RECONCILE_RATE_MINUTES: '1',
     LLMCAP_RECONCILE_FUNCTION: reconcileFunction,
+    LLMCAP_ADMITTER_FUNCTION: admitterFunction,
     ...workflowEnv(sfn),
   });
   // Issue 20: the reconciler deploys the model servers, with the access the stack gives it in AWS.
@@ -358,6 +364,7 @@ async function start(
         onFailure: failures,
         ...(opts.reconcileTimeoutSeconds ? { timeoutSeconds: opts.reconcileTimeoutSeconds } : {}),
       }),
+      [admitterFunction]: admitterFunctionConfig(),
     },
     onLog: (_fn, events) => {
       sim.cloudwatch.putLogEvents(events);
@@ -386,6 +393,29 @@ async function start(
   process.env.AWS_ENDPOINT_URL_LAMBDA = fn.endpoint;
   resetConfig();
   resetClients();
+  // The admitter's event source mapping on the table's stream, invoking the function as Lambda's poller does:
+  // synchronously, the batch sent again while the function is busy (429) or failed.
+  const admitterClient = new LambdaClient({ endpoint: fn.endpoint, region });
+  const admitterSource = await startAdmitterSource({
+    endpoint,
+    table,
+    invoke: async (event) => {
+      const out = await admitterClient.send(
+        new InvokeCommand({
+          FunctionName: admitterFunction,
+          InvocationType: 'RequestResponse',
+          Payload: Buffer.from(JSON.stringify(event)),
+        }),
+      );
+      if (out.FunctionError) {
+        const text = out.Payload ? Buffer.from(out.Payload).toString('utf8') : '';
+        log(`admitter failed on a stream batch (sent again): ${text.slice(0, 300)}`);
+        throw new Error(text);
+      }
+    },
+  });
+  undo.push(() => admitterSource.stop());
+  log(`admitter         ${admitterFunction}: reserved concurrency 1, on the table's stream and each pass`);
   // On the wall clock the depth is reported each half minute; a driven clock reports it for each minute it moves.
   const depthTimer = driven ? undefined : setInterval(() => publishQueueDepth(clock.now()), MINUTE / 2);
   depthTimer?.unref();
@@ -468,6 +498,7 @@ async function start(
     alarmTopicArn,
     lambda: fn,
     reconcileFunction,
+    admitterFunction,
     reconcileFailureDestination: failures,
     reconcile,
     invokeReconcile,
@@ -477,6 +508,8 @@ async function start(
       if (timer) clearTimeout(timer);
       timer = undefined;
       if (depthTimer) clearInterval(depthTimer);
+      await admitterSource.stop();
+      admitterClient.destroy();
       await fn.stop();
       await passesSettled();
       offChanges();

@@ -90,6 +90,11 @@ export interface LocalLambda {
   enqueue(name: string, event: unknown): Promise<Invocation>;
   /** Resolves once no event is queued or running (handlers still running past their timeout included). */
   waitForIdle(timeoutMs?: number): Promise<void>;
+  /**
+   * Takes one unit of the function's concurrency, as a long invocation would, until `release()`: with reserved
+   * concurrency 1 every other invocation is throttled meanwhile (tests hold a reconcile pass this way).
+   */
+  occupy(name: string): { release(): void };
   stop(): Promise<void>;
 }
 
@@ -402,7 +407,24 @@ export async function startLocalLambda(opts: LocalLambdaOptions): Promise<LocalL
   });
   const { port } = server.address() as AddressInfo;
 
+  const occupy = (name: string) => {
+    const fn = fns.get(name);
+    if (!fn) throw new Error(`no function ${name} in this local Lambda`);
+    fn.running++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        fn.running--;
+        pump(fn);
+        notifyIdle();
+      },
+    };
+  };
+
   return {
+    occupy,
     endpoint: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     functionArn: (name) => resolve(name).arn,
     destinations,

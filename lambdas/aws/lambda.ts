@@ -18,3 +18,30 @@ export async function invokeAsync(functionName: string, event: unknown): Promise
   );
   if (out.StatusCode !== 202) throw new Error(`Lambda answered ${out.StatusCode} to an Event invoke`);
 }
+
+/**
+ * Runs the admitter once, synchronously (InvocationType RequestResponse), for the reconcile pass, and answers
+ * its summary. The admitter has reserved concurrency 1, so while a stream batch runs it Lambda answers 429: that
+ * is waited out (up to `waitMs`), since the pass places what the admitter decided.
+ */
+export async function invokeAdmitter<T>(functionName: string, waitMs = 60_000): Promise<T> {
+  const { InvokeCommand } = await import('@aws-sdk/client-lambda');
+  const end = Date.now() + waitMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const out = await lambdaClient().send(
+        new InvokeCommand({
+          FunctionName: functionName,
+          InvocationType: 'RequestResponse',
+          Payload: Buffer.from(JSON.stringify({ source: 'llmcap.reconcile' })),
+        }),
+      );
+      const text = out.Payload ? Buffer.from(out.Payload).toString('utf8') : '';
+      if (out.FunctionError) throw new Error(`the admitter failed: ${text.slice(0, 500)}`);
+      return JSON.parse(text) as T;
+    } catch (e) {
+      if ((e as Error).name !== 'TooManyRequestsException' || Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, Math.min(1000, 50 * attempt)));
+    }
+  }
+}

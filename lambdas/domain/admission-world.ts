@@ -71,16 +71,17 @@ export function decideWorld(world: World, now: string, only?: string[]): Decisio
 }
 
 /**
- * The admission a catalog change causes, decided for the changed model alone: a model owned by no scope is
- * refused (409 UnknownScope), so is a start that can never fit (409 LimitExceeded or Headroom, checkStart);
- * otherwise its replicas are admitted, placed, or left pending, and take-backs decided, all to be written with
- * the change. `computes` are those the catalog was validated against; `world` holds the rest as stored.
+ * The API's check of a catalog change before it is stored as intent: a model owned by no scope is refused (409
+ * UnknownScope), so is a start that can never fit (409 LimitExceeded or Headroom, checkStart). With `preview`
+ * (a dry run) it also decides the changed model alone, as the admitter would: its replicas admitted, placed or
+ * left pending, and take-backs. `computes` are those the catalog was validated against.
  */
-export function admitCatalogChange(
+export function checkCatalogChange(
   world: Pick<World, 'scopes' | 'quotas' | 'admissions' | 'computes'>,
   change: ChangeResult,
   now: string,
-): Decision {
+  opts: { preview?: boolean } = {},
+): Decision | undefined {
   const after = change.after;
   const name = (after ?? change.before ?? change.replacesSkipped)!.name;
   const tree = new ScopeTree(world.scopes);
@@ -90,6 +91,7 @@ export function admitCatalogChange(
       'UnknownScope',
     );
   }
+  if (!after && !opts.preview) return undefined;
   const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree);
   const input = {
     scopes: tree,
@@ -109,6 +111,7 @@ export function admitCatalogChange(
     );
     if (!check.ok) throw conflict(check.message, check.reason);
   }
+  if (!opts.preview) return undefined;
   return decide({ ...input, headroom: restored.headroom }, { only: { models: [name] } });
 }
 
@@ -140,6 +143,41 @@ export function changePreview(change: ChangeResult, d: Decision): ChangePreview 
 export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: string[] } {
   const changed = new Set(d.changed);
   return { next: d.admissions.filter((a) => changed.has(a.model)), removed: d.removed };
+}
+
+/**
+ * What the admitter writes after deciding the world: the admissions the decision changed, and every model's whose
+ * stored admission is of an older version of the model, stamped with the version decided (`modelVersion`), so
+ * that a write the decision leaves as it was still reads as decided. Nothing when all is as stored: the admitter
+ * is triggered by the table's own stream, and a write of nothing new would trigger it again.
+ */
+export function admitterWrites(
+  world: Pick<World, 'models' | 'admissions'>,
+  d: Decision,
+): { next: ModelAdmission[]; removed: string[] } {
+  const version = new Map(world.models.map((m) => [m.name, m.version as number | undefined]));
+  const stored = new Map(world.admissions.map((a) => [a.model, a.modelVersion]));
+  const changed = new Set(d.changed);
+  const next: ModelAdmission[] = [];
+  for (const a of d.admissions) {
+    const v = version.get(a.model);
+    if (!changed.has(a.model) && stored.has(a.model) && stored.get(a.model) === v) continue;
+    const { modelVersion: _old, ...rest } = a;
+    next.push(v === undefined ? rest : { ...rest, modelVersion: v });
+  }
+  return { next, removed: d.removed };
+}
+
+/** Releases before admissions: every prefix of a decision committed in slices is within every limit. */
+export function admitterOrder(
+  before: readonly ModelAdmission[],
+  after: readonly ModelAdmission[],
+  removed: readonly string[],
+): (model: string) => number {
+  const was = new Map(before.map((a) => [a.model, heldReplicas(a)]));
+  const next = new Map(after.map((a) => [a.model, heldReplicas(a)]));
+  const gone = new Set(removed);
+  return (m) => (gone.has(m) ? -Number.MAX_SAFE_INTEGER : (next.get(m) ?? 0) - (was.get(m) ?? 0));
 }
 
 /** Admitted units as placement units, each pinned to where admission placed it, so sizing follows admission. */

@@ -32,7 +32,7 @@ export interface ResourceEvent {
   reason: string;
   message: string;
   /** Who decided: a write through the API, or a reconcile pass. */
-  source: 'api' | 'reconcile';
+  source: 'api' | 'reconcile' | 'admitter';
   at: string;
 }
 

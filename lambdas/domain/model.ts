@@ -233,3 +233,48 @@ function specAsSent(spec: ModelSpec): ModelSpec {
     ...(spec.fallback ? { fallback: nameOf(spec.fallback) } : {}),
   });
 }
+
+/** What a status needs for Queued to be added to it. */
+interface DecidedStatus {
+  admitted: number;
+  pending: number;
+  reasons: { reason: string; message: string; replicas: number }[];
+}
+
+/**
+ * A model's admission status with what still waits for the admitter (service/admitter.ts): the API stores a write
+ * as intent and the admitter decides it moments later. `observedVersion` is the model version the figures are of,
+ * as Kubernetes' observedGeneration; while it is behind `version`, the replicas wanted beyond those the last
+ * decision admitted or left pending wait with reason Queued. An admission stored before versions were stamped counts as current.
+ */
+export function queuedStatus<S extends DecidedStatus>(
+  m: Pick<Model, 'version' | 'spec'>,
+  decidedVersion: number | undefined,
+  decided: boolean,
+  status: S,
+): S & { observedVersion?: number } {
+  if (decided && (decidedVersion === undefined || decidedVersion === m.version))
+    return { ...status, observedVersion: m.version };
+  const s = m.spec.scaling;
+  const wanted = Math.max(s.min, Math.min(targetReplicas(s), s.max));
+  const queued = Math.max(0, wanted - status.admitted - status.pending);
+  const of = decidedVersion === undefined ? {} : { observedVersion: decidedVersion };
+  if (queued === 0) return { ...status, ...of };
+  return {
+    ...status,
+    ...of,
+    pending: status.pending + queued,
+    reasons: [
+      {
+        reason: 'Queued',
+        message: `version ${m.version} waits for the admitter, which decides within seconds of a write; ${
+          decidedVersion === undefined
+            ? 'nothing was decided for this model yet'
+            : `the other figures are of version ${decidedVersion}`
+        }`,
+        replicas: queued,
+      },
+      ...status.reasons,
+    ],
+  };
+}

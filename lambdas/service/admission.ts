@@ -1,8 +1,6 @@
-import { admitCatalogChange, decisionWrites, type World } from '../domain/admission-world';
+import { checkCatalogChange, type World } from '../domain/admission-world';
 import type { ChangeResult } from '../domain/catalog';
-import { conflict } from '../domain/errors';
-import { admissionEvents, type ResourceEvent } from '../domain/events';
-import type { Model } from '../domain/model';
+import { type Model, queuedStatus } from '../domain/model';
 import {
   admissionAsSeen,
   type Decision,
@@ -11,76 +9,49 @@ import {
   type Reader,
 } from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
-import type { TxItem } from '../store/ledger';
-import { LEDGER_MAX_ITEMS } from '../store/limits';
 import type { Dependencies } from '.';
 import type { LoadedCatalog } from './catalog';
 
 /**
- * Admission, loaded and written: everything a decision reads is loaded inside the caller's ledger transaction,
- * and what it decides is written in that same transaction, so decisions are serializable
- * (docs/reference/quota-semantics.md §7). The API decides the changed model alone; reconcile every pending request.
+ * Admission as the API and the admitter load it. The API checks a change against the world as it reads it and
+ * stores intent (service/models.ts); the admitter (service/admitter.ts) alone decides and writes admissions
+ * (docs/reference/quota-semantics.md §7). Reads answer each model's status with its last decision and, while a
+ * later version of it waits for the admitter, the reason Queued.
  */
 export function admissionService(deps: Dependencies) {
   const { tenancy, admissions, workloads } = deps.store;
 
+  /** Everything but the catalog: the tree, the quotas and the admissions as stored. */
+  const loadRest = () =>
+    Promise.all([tenancy.listScopes(), tenancy.listQuotas(), admissions.listAdmissions()]).then(
+      ([scopes, quotas, stored]) => ({ scopes, quotas, admissions: stored }),
+    );
+
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      const [scopes, quotas, stored] = await Promise.all([
-        tenancy.listScopes(),
-        tenancy.listQuotas(),
-        admissions.listAdmissions(),
-      ]);
-      return { computes: catalog.computes, models: catalog.models, scopes, quotas, admissions: stored };
+      const rest = await loadRest();
+      return { computes: catalog.computes, models: catalog.models, ...rest };
     },
 
+    /** The tree, quotas and admissions, for a write that loads its catalog beside them (one round trip). */
+    loadRest,
+
     /**
-     * The admission writes of one catalog change, to commit with its `alongside` own items: refuses a start
-     * that can never fit (409, nothing stored) and a change that would write more than one transaction holds.
+     * The API's check of one catalog change (domain checkCatalogChange): refuses a start that can never fit (409,
+     * nothing stored); in a dry run, the decision the admitter would make for the changed model, to preview.
      */
-    async forCatalogChange(
+    check(
       state: LoadedCatalog,
+      rest: Awaited<ReturnType<typeof loadRest>>,
       change: ChangeResult,
       now: string,
-      alongside: number,
-    ): Promise<{
-      items: TxItem[];
-      decision: Decision;
-      after: ModelAdmission | undefined;
-      /** What the decision changed for each model, to record once it has committed. */
-      events: ResourceEvent[];
-    }> {
-      const [scopes, quotas, stored] = await Promise.all([
-        tenancy.listScopes(),
-        tenancy.listQuotas(),
-        admissions.listAdmissions(),
-      ]);
-      const d = admitCatalogChange(
-        { scopes, quotas, admissions: stored, computes: state.computes },
-        change,
-        now,
-      );
-      const w = decisionWrites(d);
-      const items = admissions.admissionItems(w.next, w.removed);
-      // The change's own items (the model, the computes it pins) share the transaction with these.
-      if (items.length + alongside > LEDGER_MAX_ITEMS) {
-        throw conflict(
-          `this change would move ${items.length} admissions at once; split it and retry`,
-          'TooLarge',
-        );
-      }
-      // The changed model's admission once this commits: what the write answers with, so it reads nothing more.
+      preview: boolean,
+    ): { decision?: Decision; stored?: ModelAdmission } {
+      const decision = checkCatalogChange({ ...rest, computes: state.computes }, change, now, { preview });
       const name = change.after?.name;
-      // In a group, `stored` is the overlay: what the decisions before this one left.
-      const after =
-        name === undefined
-          ? undefined
-          : (w.next.find((a) => a.model === name) ?? stored.find((a) => a.model === name));
-      const created = new Map(state.models.map((m) => [m.name, m.createdAt]));
-      if (change.after) created.set(change.after.name, change.after.createdAt);
-      const events = admissionEvents(stored, w.next, (m) => created.get(m), now, 'api');
-      return { items, decision: d, after, events };
+      const stored = name === undefined ? undefined : rest.admissions.find((a) => a.model === name);
+      return { ...(decision ? { decision } : {}), ...(stored ? { stored } : {}) };
     },
 
     /**
@@ -115,7 +86,13 @@ export function admissionService(deps: Dependencies) {
       const podsOf = new Map(seen.map((w) => [w.model, w]));
       return models.map((m) => {
         const a = byModel.get(m.name);
-        const status = modelStatus(m, a && admissionAsSeen(a, reader));
+        // The last decision as the reader may see it, and Queued while a later version waits for the admitter.
+        const status = queuedStatus(
+          m,
+          a?.modelVersion,
+          a !== undefined,
+          modelStatus(m, a && admissionAsSeen(a, reader)),
+        );
         if (!deploy) return status;
         const w = podsOf.get(m.name);
         // When the pods were last looked at, which a steady pass confirms without rewriting the model's item.

@@ -31,6 +31,7 @@ import {
 import { keyForNew, nameOf, resolveName } from '../domain/names';
 import { newComputeId } from '../domain/nodegroup';
 import { ScopeTree } from '../domain/quota';
+import { GUARDS } from '../store/commit';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
 import { committing, type WriteOptions } from './writes';
@@ -51,7 +52,7 @@ function replaced(current: StoredCompute, c: ComputeInput, by: string, at: strin
 /**
  * The compute use cases: create, apply, clone, rename and delete, and the reads. Each reads the compute, asks
  * domain/compute-changes.ts, and writes: create and apply as one conditional write (a compute change touches
- * one item, and its conditions hold the rules at commit), rename and delete through the ledger, so that no model
+ * one item, and its conditions hold the rules at commit), rename and delete under the computes' guard (store/commit.ts), so that no model
  * can start using the compute in between.
  */
 export function computeService(deps: Dependencies, svc: { catalog: CatalogService }) {
@@ -60,7 +61,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
 
   /**
    * The key a compute of `name` owned by `owner` is stored under (domain/names.ts keyForNew): 409 when the name
-   * is taken on the owner's line. Called under the ledger, so two creates on one line cannot both pass.
+   * is taken on the owner's line. Called under the computes' guard, so two creates on one line cannot both pass.
    */
   const keyFor = async (name: string, owner: string | undefined, except?: string) => {
     const [all, scopes] = await Promise.all([store.listComputes(), deps.store.tenancy.listScopes()]);
@@ -71,13 +72,13 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
   };
 
   /**
-   * Creates under the ledger (names per owner); a dry run decides the same and answers what it would store. Each
+   * Creates under the computes' guard (names per owner); a dry run decides the same and answers what it would store. Each
    * compute is one managed node group: beyond the cluster's EKS quota it is refused (409 AwsQuota), counted
-   * under the ledger so that two creates cannot both take the last one. The quota is read before the turn.
+   * under the guard so that two creates cannot both take the last one. The quota is read before deciding.
    */
   const create = async (c: ComputeInput, by: string, opts?: WriteOptions) => {
     const groups = (await deps.awsQuotas([NODEGROUPS_PER_CLUSTER])).get(NODEGROUPS_PER_CLUSTER.code);
-    return deps.store.ledger.withLedger(
+    return deps.store.commit.commitDecision(
       committing(opts, async () => {
         const key = await keyFor(c.name, c.owner);
         const refusal = nodegroupQuotaRefusal((await store.listComputes()).length, groups);
@@ -86,7 +87,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
         return { items: [made.item], result: made.compute };
       }),
       {
-        by,
+        guards: [GUARDS.computes],
         onItemConflict: () =>
           conflict(`compute ${c.name} was created meanwhile; read it, then retry`, 'AlreadyExists'),
       },
@@ -179,14 +180,14 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       const write = { ...c, name: current!.name, by, expectedVersion: d.expectedVersion };
       const next = { ...write, requireNoNodegroup: d.requireNoNodegroup };
       if ((current!.owner ?? '') !== (c.owner ?? '')) {
-        // A new owner brings a new line of the tree: the name must be free on it, decided under the ledger.
-        const compute = await deps.store.ledger.withLedger(
+        // A new owner brings a new line of the tree: the name must be free on it, decided under the guard.
+        const compute = await deps.store.commit.commitDecision(
           committing(opts, async () => {
             await keyFor(c.name, c.owner, current!.name);
             return { items: [store.replaceItem(next, now())], result: replaced(current!, write, by, now()) };
           }),
           {
-            by,
+            guards: [GUARDS.computes],
             onItemConflict: () =>
               versionMismatch(
                 `compute ${c.name} changed since version ${d.expectedVersion}; read it again and retry`,
@@ -213,7 +214,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       const seen = await visible(caller, name, opts?.owner);
       requireComputeWrite(caller, seen, 'delete');
       const key = seen.name;
-      return deps.store.ledger.withLedger<{ deleted: boolean; compute: StoredCompute }>(
+      return deps.store.commit.commitDecision<{ deleted: boolean; compute: StoredCompute }>(
         committing<{ deleted: boolean; compute: StoredCompute }>(opts, async () => {
           const c = await store.getCompute(key);
           const how = decideDelete(c, name, expected, c ? await svc.catalog.modelsUsing(key) : []);
@@ -225,7 +226,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
           };
         }),
         {
-          by,
+          guards: [GUARDS.computes],
           onItemConflict: () =>
             conflict(
               `compute ${name} changed while it was being deleted; read it again and retry`,
@@ -259,7 +260,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       const source = await visible(caller, name, opts?.owner);
       requireComputeWrite(caller, source, 'rename');
       if (to === nameOf(source.name)) return { compute: source, renamed: false };
-      const compute = await deps.store.ledger.withLedger(
+      const compute = await deps.store.commit.commitDecision(
         committing(opts, async () => {
           const found = await store.getCompute(source.name);
           const users = found && !found.builtin ? await svc.catalog.modelsUsing(source.name) : [];
@@ -270,7 +271,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
           return { items, result: renamed };
         }),
         {
-          by,
+          guards: [GUARDS.computes],
           onItemConflict: (i) =>
             i === 1
               ? conflict(`compute ${to} was created meanwhile; choose another name`, 'AlreadyExists')

@@ -8,18 +8,18 @@ import type { DeclaredSpec } from '../domain/hardware';
 import { builtinComputes, declaredModels } from '../shared/builtin-config';
 import { config, type RuntimeConfig } from '../shared/config';
 import * as admissions from '../store/admissions';
+import * as commit from '../store/commit';
 import * as computes from '../store/computes';
 import * as costs from '../store/costs';
 import * as events from '../store/events';
 import * as idempotency from '../store/idempotency';
-import * as ledger from '../store/ledger';
 import * as models from '../store/models';
 import * as passes from '../store/reconcile-passes';
 import * as tenancy from '../store/tenancy';
-import * as turn from '../store/turn';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
 import { admissionService } from './admission';
+import { admitterService } from './admitter';
 import { alarmService } from './alarms';
 import { capacityService } from './capacity';
 import { catalogService } from './catalog';
@@ -34,12 +34,13 @@ import { scopeService } from './scopes';
 
 /**
  * The service layer: one module per use case, between the handlers (api/routes, reconcile/handler.ts) and the
- * store and AWS adapters. Each loads what it needs, lets the domain decide, and writes under the ledger. Everything a use case
+ * store and AWS adapters. Each loads what it needs, lets the domain decide, and writes (store/commit.ts); the
+ * admitter alone writes admissions. Everything a use case
  * depends on is handed in here, once per container, the way Kueue's scheduler.New receives its queues, cache
  * and client: no module registers itself with another, and a test builds the services with other parts.
  */
 
-/** The repositories, and the ledger every multi-item decision commits through. */
+/** The repositories, and how a write use case commits (store/commit.ts). */
 export interface Stores {
   computes: typeof computes;
   models: typeof models;
@@ -53,8 +54,7 @@ export interface Stores {
   workloads: typeof workloads;
   /** Events of models and computes, for describe (domain/events.ts). */
   events: typeof events;
-  ledger: Pick<typeof ledger, 'withLedger' | 'commitChain' | 'ledgerVersion'> &
-    Pick<typeof turn, 'inLedgerTurn'>;
+  commit: Pick<typeof commit, 'commitDecision'>;
 }
 
 /** A built-in as config/computes.yaml declares it: the hardware and cost may be left to AWS (resolveBuiltins). */
@@ -112,12 +112,7 @@ export function defaultDependencies(): Dependencies {
       idempotency,
       workloads,
       events,
-      ledger: {
-        withLedger: ledger.withLedger,
-        commitChain: ledger.commitChain,
-        ledgerVersion: ledger.ledgerVersion,
-        inLedgerTurn: turn.inLedgerTurn,
-      },
+      commit: { commitDecision: commit.commitDecision },
     },
     invoke: async (functionName) => {
       throw new Error(
@@ -178,12 +173,14 @@ function wire(deps: Dependencies) {
   const events = eventService(deps);
   const admission = admissionService(deps);
   const computes = computeService(deps, { catalog });
-  const models = modelService(deps, { catalog, admission, events });
+  const models = modelService(deps, { catalog, admission });
+  const admitter = admitterService(deps, { catalog, admission, events });
   return {
     deps,
     access,
     catalog,
     admission,
+    admitter,
     models,
     computes,
     events,

@@ -10,20 +10,19 @@ import {
   sourcesIndex,
 } from '../domain/catalog';
 import { conflict, notFound } from '../domain/errors';
-import type { ResourceEvent } from '../domain/events';
 import type { AdmissionSummary, Model } from '../domain/model';
+import { nameOf } from '../domain/names';
 import type { ModelAdmission } from '../domain/quota';
+import { GUARDS } from '../store/commit';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
-import type { EventService } from './events';
 import { committing, type WriteOptions } from './writes';
 
 /**
  * The model use cases: add, replace, remove, scale, resources, class and owner (one catalog change each), and
- * the reads. A change is decided against the whole catalog under the ledger: the next catalog is validated, the
- * pre-add check may refuse it, admission decides the changed model, and the model, its admission and any
- * victims' are written in one transaction with the ledger bump (or nothing is).
+ * the reads. A change is validated as the whole next catalog, the pre-add check may refuse it, admission refuses
+ * a start that can never fit; what passes is stored as intent, and the admitter decides its replicas.
  */
 
 /** Verbs whose result the pre-add check sees (a model that may no longer run). */
@@ -33,23 +32,41 @@ const CHECKED_VERBS = new Set<CatalogChange['verb']>(['add', 'replace', 'resourc
 export const visibleTo = (caller: Caller, m: { declared?: boolean; owner?: string }) =>
   m.declared === true || caller.canSee(m.owner);
 
+/**
+ * The guards a change decides under (store/commit.ts): a change that makes or moves a name, or removes a model,
+ * takes its name's; one that names a fallback takes the fallback's too, so an add naming a model and that model's
+ * removal cannot both pass. A scaling, class or resources change takes none: its conditions are on its own item.
+ */
+function changeGuards(c: CatalogChange): string[] {
+  const names = new Set<string>();
+  if (c.verb === 'add' || c.verb === 'replace' || c.verb === 'owner' || c.verb === 'remove')
+    names.add(nameOf(c.name));
+  if ((c.verb === 'add' || c.verb === 'replace') && c.spec.fallback) names.add(nameOf(c.spec.fallback));
+  return [...names].sort().map(GUARDS.modelName);
+}
+
 export function modelService(
   deps: Dependencies,
-  svc: { catalog: CatalogService; admission: AdmissionService; events: EventService },
+  svc: { catalog: CatalogService; admission: AdmissionService },
 ) {
-  const { catalog, admission, events } = svc;
+  const { catalog, admission } = svc;
 
-  /** Applies one catalog change (refused, writing nothing, when it breaks a rule); the model before and after. */
+  /**
+   * Applies one catalog change (refused, writing nothing, when it breaks a rule) and stores it as intent: the
+   * model item conditional on the version read, the computes it pins checked at theirs, and for a new name (or
+   * owner) the name's guard, so two adds of one name along a line cannot both pass. Admission is the admitter's
+   * (service/admitter.ts), triggered by this very write: the answer carries the last decision and Queued.
+   */
   async function change(
     c: CatalogChange,
     opts: { by: string; access?: CatalogAccess; owner?: string } & WriteOptions,
   ): Promise<ChangeResult & { preview?: ChangePreview; admission?: { after: ModelAdmission | undefined } }> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
-    let decided: ResourceEvent[] = [];
-    const r = await deps.store.ledger.withLedger(
+    const guards = changeGuards(c);
+    return deps.store.commit.commitDecision(
       committing(opts, async () => {
-        const state = await catalog.load();
+        const [state, rest] = await Promise.all([catalog.load(), admission.loadRest()]);
         const now = deps.clock().toISOString();
         const r = applyChange(state, c, { by: opts.by, now, access: opts.access, ownerParam: opts.owner });
         if (r.unchanged) return { items: [], result: r };
@@ -66,19 +83,14 @@ export function modelService(
           }
           if (problems.length) throw checkRefusal(r.after.name, problems);
         }
-        const own = deps.store.models.changeItems(r, state.computes);
-        const admitted = await admission.forCatalogChange(state, r, now, own.length);
-        // The last attempt's events are the committed decision's: a retry decides again from scratch.
-        decided = opts.dryRun ? [] : admitted.events;
-        // A commit answers with the admission it wrote (or kept), so the answer needs no read of it afterwards.
-        const result = opts.dryRun
-          ? { ...r, preview: changePreview(r, admitted.decision) }
-          : { ...r, admission: { after: admitted.after } };
-        return { items: [...own, ...admitted.items], result };
+        const { decision, stored } = admission.check(state, rest, r, now, opts.dryRun === true);
+        const result = decision
+          ? { ...r, preview: changePreview(r, decision) }
+          : { ...r, admission: { after: stored } };
+        return { items: deps.store.models.changeItems(r, state.computes), result };
       }),
       {
-        by: opts.by,
-        groupable: true,
+        guards,
         onItemConflict: (i) =>
           i === 0
             ? conflict(
@@ -86,13 +98,11 @@ export function modelService(
                 'ConcurrentUpdate',
               )
             : conflict(
-                `a compute that model ${c.name} pins changed meanwhile; retry the request`,
+                `a compute that model ${c.name} pins, or its owner scope, changed meanwhile; retry the request`,
                 'ConcurrentUpdate',
               ),
       },
     );
-    if (!r.unchanged) await events.record(decided);
-    return r;
   }
 
   return {

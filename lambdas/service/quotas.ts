@@ -1,18 +1,19 @@
 import type { Caller } from '../domain/access';
 import { conflict, notFound, versionMismatch } from '../domain/errors';
 import { assertQuotaWrite, type Quota, ScopeTree, sameQuota } from '../domain/quota';
+import { GUARDS } from '../store/commit';
 import type { StoredQuota } from '../store/tenancy';
 import type { Dependencies } from '.';
 import { requireVisibleScope } from './scopes';
 import { committing, type WriteOptions } from './writes';
 
 /**
- * The quota use cases: apply and delete a scope's quota, through the ledger (admission reads every quota), and
+ * The quota use cases: apply and delete a scope's quota, under the tenancy guard (store/commit.ts: the tree's sums span quotas), and
  * the reads. A quota is set from above: by an admin of the parent, an org's by a platform admin, so that nobody
  * raises their own guarantee. The rules of the whole set of quotas are domain/quota/quota.ts's.
  */
 export function quotaService(deps: Dependencies) {
-  const { tenancy, ledger } = deps.store;
+  const { tenancy, commit } = deps.store;
 
   const authorizeWrite = (caller: Caller<ScopeTree>, scope: string) => {
     requireVisibleScope(caller, scope);
@@ -51,7 +52,7 @@ export function quotaService(deps: Dependencies) {
       opts?: WriteOptions,
     ): Promise<StoredQuota> {
       authorizeWrite(caller, q.scope);
-      return ledger.withLedger(
+      return commit.commitDecision(
         committing(opts, async () => {
           const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
           const current = quotas.find((x) => x.scope === q.scope);
@@ -74,8 +75,7 @@ export function quotaService(deps: Dependencies) {
           return { items: tenancy.quotaPutItems(item, current), result: item };
         }),
         {
-          by,
-          groupable: true,
+          guards: [GUARDS.tenancy],
           onItemConflict: () =>
             conflict(`quota of ${q.scope} changed meanwhile; read it again and retry`, 'ConcurrentUpdate'),
         },
@@ -84,14 +84,14 @@ export function quotaService(deps: Dependencies) {
 
     async remove(scope: string, caller: Caller<ScopeTree>, by: string, opts?: WriteOptions): Promise<void> {
       authorizeWrite(caller, scope);
-      await ledger.withLedger(
+      await commit.commitDecision(
         committing(opts, async () => {
           const [scopes, quotas] = await Promise.all([tenancy.listScopes(), tenancy.listQuotas()]);
           if (!quotas.some((q) => q.scope === scope)) throw notFound(`scope ${scope} has no quota`);
           assertQuotaWrite(new ScopeTree(scopes), quotas, { scope, delete: true });
           return { items: [tenancy.quotaDeleteItem(scope)], result: undefined };
         }),
-        { by, groupable: true },
+        { guards: [GUARDS.tenancy] },
       );
     },
   };

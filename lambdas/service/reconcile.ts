@@ -1,9 +1,10 @@
 import * as alarms from '../aws/alarms';
 import { type ClusterClient, clusterClient } from '../aws/kubernetes';
+import { invokeAdmitter } from '../aws/lambda';
 import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
-import { decideWorld, decisionWrites, heldReplicas, unitsOf, type World } from '../domain/admission-world';
+import { unitsOf } from '../domain/admission-world';
 import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
 import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
 import {
@@ -17,30 +18,23 @@ import {
 import { costInputs, splitCost } from '../domain/cost';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
-import {
-  admissionEvents,
-  computeEvents,
-  computeFailure,
-  driftEvents,
-  type ResourceEvent,
-} from '../domain/events';
+import { computeEvents, computeFailure, driftEvents, type ResourceEvent } from '../domain/events';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
-import { type Decision, ScopeTree } from '../domain/quota';
+import { ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import { type EnginesConfig, namespacesOf, type WorkloadsReport } from '../domain/workloads';
 import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
-import type { TxItem } from '../store/ledger';
-import { LEDGER_MAX_ITEMS } from '../store/limits';
 import { createServices, type Dependencies, type Services } from '.';
+import type { AdmitterSummary } from './admitter';
 import { chooseGoing, drainForScaleDown, type Shrink } from './drain';
 import { workflowService } from './workflows';
 import { reconcileWorkloads } from './workloads';
 
 /**
- * One reconcile pass (docs/design.md, Reconcile): observe what AWS runs, decide admission and placement, start
- * the workflows that make the node groups match, and report. Idempotent and safe beside another pass and API
- * writes: admission commits through the ledger, workflow starts through a conditional claim per compute.
+ * One reconcile pass (docs/design.md, Reconcile): observe what AWS runs, have the admitter decide (it alone writes
+ * admissions), place what is admitted, start the workflows that make the node groups match, and report.
+ * Idempotent and safe beside another pass and API writes: workflow starts go through a conditional claim per compute.
  */
 
 export type { ComputeReport, ReconcileSummary };
@@ -57,10 +51,13 @@ export interface ReconcileDependencies extends Dependencies {
   engines: () => EnginesConfig;
   stepFunctions: typeof stepFunctions;
   alarms: Pick<typeof alarms, 'syncAlarms'>;
+  /**
+   * Runs the admitter once and answers its figures. Deployed, the admitter Lambda (reserved concurrency 1)
+   * invoked synchronously (aws/lambda.ts invokeAdmitter), so that it stays the only writer of admissions; a test
+   * may hand in its own one-at-a-time runner.
+   */
+  admit: () => Promise<AdmitterSummary>;
 }
-
-/** How the reconciler takes the ledger turn: for the whole decision, which may be a chain of transactions. */
-const ADMISSION_TURN = { by: 'reconcile', waitMs: 120_000, leaseMs: 120_000 } as const;
 
 export function createReconciler(over: Partial<ReconcileDependencies> = {}) {
   const services = createServices(over);
@@ -71,6 +68,14 @@ export function createReconciler(over: Partial<ReconcileDependencies> = {}) {
     alarms,
     cluster: () => clusterClient(),
     engines: enginesConfig,
+    admit: () => {
+      const fn = services.deps.config().admitterFunction;
+      if (!fn)
+        throw new Error(
+          'no admitter function is configured (LLMCAP_ADMITTER_FUNCTION): admission cannot be decided this pass',
+        );
+      return invokeAdmitter(fn);
+    },
     ...over,
   };
   return reconciler(deps, services);
@@ -85,49 +90,6 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     computes: store.computes,
     stepFunctions: deps.stepFunctions,
   });
-
-  /**
-   * Decides admission for every model and commits it through the ledger. A decision larger than one
-   * transaction is committed as a chain of slices, releases first, so no limit is exceeded between two slices;
-   * if an API write lands in between, the rest is decided again from the stored state.
-   */
-  function admit(
-    now: string,
-  ): Promise<{ world: World; decision: Decision; commits: number; events: ResourceEvent[] }> {
-    // One turn for the whole decision: API writes wait for the chain instead of breaking it slice by slice.
-    return store.ledger.inLedgerTurn(() => admitInTurn(now), ADMISSION_TURN);
-  }
-
-  async function admitInTurn(
-    now: string,
-  ): Promise<{ world: World; decision: Decision; commits: number; events: ResourceEvent[] }> {
-    let commits = 0;
-    for (let round = 0; ; round++) {
-      const version = await store.ledger.ledgerVersion();
-      const world = await services.admission.loadWorld(await services.catalog.load());
-      const decision = decideWorld(world, now);
-      const w = decisionWrites(decision);
-      const items = store.admissions.admissionItems(w.next, w.removed);
-      if (items.length === 0) return { world, decision, commits, events: [] };
-      const before = new Map(world.admissions.map((a) => [a.model, a]));
-      const after = new Map(decision.admissions.map((a) => [a.model, a]));
-      const delta = (m: string) =>
-        after.has(m) ? heldReplicas(after.get(m)) - heldReplicas(before.get(m)) : -Number.MAX_SAFE_INTEGER;
-      const modelOf = store.admissions.admissionItemModel;
-      items.sort((x, y) => delta(modelOf(x)) - delta(modelOf(y)));
-      const slices: TxItem[][] = [];
-      for (let i = 0; i < items.length; i += SLICE_ITEMS) slices.push(items.slice(i, i + SLICE_ITEMS));
-      const r = await store.ledger.commitChain(version, slices, 'reconcile');
-      commits += r.committed;
-      if (r.complete) {
-        const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
-        const events = admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'reconcile');
-        return { world, decision, commits, events };
-      }
-      if (round >= 20)
-        throw new Error('admission kept losing the ledger to concurrent writes; the next pass retries');
-    }
-  }
 
   /** A scale-down of a live group, while llmcap runs the pods: it drains the nodes itself (drain.ts). */
   function drainsFirst(action: Action, c: Compute): action is Extract<Action, { kind: 'scale' }> {
@@ -310,10 +272,17 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
     await observeNodeRoom(computes, now, errors);
 
-    // 3. Admission for every pending request, then placement of everything admitted.
-    const { world, decision, commits, events } = await admit(now);
+    // 3. The admitter decides every pending request (it alone writes admissions); then placement of what it admitted.
+    let admitted: AdmitterSummary | undefined;
+    try {
+      admitted = await deps.admit();
+    } catch (e) {
+      errors.push(`admission: ${(e as Error).message}; placing what was admitted before`);
+    }
+    const world = await services.admission.loadWorld(await services.catalog.load());
+    const events: ResourceEvent[] = [];
     const all = await store.computes.listComputes(); // includes computes being deleted, which the catalog leaves out
-    const units = unitsOf(decision.admissions, world.models, new ScopeTree(world.scopes));
+    const units = unitsOf(world.admissions, world.models, new ScopeTree(world.scopes));
     const plan = planPlacement(
       all.filter((c) => !c.deletionRequested),
       units,
@@ -426,7 +395,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       ? await runWorkloads(
           {
             models: world.models,
-            admissions: decision.admissions,
+            admissions: world.admissions,
             computes: all,
             now,
             // The pass's own read of the tree: each scope's namespace (domain/workloads.ts namespacesOf).
@@ -443,7 +412,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     );
     await services.events.record(events);
 
-    const pendingReplicas = decision.admissions.reduce(
+    const pendingReplicas = world.admissions.reduce(
       (n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0),
       0,
     );
@@ -451,17 +420,17 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       startedAt: now,
       durationMs: Date.now() - t0,
       computes: reports,
-      scopes: decision.scopes.map((s) => ({
+      scopes: (admitted?.scopes ?? []).map((s) => ({
         ...s,
         pendingReplicas: Object.values(s.pending).reduce((n, x) => n + (x ?? 0), 0),
       })),
-      atLimit: decision.atLimit,
+      atLimit: admitted?.atLimit ?? [],
       admission: {
-        admitted: decision.admitted.length,
-        released: decision.released.length,
-        victims: decision.victims.length,
+        admitted: admitted?.admitted ?? 0,
+        released: admitted?.released ?? 0,
+        victims: admitted?.victims ?? 0,
         pendingReplicas,
-        commits,
+        commits: admitted?.commits ?? 0,
       },
       workflows: launched,
       awsCalls,
@@ -474,6 +443,3 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
 
 /** llmcap's nodes: every compute's group labels its nodes with the compute (domain/compute.ts labels). */
 const COMPUTE_LABEL = Object.keys(labels('x'))[0]!;
-
-/** One slice of a large decision: what a ledger transaction holds besides the bump. */
-const SLICE_ITEMS = LEDGER_MAX_ITEMS;

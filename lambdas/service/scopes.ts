@@ -11,6 +11,7 @@ import {
 } from '../domain/quota';
 import { listed } from '../domain/text';
 import { newScopeNamespace, scopeNamespace } from '../domain/workloads';
+import { GUARDS } from '../store/commit';
 import type { StoredScope } from '../store/tenancy';
 import type { Dependencies } from '.';
 import type { CatalogService } from './catalog';
@@ -25,7 +26,7 @@ function planned(current: StoredScope, plan: MemberWrite, by: string, at: string
 }
 
 /**
- * The scope use cases: create and delete a scope (through the ledger, since admission reads the tree), grant and
+ * The scope use cases: create and delete a scope (under the tenancy guard, store/commit.ts), grant and
  * revoke a member's role (optimistic on the scope's version: admission ignores roles), and the reads. Who may do
  * each is the Caller's answer (domain/access.ts); what the tree allows is domain/quota/tenancy.ts's.
  */
@@ -40,7 +41,7 @@ export function requireVisibleScope(caller: Caller<ScopeTree>, scope: string): v
 }
 
 export function scopeService(deps: Dependencies, svc: { catalog: CatalogService }) {
-  const { tenancy, ledger } = deps.store;
+  const { tenancy, commit } = deps.store;
   const now = () => deps.clock().toISOString();
 
   async function setMember(
@@ -92,7 +93,7 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
           throw notFound(`parent scope ${s.parent} does not exist`);
         caller.authorize('create-scope', s.parent);
       } else caller.authorize('platform', undefined);
-      return ledger.withLedger(
+      return commit.commitDecision(
         committing(opts, async () => {
           const all = await tenancy.listScopes();
           const tree = new ScopeTree(all);
@@ -113,7 +114,10 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
           };
           return { items: tenancy.scopeCreateItems(item), result: item };
         }),
-        { by, onItemConflict: () => conflict(`scope ${s.name} already exists`, 'AlreadyExists') },
+        {
+          guards: [GUARDS.tenancy],
+          onItemConflict: () => conflict(`scope ${s.name} already exists`, 'AlreadyExists'),
+        },
       );
     },
 
@@ -121,14 +125,14 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
     async remove(name: string, caller: Caller<ScopeTree>, by: string, opts?: WriteOptions): Promise<void> {
       requireVisibleScope(caller, name);
       caller.authorize(caller.tenancy.parent(name) ? 'delete-scope' : 'platform', name);
-      await ledger.withLedger(
+      await commit.commitDecision(
         committing(opts, async () => {
           const tree = await loadTree();
           if (!tree.has(name)) throw notFound(`scope ${name} does not exist`);
           validateScopeDelete(tree, name, await svc.catalog.ownedBy(name));
           return { items: tenancy.scopeDeleteItems(name), result: undefined };
         }),
-        { by },
+        { guards: [GUARDS.tenancy] },
       );
     },
 

@@ -76,6 +76,8 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_CREATE_RETRY_SECONDS: z.coerce.number().min(0).max(3600).default(300),
   /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
+  /** The admitter Lambda each reconcile pass runs before placing (name or ARN); set on the reconcile Lambda only. */
+  LLMCAP_ADMITTER_FUNCTION: z.string().min(1).optional(),
   /** Minutes between scheduled reconciles: the period of the alarms on what each pass reports. */
   LLMCAP_RECONCILE_RATE_MINUTES: z.coerce.number().int().min(1).max(60).default(1),
   /** This function's timeout as deployed (Lambda allows 1-900 s); the local API runs with the API's. */
@@ -116,6 +118,7 @@ export interface RuntimeConfig {
   cooldownSeconds: number;
   createRetrySeconds: number;
   reconcileFunction?: string;
+  admitterFunction?: string;
   reconcileRateMinutes: number;
   functionTimeoutSeconds: number;
   /** The state machine of each workflow kind, where this function starts them. */
@@ -151,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     createRetrySeconds: e.LLMCAP_CREATE_RETRY_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
+    ...(e.LLMCAP_ADMITTER_FUNCTION ? { admitterFunction: e.LLMCAP_ADMITTER_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,
     functionTimeoutSeconds: e.LLMCAP_FUNCTION_TIMEOUT_SECONDS,
     stateMachines: machines,

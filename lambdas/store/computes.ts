@@ -12,11 +12,11 @@ import { conflict, versionMismatch } from '../domain/errors';
 import { isTwinKey, TWIN_MARK } from '../domain/names';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import type { TxItem } from './commit';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
-import type { TxItem } from './ledger';
-import { readPartition } from './ledger-cache';
 import { queryPartition } from './query';
+import { sharedQuery } from './shared-read';
 
 /**
  * The compute repository: the only code that knows how a compute is laid out in the table. It reads, builds the
@@ -41,7 +41,7 @@ export async function getCompute(name: string): Promise<StoredCompute | undefine
 }
 
 export async function listComputes(): Promise<StoredCompute[]> {
-  return (await readPartition('COMPUTE')).map(toCompute);
+  return (await sharedQuery(keys.computes().pk)).map(toCompute);
 }
 
 /**

@@ -15,10 +15,13 @@ export const keys = {
   admissions: () => ({ pk: 'ADMISSION' }),
   /** What nodes of an instance type report as allocatable (store/computes.ts, domain/allocatable.ts). */
   nodeType: (instanceType: string) => ({ pk: 'NODETYPE', sk: instanceType }),
-  /** The version every decision that reads the whole state (catalog, quotas, admission) is made against. */
-  ledger: () => ({ pk: 'LEDGER', sk: 'STATE' }),
-  /** Whose turn it is to decide against the ledger (see turn.ts); present only while someone holds it. */
-  ledgerLease: () => ({ pk: 'LEDGER', sk: 'LEASE' }),
+  /** A rule's guard (store/commit.ts): a version that every write under the rule reads and bumps. */
+  guard: (name: string) => ({ pk: 'GUARD', sk: name }),
+  /**
+   * The admitter's fence (service/admitter.ts): every admission commit moves it by one from the version the
+   * admitter read, so a second admitter running by mistake cannot interleave its writes with the first's.
+   */
+  admitter: () => ({ pk: 'ADMITTER', sk: 'STATE' }),
   /** What the reconciler last saw of a model's pods (store/workloads.ts): status.running and its reasons. */
   workload: (model: string) => ({ pk: 'WORKLOAD', sk: model }),
   workloads: () => ({ pk: 'WORKLOAD' }),

@@ -2,21 +2,21 @@ import type { ChangeResult } from '../domain/catalog';
 import type { Compute } from '../domain/compute';
 import type { Model } from '../domain/model';
 import { config } from '../shared/config';
+import type { TxItem } from './commit';
 import { keys } from './keys';
-import type { TxItem } from './ledger';
-import { queryLedgerPartition } from './ledger-cache';
+import { sharedQuery } from './shared-read';
 
 /**
  * The model rows: the models added at runtime, as stored (the catalog service builds the catalog in force from
- * them and the declared models). Written only in ledger transactions, one model item conditional on its
- * version together with the ledger bump, so the stored catalog is always one that validated as a whole.
+ * them and the declared models). Each write is one model item conditional on the version its change was
+ * validated against, with checks on the items the validation leaned on (store/commit.ts).
  */
 
 const table = () => config().table;
 
 /** Every stored model row, as the table holds it (frozen: rows are shared between requests). */
 export async function listModelRows(): Promise<readonly Record<string, unknown>[]> {
-  return queryLedgerPartition('MODEL');
+  return sharedQuery(keys.models().pk);
 }
 
 function toItem(m: Model): Record<string, unknown> {
@@ -25,8 +25,8 @@ function toItem(m: Model): Record<string, unknown> {
 }
 
 /**
- * The writes of one catalog change: the model item conditional on its version (item 0), and a check that each
- * compute the model pins is still at the version the change was validated against (the items after it).
+ * The writes of one catalog change: the model item conditional on its version (item 0), a check that each
+ * compute the model pins is still at the version the change was validated against, and that a new owner exists.
  */
 export function changeItems(
   r: ChangeResult,
@@ -53,7 +53,7 @@ export function changeItems(
       ? { Put: { TableName: table(), Item: toItem(r.after), ...cond } }
       : { Delete: { TableName: table(), Key: key, ...cond } },
   ];
-  // A compute replaced outside the ledger (PUT /v1/computes) must not shrink under a model pinned to it.
+  // A compute replaced meanwhile (PUT /v1/computes) must not shrink under a model pinned to it.
   const pinned = new Set((r.after?.spec.profiles ?? []).flatMap((p) => (p.compute ? [p.compute] : [])));
   for (const c of computes.filter((x) => pinned.has(x.name))) {
     items.push({
@@ -63,6 +63,17 @@ export function changeItems(
         ConditionExpression: '#version = :v',
         ExpressionAttributeNames: { '#version': 'version' },
         ExpressionAttributeValues: { ':v': c.version },
+      },
+    });
+  }
+  // A new owner must still exist when this lands: a scope deleted meanwhile fails the write instead.
+  const owner = r.after?.owner;
+  if (owner && owner !== (r.before ?? r.replacesSkipped)?.owner) {
+    items.push({
+      ConditionCheck: {
+        TableName: table(),
+        Key: keys.scope(owner),
+        ConditionExpression: 'attribute_exists(pk)',
       },
     });
   }

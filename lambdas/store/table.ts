@@ -9,6 +9,13 @@ import {
  * ...) with the name as sort key, so that every list is a Query and no request path ever Scans. Only the store
  * modules know these formats; workflows receive the key they must write in their input.
  */
+
+/**
+ * The partitions admission reads: a write to any of them is a reason for the admitter to decide again (the
+ * event source mapping's filter, in infra and locally). Its own ADMISSION and ADMITTER writes are not, so a run
+ * never triggers another.
+ */
+export const ADMISSION_INPUTS = ['MODEL', 'COMPUTE', 'SCOPE', 'QUOTA', 'NODETYPE', 'WORKLOAD'] as const;
 export function tableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,
@@ -21,6 +28,8 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
       { AttributeName: 'pk', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ],
+    // The admitter's trigger (lambdas/admitter): keys are all it needs, since it decides the whole world each run.
+    StreamSpecification: { StreamEnabled: true, StreamViewType: 'KEYS_ONLY' },
   };
 }
 

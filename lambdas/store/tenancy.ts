@@ -2,10 +2,10 @@ import { GetCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib
 import type { MemberWrite, Quota, Scope } from '../domain/quota';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import type { TxItem } from './commit';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
-import type { TxItem } from './ledger';
-import { queryLedgerPartition, readPartition } from './ledger-cache';
+import { sharedQuery } from './shared-read';
 
 /**
  * Scopes and quotas: the repository of the tenancy tree. Tree and quota changes are written in ledger
@@ -34,7 +34,7 @@ function strip<T>(item: Record<string, unknown>): T {
 }
 
 export async function listScopes(): Promise<StoredScope[]> {
-  return (await readPartition('SCOPE')).map((i) => strip<StoredScope>(i));
+  return (await sharedQuery(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
 }
 
 /** One scope, strongly consistent: what a member write is planned against. */
@@ -46,7 +46,7 @@ export async function getScope(name: string): Promise<StoredScope | undefined> {
 }
 
 export async function listQuotas(): Promise<StoredQuota[]> {
-  return (await queryLedgerPartition('QUOTA')).map((i) => strip<StoredQuota>(i));
+  return (await sharedQuery(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
 }
 
 /** A new scope (item 0 fails when the name is taken), and a check that its parent still exists at commit. */

@@ -5,8 +5,8 @@ import type { WorkloadStatus } from '../domain/workloads';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
-import { sharedRead } from './ledger-cache';
 import { queryPartition } from './query';
+import { sharedRead } from './shared-read';
 
 /**
  * What the reconciler last saw of each model's pods, one item per model (keys.workload): the model's

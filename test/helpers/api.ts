@@ -5,6 +5,7 @@ import type { Dependencies } from '../../lambdas/service';
 import { createApiServices } from '../../lambdas/service/for-api';
 import { resetConfig } from '../../lambdas/shared/config';
 import { iamAuthorizerOf } from '../../local/identity';
+import { startTestAdmitter, type TestAdmitter } from './admitter';
 import { freshTable } from './table';
 
 /**
@@ -20,13 +21,15 @@ export interface ApiResult<T = any> {
 
 export interface TestApi {
   table: string;
+  /** The admitter this table's stream drives (test/helpers/admitter.ts). */
+  admitter: TestAdmitter;
   call<T = any>(
     method: string,
     path: string,
     body?: unknown,
     opts?: { principal?: string; headers?: Record<string, string>; raw?: string },
   ): Promise<ApiResult<T>>;
-  as(principal: string): Omit<TestApi, 'as' | 'table'>;
+  as(principal: string): Omit<TestApi, 'as' | 'table' | 'admitter'>;
 }
 
 export const ADMIN = 'arn:aws:iam::111111111111:role/platform-admin';
@@ -70,8 +73,12 @@ export async function testApi(
   resetConfig();
   resetApp();
   const handler = opts.deps ? createHandler(createApiServices(opts.deps)) : handle;
+  const admitter = await startTestAdmitter(table);
   const call: TestApi['call'] = async (method, path, body, o = {}) => {
     const res = await handler(apiEvent(method, path, body, o));
+    // A write is stored as intent and decided by the admitter moments later: the next read sees the decision,
+    // as a client that waits (`llmcap apply --wait`) would. The write's own answer is as the API gave it.
+    if (method !== 'GET' && !path.includes('dryRun')) await admitter.settled();
     const text = typeof res.body === 'string' ? res.body : '';
     return {
       status: res.statusCode ?? 200,
@@ -81,6 +88,7 @@ export async function testApi(
   };
   return {
     table,
+    admitter,
     call,
     as: (principal) => ({ call: (m, p, b, o = {}) => call(m, p, b, { ...o, principal }) }),
   };

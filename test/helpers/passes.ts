@@ -1,32 +1,14 @@
-import { inLedgerTurn } from '../../lambdas/store/turn';
+import type { ControlPlane } from '../../local/control-plane';
 
 /**
- * Holds the ledger turn until `release()`, as a long API write would: a reconcile pass started meanwhile
- * blocks in its admission, so a test can see it RUNNING for as long as it likes, with no clock involved.
+ * Holds the admitter busy until `release()`, as a long run of it would (reserved concurrency 1): a reconcile pass
+ * started meanwhile waits in its admission, so a test can see it RUNNING for as long as it likes, with no clock.
  */
-export async function holdLedger(): Promise<{ release(): Promise<void> }> {
-  let open!: () => void;
-  const gate = new Promise<void>((r) => {
-    open = r;
-  });
-  let entered!: () => void;
-  const inside = new Promise<void>((r) => {
-    entered = r;
-  });
-  const held = inLedgerTurn(
-    async () => {
-      entered();
-      await gate;
-    },
-    { by: 'test', waitMs: 10_000, leaseMs: 300_000 },
-  );
-  await inside;
-  return {
-    release: async () => {
-      open();
-      await held;
-    },
-  };
+export async function holdAdmitter(cp: Pick<ControlPlane, 'lambda' | 'admitterFunction'>): Promise<{
+  release(): Promise<void>;
+}> {
+  const held = cp.lambda.occupy(cp.admitterFunction);
+  return { release: async () => held.release() };
 }
 
 /** Polls `read` until `ok` holds (state changes happen in the background); fails after `timeoutMs`. */

@@ -2,17 +2,27 @@ import { createServices } from '../../lambdas/service';
 import type { InvocationContext } from '../../lambdas/service/passes';
 import { createReconciler, type ReconcileSummary } from '../../lambdas/service/reconcile';
 import type { StartWorkflowRequest, WorkflowCompute } from '../../lambdas/service/workflows';
+import { startTestAdmitter } from './admitter';
 
 /**
  * The use cases as the deployed Lambdas wire them (service/index.ts defaultDependencies), one call each, for
  * tests that drive a single use case against DynamoDB Local and the cloud simulator.
  */
 
-export const runReconcile = (opts?: { now?: Date }) => createReconciler().run(opts);
+/**
+ * A pass as the reconcile Lambda runs it, its admitter the one the table's stream drives in this process (the
+ * Lambda invokes the admitter function instead: aws/lambda.ts invokeAdmitter).
+ */
+export const runReconcile = async (opts?: { now?: Date }) => {
+  const admitter = await startTestAdmitter(process.env.LLMCAP_TABLE!);
+  return createReconciler({ admit: () => admitter.run() }).run(opts);
+};
 
-export const startWorkflow = (r: StartWorkflowRequest) => createReconciler().workflows.start(r);
+const reconciler = () => createReconciler({ admit: () => Promise.reject(new Error('no admitter here')) });
 
-export const settleWorkflow = (c: WorkflowCompute) => createReconciler().workflows.settle(c);
+export const startWorkflow = (r: StartWorkflowRequest) => reconciler().workflows.start(r);
+
+export const settleWorkflow = (c: WorkflowCompute) => reconciler().workflows.settle(c);
 
 export const recordedPass = (
   event: unknown,

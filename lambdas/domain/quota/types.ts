@@ -101,6 +101,11 @@ export interface ModelAdmission {
   pending: PendingEntry[];
   /** Absent or empty when nothing taken from the model still waits to run again. */
   takenBack?: TakenBack[];
+  /**
+   * The model's version this admission was decided for (the admitter stamps it); a model at a later version has
+   * a decision still to come (status `observedVersion` below `version`, reason Queued). Absent for declared models.
+   */
+  modelVersion?: number;
 }
 
 /** The fields of a catalog Model the decision reads (a stored Model satisfies it). */

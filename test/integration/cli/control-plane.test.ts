@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../../../local/control-plane';
-import { holdLedger } from '../../helpers/passes';
+import { holdAdmitter } from '../../helpers/passes';
 import { inProcess, llmcap } from './run';
 
 /**
@@ -368,7 +368,7 @@ describe('llmcap reconcile', () => {
   });
 
   it('keeps waiting while the pass runs, and prints the summary once it has ended', async () => {
-    const hold = await holdLedger();
+    const hold = await holdAdmitter(cp);
     let released = false;
     let sawRunning!: () => void;
     const running = new Promise<void>((r) => {
@@ -380,7 +380,7 @@ describe('llmcap reconcile', () => {
           if (/: RUNNING, \d+ s/.test(e)) sawRunning();
         },
       });
-      // The pass holds (it waits for the ledger) until the CLI has reported it RUNNING: the CLI must wait.
+      // The pass holds (it waits for the admitter) until the CLI has reported it RUNNING: the CLI must wait.
       const seen = await Promise.race([running.then(() => true), cli.then(() => false)]);
       expect(seen).toBe(true);
       await hold.release();

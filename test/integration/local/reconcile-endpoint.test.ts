@@ -1,13 +1,13 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { LOCAL_ADMIN } from '../../../local/identity';
 import { testControlPlane } from '../../helpers/control-plane';
-import { holdLedger, until } from '../../helpers/passes';
+import { holdAdmitter, until } from '../../helpers/passes';
 
 /**
  * POST /v1/reconcile on the local control plane, through the same path as in AWS: the API Lambda invokes the
  * reconcile Lambda asynchronously (@aws-sdk/client-lambda → the local Lambda, reserved concurrency 1), and the
- * real reconcile handler records the pass in DynamoDB Local. A pass is held RUNNING by holding the ledger
- * turn its admission waits for, as a long API write would hold it.
+ * real reconcile handler records the pass in DynamoDB Local. A pass is held RUNNING by holding the admitter
+ * busy, which its admission waits for, as a long admitter run would.
  */
 
 let cp: ControlPlane;
@@ -29,10 +29,10 @@ const state = (s: string) => (p: any) => p.state === s;
 
 describe('POST /v1/reconcile', () => {
   it('answers 202 with the pass id while the pass is still running; the pass is read afterwards with its summary', async () => {
-    const hold = await holdLedger();
+    const hold = await holdAdmitter(cp);
     let r: Awaited<ReturnType<typeof call>> | undefined;
     try {
-      // The bound only keeps this test from hanging where POST waits for the pass (which waits for the ledger).
+      // The bound only keeps this test from hanging where POST waits for the pass (which waits for the admitter).
       let bound: NodeJS.Timeout | undefined;
       r = await Promise.race([
         call('POST', '/v1/reconcile'),
@@ -49,7 +49,7 @@ describe('POST /v1/reconcile', () => {
         coalesced: false,
       });
       expect(r!.headers.get('location')).toBe(`/v1/reconcile/${r!.body.id}`);
-      // Answered, and the pass it started has not finished: it is waiting for the ledger.
+      // Answered, and the pass it started has not finished: it is waiting for the admitter.
       expect((await until(() => pass(r!.body.id), state('RUNNING'))).finishedAt).toBeUndefined();
     } finally {
       await hold.release();
@@ -72,7 +72,7 @@ describe('POST /v1/reconcile', () => {
   });
 
   it('queues the next pass when one is running, and joins that one while it waits', async () => {
-    const hold = await holdLedger();
+    const hold = await holdAdmitter(cp);
     let first: any;
     let second: any;
     try {
@@ -97,7 +97,7 @@ describe('POST /v1/reconcile', () => {
   });
 
   it('lets the next pass to start cover a queued request, whatever started it', async () => {
-    const hold = await holdLedger();
+    const hold = await holdAdmitter(cp);
     let scheduled: Promise<unknown>[] = [];
     let requested: any;
     try {
@@ -160,7 +160,7 @@ describe('a pass that fails', () => {
   afterAll(() => short.stop());
 
   it('is recorded FAILED, and its event reaches the on-failure destination', async () => {
-    const hold = await holdLedger();
+    const hold = await holdAdmitter(cp);
     let id = '';
     try {
       const r = await fetch(`${short.apiUrl}/v1/reconcile`, { method: 'POST' });

@@ -1,0 +1,39 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import { createServices, type Services } from '../service';
+import { type AdmitterSummary, summarize } from '../service/admitter';
+import { logger } from '../shared/logger';
+
+/**
+ * The admitter Lambda (service/admitter.ts), reserved concurrency 1: invoked by the table's stream through an
+ * event source mapping (a batch of writes to models, computes, scopes, quotas, node types or workloads), and by
+ * each reconcile pass before it places. Whatever the trigger, it decides the whole world once: the records only
+ * say that something changed. A failure throws, so Lambda retries the batch (the stream) or the pass reports it.
+ */
+
+// Built on the first invocation of a container; it reads the configuration on each use (service/index.ts).
+let services: Services | undefined;
+
+export const handler = middy(async (event: unknown): Promise<AdmitterSummary> => {
+  services ??= createServices();
+  const records = (event as { Records?: unknown[] } | null)?.Records?.length;
+  const summary = summarize(await services.admitter.run());
+  // One line per run that changed something: what an operator looks for when a write stays Queued.
+  if (summary.commits > 0 || records === undefined)
+    logger.info('admitter run', {
+      trigger: records === undefined ? 'reconcile' : `stream (${records} records)`,
+      written: summary.written.length,
+      removed: summary.removed.length,
+      commits: summary.commits,
+      admitted: summary.admitted,
+      released: summary.released,
+      victims: summary.victims,
+      pendingReplicas: summary.pendingReplicas,
+    });
+  return summary;
+}).use(injectLambdaContext(logger));
+
+/** For tests: forget the services built for the configuration of the time. */
+export function resetAdmitter(): void {
+  services = undefined;
+}

@@ -1,0 +1,112 @@
+import { admitterOrder, admitterWrites, decideWorld, type World } from '../domain/admission-world';
+import { admissionEvents, type ResourceEvent } from '../domain/events';
+import type { Decision } from '../domain/quota';
+import type { Dependencies } from '.';
+import type { AdmissionService } from './admission';
+import type { CatalogService } from './catalog';
+import type { EventService } from './events';
+
+/**
+ * The admitter (docs/design.md §5.1, Kueue's one scheduler): the only writer of admissions. The API validates a
+ * write and stores it as intent; the admitter, run one at a time (reserved concurrency 1) on the table's stream
+ * and on the reconcile schedule, loads the world once as a value, decides every model with the pure deciders,
+ * and commits what changed in bounded transactions behind its fence. A run that finds everything as stored
+ * writes nothing, so its own writes never trigger it again.
+ */
+
+export interface AdmitterRun {
+  world: World;
+  decision: Decision;
+  /** Transactions committed (0 when nothing changed). */
+  commits: number;
+  /** Models whose admission was written, and admissions removed with their model. */
+  written: string[];
+  removed: string[];
+  /** Decisions made: more than one when another admitter moved the fence in between. */
+  rounds: number;
+}
+
+/** A run that keeps losing its fence is wrong: there is only one admitter. The next trigger tries again. */
+const MAX_ROUNDS = 20;
+
+export function admitterService(
+  deps: Dependencies,
+  svc: { catalog: CatalogService; admission: AdmissionService; events: EventService },
+) {
+  const store = deps.store.admissions;
+
+  return {
+    async run(): Promise<AdmitterRun> {
+      const now = deps.clock().toISOString();
+      let commits = 0;
+      for (let round = 1; ; round++) {
+        // The fence first: a commit after this read moves it, so a world read before that commit cannot win.
+        const version = await store.admitterVersion();
+        const world = await svc.admission.loadWorld(await svc.catalog.load());
+        const decision = decideWorld(world, now);
+        const w = admitterWrites(world, decision);
+        const items = store.admissionItems(w.next, w.removed);
+        if (items.length === 0) return { world, decision, commits, written: [], removed: [], rounds: round };
+        const order = admitterOrder(world.admissions, decision.admissions, w.removed);
+        const modelOf = store.admissionItemModel;
+        items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
+        const r = await store.commitAdmissions(version, items, now);
+        commits += r.committed;
+        if (r.complete) {
+          const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
+          const events: ResourceEvent[] = admissionEvents(
+            world.admissions,
+            w.next,
+            (m) => created.get(m),
+            now,
+            'admitter',
+          );
+          await svc.events.record(events);
+          return {
+            world,
+            decision,
+            commits,
+            written: w.next.map((a) => a.model),
+            removed: w.removed,
+            rounds: round,
+          };
+        }
+        if (round >= MAX_ROUNDS)
+          throw new Error(
+            `the admitter's fence moved under it ${round} times: is a second admitter running? The next trigger decides again`,
+          );
+      }
+    },
+  };
+}
+
+export type AdmitterService = ReturnType<typeof admitterService>;
+
+/** What an admitter run answers its caller (the reconcile pass, through Lambda): figures, not the world. */
+export interface AdmitterSummary {
+  admitted: number;
+  released: number;
+  victims: number;
+  pendingReplicas: number;
+  commits: number;
+  /** Models whose admission was written, and admissions removed with their model. */
+  written: string[];
+  removed: string[];
+  scopes: Decision['scopes'];
+  atLimit: string[];
+}
+
+export function summarize(run: AdmitterRun): AdmitterSummary {
+  const d = run.decision;
+  return {
+    admitted: d.admitted.length,
+    released: d.released.length,
+    victims: d.victims.length,
+    pendingReplicas: d.admissions.reduce((n, a) => n + a.pending.reduce((k, p) => k + p.replicas, 0), 0),
+    commits: run.commits,
+    written: run.written,
+    removed: run.removed,
+    scopes: d.scopes,
+    atLimit: d.atLimit,
+  };
+}

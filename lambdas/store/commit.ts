@@ -1,0 +1,132 @@
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { conflict } from '../domain/errors';
+import { documentClient } from '../shared/clients';
+import { config } from '../shared/config';
+import { keys } from './keys';
+import { TRANSACTION_MAX_ITEMS } from './limits';
+
+/**
+ * How a write use case commits (docs/design.md §2.1): it reads what its rules depend on, decides, and writes its
+ * items in one request whose conditions are on what it read: the item it changes at the version it read, the
+ * computes it pins at theirs. A rule that spans items no single condition can hold (a name unique along a line of
+ * the tree, the quota tree's sums) names a guard: one small item per such rule, read before the decision and bumped
+ * with its commit, so two decisions under the same guard cannot both commit; the loser decides again. Admission
+ * is not decided here: the admitter (service/admitter.ts) is its only writer.
+ */
+
+export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+export interface CommitOptions {
+  /** The guards the decision's rules read (keys.guard), bumped with its commit. */
+  guards?: readonly string[];
+  /** Decisions made before giving up with 409 when others keep changing what this one read; default 40. */
+  attempts?: number;
+  /** One of the decision's own items (its index in `items`) still failed its condition at the last attempt. */
+  onItemConflict?: (index: number) => Error;
+}
+
+export type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
+
+/** Decides and commits, deciding again when a guard moved meanwhile; what the decision answers once it committed. */
+export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions = {}): Promise<T> {
+  const guards = opts.guards ?? [];
+  const attempts = opts.attempts ?? 40;
+  for (let attempt = 1; ; attempt++) {
+    // The guards first: a write that lands after this read moves them, so a decision on stale reads cannot commit.
+    const versions = await Promise.all(guards.map(guardVersion));
+    const { items, result } = await decide();
+    if (items.length === 0) return result;
+    const all = [...guards.map((g, i) => guardBump(g, versions[i]!)), ...items];
+    if (all.length > TRANSACTION_MAX_ITEMS)
+      throw conflict(`this change writes ${items.length} items at once; split it and retry`, 'TooLarge');
+    try {
+      await write(all);
+      return result;
+    } catch (e) {
+      const failed = failedAt(e, all.length);
+      if (!lostRace(e, failed)) throw e;
+      // Something the decision read changed before it landed (its item, a guard, a checked item): decide again
+      // on what is there now, so the rules answer (a version asked for that no longer matches, a name now taken).
+      if (attempt < attempts) {
+        // Jittered and growing, so that racers do not collide again.
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 10)));
+        continue;
+      }
+      const own = failed.find((i) => i >= guards.length);
+      throw own !== undefined && opts.onItemConflict
+        ? opts.onItemConflict(own - guards.length)
+        : conflict('too many concurrent changes; retry the request', 'ConcurrentUpdate');
+    }
+  }
+}
+
+/** One item goes as a plain conditional write (half a transaction's cost); more as one transaction. */
+async function write(items: TxItem[]): Promise<void> {
+  const client = documentClient();
+  if (items.length > 1) {
+    await client.send(new TransactWriteCommand({ TransactItems: items }));
+    return;
+  }
+  const it = items[0]!;
+  if (it.Put) await client.send(new PutCommand(it.Put));
+  else if (it.Delete) await client.send(new DeleteCommand(it.Delete));
+  else if (it.Update) await client.send(new UpdateCommand(it.Update));
+  // A lone ConditionCheck writes nothing; there is nothing to check it against but the read.
+}
+
+/** Which items of the write failed their condition (a single write: item 0). */
+function failedAt(e: unknown, n: number): number[] {
+  if (e instanceof ConditionalCheckFailedException && n === 1) return [0];
+  if (!(e instanceof TransactionCanceledException)) return [];
+  return (e.CancellationReasons ?? [])
+    .map((r, i) => (r.Code === 'ConditionalCheckFailed' ? i : -1))
+    .filter((i) => i >= 0);
+}
+
+/** A guard moved, or DynamoDB saw another transaction on the same items: decide again. */
+function lostRace(e: unknown, failed: number[]): boolean {
+  return (
+    failed.length > 0 ||
+    (e as Error).name === 'TransactionConflictException' ||
+    (e instanceof TransactionCanceledException &&
+      (e.CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'))
+  );
+}
+
+async function guardVersion(name: string): Promise<number> {
+  const out = await documentClient().send(
+    new GetCommand({ TableName: config().table, Key: keys.guard(name), ConsistentRead: true }),
+  );
+  return (out.Item?.version as number | undefined) ?? 0;
+}
+
+function guardBump(name: string, version: number): TxItem {
+  return {
+    Update: {
+      TableName: config().table,
+      Key: keys.guard(name),
+      UpdateExpression: 'SET #v = :next',
+      ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
+      ExpressionAttributeNames: { '#v': 'version' },
+      ExpressionAttributeValues: version === 0 ? { ':next': 1 } : { ':next': version + 1, ':cur': version },
+    },
+  };
+}
+
+/** The guards of this project's rules, named once. */
+export const GUARDS = {
+  /** Names unique along a line of the tree (domain/names.ts keyForNew) for models of this name. */
+  modelName: (name: string) => `model-name#${name}`,
+  /** The computes as a set: names along a line, the node group quota, the models that pin one. */
+  computes: 'computes',
+  /** The scope tree and its quotas: a quota is checked against its parent's and its children's. */
+  tenancy: 'tenancy',
+} as const;
