@@ -1,11 +1,9 @@
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { handler } from '../lambdas/admitter/handler';
+import { ADMITTER_TIMEOUT_SECONDS } from '../lambdas/domain/reconcile-pass';
 import { ADMISSION_INPUTS } from '../lambdas/store/table';
 import type { LocalFunction } from './lambda';
 import { type StreamEvent, type StreamSource, startStreamSource } from './stream-source';
-
-/** The admitter's timeout, as the stack deploys it: a run decides the whole world, seconds at most. */
-export const ADMITTER_TIMEOUT_SECONDS = 60;
 
 /**
  * "The admitter function" of the local control plane, as the local Lambda runs it: the real handler with the

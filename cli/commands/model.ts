@@ -13,16 +13,29 @@ import {
 } from '../command';
 import { kindNamed } from '../kinds';
 import { toJson, toYaml } from '../render';
+import { waitBudgetMs, waitForModels } from '../watch';
 import { printItems } from './resources';
 
 /** `model scale|resources|class|owner`: the catalog verbs that change one field of a model. */
 
-const IF_VERSION = { 'if-version': { type: 'string' as const } };
-const IF_VERSION_HELP = '  --if-version N      refuse (409) unless the model is still at version N';
+const IF_VERSION = {
+  'if-version': { type: 'string' as const },
+  wait: { type: 'boolean' as const },
+  running: { type: 'boolean' as const },
+  timeout: { type: 'string' as const },
+};
+const IF_VERSION_HELP = `  --if-version N      refuse (409) unless the model is still at version N
+  --wait              then wait until the admitter has decided this version, and print the decision
+  --running           with --wait: also until every admitted replica has a Ready pod
+  --timeout SECONDS   with --wait: give up after this long (default 120, with --running 900): exit code 3`;
 
 async function change(ctx: Context, name: string, sub: string, body: unknown, said: string) {
   const f = format(ctx.args.values, ['table', 'json', 'yaml']);
   const v = int(ctx.args.values, 'if-version');
+  const wait = ctx.args.values.wait === true;
+  const running = ctx.args.values.running === true;
+  if (running && !wait) throw new UsageError(`--running goes with --wait: llmcap model ... --wait --running`);
+  const budget = wait ? waitBudgetMs(ctx, running) : 0;
   const client = await ctx.client();
   const r = await client.request(
     'PUT',
@@ -36,7 +49,9 @@ async function change(ctx: Context, name: string, sub: string, body: unknown, sa
     ctx.out(`model/${name} ${said}`);
     if (r.body?.metadata) printItems(ctx, kindNamed('model'), [r.body], true);
   }
-  return EXIT.ok;
+  // The write is stored as intent; its admission is the admitter's, moments later (apply --wait alike).
+  if (!wait || !r.body?.metadata) return EXIT.ok;
+  return waitForModels(ctx, client, [r.body], { running, timeoutMs: budget });
 }
 
 export const modelScale: Command = {

@@ -5,10 +5,12 @@ import { type CfnStage, HttpApi, HttpMethod, LogGroupLogDestination } from 'aws-
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { CfnAlarm, Dashboard, GraphWidget, MathExpression } from 'aws-cdk-lib/aws-cloudwatch';
-import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, Billing, StreamViewType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   ContextAttribute,
@@ -23,10 +25,15 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type AlarmDefinition, alarmPrefix, stageAlarms } from '../../lambdas/domain/alarms';
 import { ALL_AWS_QUOTAS } from '../../lambdas/domain/aws-quotas';
-import { RECONCILE_ASYNC, RECONCILE_TIMEOUT_SECONDS } from '../../lambdas/domain/reconcile-pass';
+import {
+  ADMITTER_TIMEOUT_SECONDS,
+  RECONCILE_ASYNC,
+  RECONCILE_TIMEOUT_SECONDS,
+} from '../../lambdas/domain/reconcile-pass';
 import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
+import { ADMISSION_INPUTS } from '../../lambdas/store/table';
 import { ReconcilerClusterAccess } from '../constructs/cluster-access';
 import { LlmcapFunction, ROOT } from '../constructs/llmcap-function';
 import { arnWildcardAcks } from '../constructs/nag';
@@ -88,6 +95,7 @@ export class LlmcapStack extends Stack {
   readonly api: HttpApi;
   readonly apiFunction: LlmcapFunction;
   readonly reconcileFunction: LlmcapFunction;
+  readonly admitterFunction: LlmcapFunction;
   readonly workflows: NodegroupWorkflows;
   readonly onCall: Topic;
   readonly onCallKey: Key;
@@ -117,6 +125,8 @@ export class LlmcapStack extends Stack {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: true,
       timeToLiveAttribute: 'ttl',
+      // The admitter's trigger: keys only, since each run decides the whole world (lambdas/admitter/handler.ts).
+      dynamoStream: StreamViewType.KEYS_ONLY,
       // The table holds every decision llmcap made: it outlives the stack.
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -254,6 +264,45 @@ export class LlmcapStack extends Stack {
     });
     this.table.grant(this.reconcileFunction, ...TABLE_ITEM_ACTIONS);
     this.reconcileFunction.addToRolePolicy(this.readQuotas());
+
+    // The admitter (issue 31): the only writer of admissions, so one at a time (reserved concurrency 1). The
+    // table's stream runs it on each write admission reads (the filter: ADMISSION_INPUTS, never its own
+    // writes), and each reconcile pass runs it synchronously before placing.
+    this.admitterFunction = new LlmcapFunction(this, 'AdmitterFunction', {
+      entry: join(ROOT, 'lambdas', 'admitter', 'handler.ts'),
+      description: 'llmcap admitter: decides admission for every model, the only writer of admissions',
+      logRetention,
+      memorySize: 1024,
+      timeout: Duration.seconds(ADMITTER_TIMEOUT_SECONDS),
+      environment: {
+        LLMCAP_STAGE: cfg.stage,
+        LLMCAP_TABLE: this.table.tableName,
+        LLMCAP_ADMINS: cfg.admins.join(','),
+        LLMCAP_CLUSTER: cfg.clusterName,
+        LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+      },
+      inline: catalogInline,
+      // The catalog it decides over includes the built-ins, resolved against EC2 and the Price List (hardware.ts).
+      anyResourceActions: ['ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
+      extra: { reservedConcurrentExecutions: 1 },
+    });
+    this.table.grant(this.admitterFunction, ...TABLE_ITEM_ACTIONS);
+    this.admitterFunction.addEventSource(
+      new DynamoEventSource(this.table, {
+        startingPosition: StartingPosition.LATEST,
+        batchSize: 100,
+        // A record only says something changed: a run that fails is retried, and the next pass decides anyway.
+        retryAttempts: 3,
+        filters: [
+          FilterCriteria.filter({ dynamodb: { Keys: { pk: { S: FilterRule.or(...ADMISSION_INPUTS) } } } }),
+        ],
+      }),
+    );
+    // Only the unqualified function: a pass runs the admitter as deployed, never a version of it.
+    this.reconcileFunction.addToRolePolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.admitterFunction.functionArn] }),
+    );
+    this.reconcileFunction.addEnvironment('LLMCAP_ADMITTER_FUNCTION', this.admitterFunction.functionName);
     this.workflows.grantStartWorkflows(this.reconcileFunction);
     // Issue 20: the model servers. The reconciler's role reaches the cluster's API through an access entry.
     if (cfg.deployWorkloads)

@@ -170,3 +170,6 @@ export interface ReconcileSummary {
   drains?: DrainReport[];
   errors: string[];
 }
+
+/** The admitter Lambda's timeout (infra, local/admitter-function.ts): one run decides the whole world, seconds at most. */
+export const ADMITTER_TIMEOUT_SECONDS = 60;

@@ -78,7 +78,9 @@ export async function testApi(
     const res = await handler(apiEvent(method, path, body, o));
     // A write is stored as intent and decided by the admitter moments later: the next read sees the decision,
     // as a client that waits (`llmcap apply --wait`) would. The write's own answer is as the API gave it.
-    if (method !== 'GET' && !path.includes('dryRun')) await admitter.settled();
+    // A refused write stored nothing, so there is nothing to wait for.
+    if (method !== 'GET' && (res.statusCode ?? 200) < 300 && !path.includes('dryRun'))
+      await admitter.settled();
     const text = typeof res.body === 'string' ? res.body : '';
     return {
       status: res.statusCode ?? 200,

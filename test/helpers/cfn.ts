@@ -218,6 +218,8 @@ export class CfnResolver {
     if (attr === 'KeyId') return this.physicalName(logicalId);
     if (attr === 'ApiEndpoint')
       return `https://${this.physicalName(logicalId)}.execute-api.${this.env.region}.amazonaws.com`;
+    // A table's stream, as DynamoDB names it: the table's ARN, /stream/, and the time it was enabled.
+    if (attr === 'StreamArn') return `${this.arnOf(logicalId)}/stream/2026-01-01T00:00:00.000`;
     throw new Error(`Fn::GetAtt ${logicalId}.${attr} (${type}) is not known to the resolver`);
   }
 

@@ -25,3 +25,17 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/**
+ * Reads a model (an API answer with the manifest as body) until the admitter has decided its version: its status
+ * is of that version and nothing waits Queued, as `llmcap apply --wait` waits.
+ */
+export function decided<T extends { body: any }>(read: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+  return until(
+    read,
+    (r) =>
+      r.body?.status?.observedVersion === r.body?.metadata?.version &&
+      !(r.body?.status?.reasons ?? []).some((x: { reason: string }) => x.reason === 'Queued'),
+    timeoutMs,
+  );
+}

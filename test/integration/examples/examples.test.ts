@@ -211,8 +211,20 @@ describe('examples/', () => {
   });
 
   it("06, then: scaling search-rerank to 2 takes chat-batch's last borrowed replica back", async () => {
-    const r = await cli('model', 'scale', 'search-rerank', '--min', '1', '--max', '2', '--target', '2');
+    const r = await cli(
+      'model',
+      'scale',
+      'search-rerank',
+      '--min',
+      '1',
+      '--max',
+      '2',
+      '--target',
+      '2',
+      '--wait',
+    );
     expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/model\/search-rerank: decided: /);
     expect(await reasons('chat-batch')).toEqual(
       expect.arrayContaining(['TakenBackForScope', 'InsufficientQuota']),
     );

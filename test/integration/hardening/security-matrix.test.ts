@@ -14,6 +14,7 @@ import {
   setupTenancy,
 } from '../../../soak/lib/fixture';
 import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/invoke';
+import { testAdmitter } from '../../helpers/admitter';
 import { testApi } from '../../helpers/api';
 import { reconcilerLambda } from '../../helpers/lambda';
 
@@ -707,7 +708,11 @@ describe('take-back tells each tenant only its own (issue 30 §1)', () => {
     borrow.spec.scaling = { min: 1, max: 2, target: 2 } as typeof borrow.spec.scaling;
     const made = await jsonClient(invokeInProcess, B.editorB)('POST', '/v1/models', borrow);
     expectOk('b-borrow', made, 201);
-    expect(made.body.status).toMatchObject({ admitted: 2, borrowed: 2 });
+    // Stored as intent; the admitter decides it moments later.
+    expect(made.body.status.reasons).toEqual([expect.objectContaining({ reason: 'Queued', replicas: 2 })]);
+    await testAdmitter()!.settled();
+    const decided = await jsonClient(invokeInProcess, B.editorB)('GET', '/v1/models/b-borrow');
+    expect(decided.body.status).toMatchObject({ admitted: 2, borrowed: 2 });
   }, 60_000);
 
   it("previews a take-back to the taker without the other tenant's model, scope or figures", async () => {
@@ -731,7 +736,9 @@ describe('take-back tells each tenant only its own (issue 30 §1)', () => {
   it("tells the taker's readers its room is held, without naming what gives way", async () => {
     const made = await answer(P.editor, 'POST', '/v1/models', aTb);
     expect(made.status).toBe(201);
-    expect(JSON.parse(made.text).status.reasons).toEqual([
+    await testAdmitter()!.settled();
+    const decided = await answer(P.editor, 'GET', '/v1/models/a-tb');
+    expect(JSON.parse(decided.text).status.reasons).toEqual([
       expect.objectContaining({
         reason: 'PendingTakeBack',
         message: expect.stringContaining('another scope'),

@@ -160,7 +160,7 @@ describe('a pass that fails', () => {
   afterAll(() => short.stop());
 
   it('is recorded FAILED, and its event reaches the on-failure destination', async () => {
-    const hold = await holdAdmitter(cp);
+    const hold = await holdAdmitter(short);
     let id = '';
     try {
       const r = await fetch(`${short.apiUrl}/v1/reconcile`, { method: 'POST' });

@@ -1,5 +1,6 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, testControlPlane } from '../../helpers/control-plane';
+import { decided } from '../../helpers/passes';
 import { roleArn } from '../../helpers/principals';
 
 /**
@@ -172,7 +173,8 @@ describe("a tenant's compute is its own", () => {
   it("admission and reconcile place an unpinned replica on the platform's compute, never on team:b's cheaper one", async () => {
     const r = await call('POST', '/v1/models', model('a-chat', 'team:a', { gpuType: 'L4' }, { min: 1 }));
     expect(r.status).toBe(201);
-    expect(r.body.status.placements).toEqual([{ compute: 'gpu-l4-1x', profile: 'gpu', replicas: 1 }]);
+    const admitted = await decided(() => call('GET', '/v1/models/a-chat'));
+    expect(admitted.body.status.placements).toEqual([{ compute: 'gpu-l4-1x', profile: 'gpu', replicas: 1 }]);
     await cp.reconcile();
     expect((await call('GET', '/v1/models/a-chat')).body.status.placements).toEqual([
       { compute: 'gpu-l4-1x', profile: 'gpu', replicas: 1 },
