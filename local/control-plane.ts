@@ -128,6 +128,8 @@ export interface ControlPlane {
   reconcileFunction: string;
   /** The admitter function (local/admitter-function.ts) in `lambda`, which every pass invokes before placing. */
   admitterFunction: string;
+  /** Resolves once every write made before the call has reached the admitter through the stream and it returned. */
+  admitterSettled(timeoutMs?: number): Promise<void>;
   /** Where the reconcile function's failed and expired events go (the stack's on-failure queue). */
   reconcileFailureDestination: string;
   /**
@@ -499,6 +501,7 @@ async function start(
     lambda: fn,
     reconcileFunction,
     admitterFunction,
+    admitterSettled: (timeoutMs = 20_000) => admitterSource.drained(timeoutMs),
     reconcileFailureDestination: failures,
     reconcile,
     invokeReconcile,

@@ -27,7 +27,7 @@ export interface TestApi {
     method: string,
     path: string,
     body?: unknown,
-    opts?: { principal?: string; headers?: Record<string, string>; raw?: string },
+    opts?: { principal?: string; headers?: Record<string, string>; raw?: string; settle?: boolean },
   ): Promise<ApiResult<T>>;
   as(principal: string): Omit<TestApi, 'as' | 'table' | 'admitter'>;
 }
@@ -79,7 +79,7 @@ export async function testApi(
     // A write is stored as intent and decided by the admitter moments later: the next read sees the decision,
     // as a client that waits (`llmcap apply --wait`) would. The write's own answer is as the API gave it.
     // A refused write stored nothing, so there is nothing to wait for.
-    if (method !== 'GET' && (res.statusCode ?? 200) < 300 && !path.includes('dryRun'))
+    if (o.settle !== false && method !== 'GET' && (res.statusCode ?? 200) < 300 && !path.includes('dryRun'))
       await admitter.settled();
     const text = typeof res.body === 'string' ? res.body : '';
     return {

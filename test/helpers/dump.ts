@@ -1,9 +1,14 @@
 import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../../lambdas/shared/clients';
 import { keys } from '../../lambdas/store/keys';
+import { testAdmitter } from './admitter';
 
-/** Every item of the current test table, sorted: compare before and after a refused request. */
+/**
+ * Every item of the current test table, sorted: compare before and after a refused request. What earlier writes
+ * asked of the admitter (test/helpers/admitter.ts) is decided first, so its writes are not taken for the request's.
+ */
 export async function dumpTable(): Promise<Record<string, unknown>[]> {
+  await testAdmitter()?.settled();
   const out: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
@@ -17,9 +22,9 @@ export async function dumpTable(): Promise<Record<string, unknown>[]> {
     out.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
-  // The ledger and idempotency claims are bookkeeping, not user data.
+  // Idempotency claims are bookkeeping, not user data.
   return out
-    .filter((i) => i.pk !== 'LEDGER' && i.pk !== 'IDEMPOTENCY')
+    .filter((i) => i.pk !== 'IDEMPOTENCY')
     .sort((a, b) => `${a.pk}/${a.sk}`.localeCompare(`${b.pk}/${b.sk}`));
 }
 

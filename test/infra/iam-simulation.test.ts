@@ -96,8 +96,11 @@ const QUOTA_CALLS: Call[] = ['eks/L-6D54EA21', 'eks/L-BD136A63', 'ec2/L-DB2E81BA
  * topic], ['kms:GenerateDataKey', key], ['kms:Decrypt', key]]` for the on-call topic, `sqs:SendMessage` (and the
  * queue key's) for a queue.
  */
-function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', Record<string, Call[]>> {
+function lambdaCalls(
+  env: Record<string, string>,
+): Record<'api' | 'reconcile' | 'admitter', Record<string, Call[]>> {
   const table = arn('dynamodb', `table/${env.LLMCAP_TABLE}`);
+  const stream = `${table}/stream/2026-01-01T00:00:00.000`;
   const ddb = (...actions: string[]): Call[] => actions.map((a) => [`dynamodb:${a}`, table]);
   const documentClient = {
     'lib-dynamodb:GetCommand': ddb('GetItem'),
@@ -127,6 +130,10 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
     },
     reconcile: {
+      // Each pass runs the admitter synchronously before it places (aws/lambda.ts invokeAdmitter).
+      'client-lambda:InvokeCommand': [
+        ['lambda:InvokeFunction', arn('lambda', `function:${env.LLMCAP_ADMITTER_FUNCTION}`)],
+      ],
       // Nodes are asked for within the cluster's and the account's quotas (node groups, vCPUs per class).
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
       ...documentClient,
@@ -173,12 +180,30 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
         ['sqs:GetQueueUrl', failuresArn],
       ],
     },
+    admitter: {
+      ...documentClient,
+      // The catalog it decides over holds the built-ins, resolved against EC2 and the Price List.
+      'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
+      'client-pricing:GetProductsCommand': [['pricing:GetProducts', '*']],
+      // Lambda's event source mapping reads the table's stream with the function's role.
+      'runtime:StreamRead': [
+        ['dynamodb:DescribeStream', stream],
+        ['dynamodb:GetRecords', stream],
+        ['dynamodb:GetShardIterator', stream],
+      ],
+      // In its bundle through the services' default wiring (service/index.ts), never on its path (catalog,
+      // admission, events): no grant, so a change that made it call them fails here.
+      'client-cloudwatch:DescribeAlarmsCommand': [],
+      'client-eks:DescribeClusterCommand': [],
+      'client-service-quotas:GetServiceQuotaCommand': [],
+    },
   };
 }
 
 const FUNCTIONS = {
   api: { fn: stack.apiFunction, entry: join('lambdas', 'api', 'handler.ts') },
   reconcile: { fn: stack.reconcileFunction, entry: join('lambdas', 'reconcile', 'handler.ts') },
+  admitter: { fn: stack.admitterFunction, entry: join('lambdas', 'admitter', 'handler.ts') },
 } as const;
 
 /** What a Lambda role holds beyond its code's calls: the runtime's log writes and X-Ray segments. */
@@ -188,6 +213,9 @@ const LAMBDA_RUNTIME_ACTIONS = [
   'logs:PutLogEvents',
   'xray:PutTraceSegments',
   'xray:PutTelemetryRecords',
+  // CDK's stream grant (DynamoEventSource) includes it on the stream's ARN, where IAM never matches it (it takes
+  // only "*"); Lambda's event source mapping reads the stream by its ARN and never lists streams.
+  'dynamodb:ListStreams',
 ];
 
 /** The actions a role's policies allow (no wildcard actions exist: security.test.ts checks that). */

@@ -42,7 +42,7 @@ it("records a model's admission decisions as events its readers see, newest firs
   expect(reasons).toContain('Admitted');
   const wait = r.body.items.find((e: any) => e.type === 'Warning');
   expect(wait).toMatchObject({
-    source: 'api',
+    source: 'admitter',
     count: 1,
     message: expect.stringMatching(/^2 replicas pending \(\w+\)$/),
   });

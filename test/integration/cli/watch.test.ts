@@ -128,7 +128,7 @@ it('describe lists the model its events, newest first', async () => {
   expect(r.code).toBe(0);
   const events = r.stdout.slice(r.stdout.indexOf('Events:'));
   expect(events).toMatch(
-    /^Events:\n\s+TYPE\s+REASON\s+AGE\s+FROM\s+MESSAGE\n\s+Normal\s+Admitted\s+\S+\s+api\s+1 replica admitted \(was 0\)/,
+    /^Events:\n\s+TYPE\s+REASON\s+AGE\s+FROM\s+MESSAGE\n\s+Normal\s+Admitted\s+\S+\s+admitter\s+1 replica admitted \(was 0\)/,
   );
   const none = await llmcap(['describe', 'model', 'w-decided'], { endpoint: cp.apiUrl });
   expect(none.stdout).toMatch(/Events:\n.*\n\s+Normal\s+Admitted\s.*1 replica admitted \(was 0\)\n$/);

@@ -1,6 +1,7 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 import { l4Model as modelOn, scale } from '../../helpers/l4-pool';
+import { decided } from '../../helpers/passes';
 import { runReconcile } from '../../helpers/services';
 
 /**
@@ -49,7 +50,8 @@ describe('reconcile end to end', () => {
   it('creates the node group for a model needing two L4 nodes; it becomes ACTIVE with two ready nodes', async () => {
     const r = await call('POST', '/v1/models', l4Model('chat', 'team:ml', 2));
     expect(r.status).toBe(201);
-    expect(r.body.status.placements).toEqual([{ compute: 'l4-e2e', profile: 'l4', replicas: 2 }]);
+    const admitted = await decided(() => call('GET', '/v1/models/chat'));
+    expect(admitted.body.status.placements).toEqual([{ compute: 'l4-e2e', profile: 'l4', replicas: 2 }]);
     await converge(async () => {
       const c = await compute('l4-e2e');
       return c.status.nodegroupStatus === 'ACTIVE' && c.status.readyNodes === 2;

@@ -1,6 +1,7 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, testControlPlane } from '../../helpers/control-plane';
 import { l4Model, l4Pool, type Scaling } from '../../helpers/l4-pool';
+import { decided } from '../../helpers/passes';
 import { roleArn } from '../../helpers/principals';
 import { llmcap } from '../cli/run';
 
@@ -56,6 +57,7 @@ describe('a replica taken back', () => {
     expect(await status('a-batch')).toMatchObject({ admitted: 4, borrowed: 2 });
     const r = await call('POST', '/v1/models', model('b-serve', 'project:b', { min: 2, max: 2 }));
     expect(r.body).toMatchObject({ metadata: { name: 'b-serve' } });
+    await decided(() => call('GET', '/v1/models/b-serve'));
     const takenAt = (await status('a-batch')).takenBack[0]?.at;
     await cp.reconcile();
     await cp.reconcile();

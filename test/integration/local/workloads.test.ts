@@ -1,6 +1,7 @@
 import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { decided } from '../../helpers/passes';
 
 /**
  * Issue 20 end to end on the local control plane: an admitted replica becomes a Deployment on its compute's
@@ -50,7 +51,10 @@ const status = async () => (await call('GET', '/v1/models/chat')).body.status;
 it('runs an admitted model: Deployment on its compute, pods Ready on its nodes, status.running apart from admitted', async () => {
   const r = await call('POST', '/v1/models', chat(2));
   expect(r.status).toBe(201);
-  expect(r.body.status).toMatchObject({ admitted: 2, running: 0 });
+  expect((await decided(() => call('GET', '/v1/models/chat'))).body.status).toMatchObject({
+    admitted: 2,
+    running: 0,
+  });
   await reconcileUntil(cp, async () => (await status()).running === 2);
   const s = await status();
   expect(s).toMatchObject({ admitted: 2, running: 2, podReasons: [] });
