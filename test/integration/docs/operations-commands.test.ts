@@ -26,6 +26,8 @@ const DEPLOY_ONLY: Record<string, string> = {
   'lambda get-function-configuration':
     "reads the deployed function's configuration; the local Lambda serves Invoke only",
   'scheduler get-schedule': 'locally the schedule runs in process (docs/local.md)',
+  'lambda list-event-source-mappings':
+    "the admitter's mapping; locally the stream is read in process (local/stream-source.ts)",
   'logs start-query': 'Logs Insights: locally the function log is the terminal',
   'logs get-query-results': 'Logs Insights: locally the function log is the terminal',
   'sqs get-queue-attributes': "the stack's on-failure queue; locally failed events are kept in process",

@@ -12,12 +12,13 @@ import * as ts from 'typescript';
 
 const ROOT = resolve(__dirname, '../../../lambdas');
 
-type Layer = 'api' | 'reconcile' | 'service' | 'store' | 'aws' | 'shared' | 'domain';
+type Layer = 'api' | 'reconcile' | 'admitter' | 'service' | 'store' | 'aws' | 'shared' | 'domain';
 
 /** What each layer may import, itself included. */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
   api: ['api', 'service', 'domain', 'shared'],
   reconcile: ['reconcile', 'service', 'domain', 'shared'],
+  admitter: ['admitter', 'service', 'domain', 'shared'],
   service: ['service', 'domain', 'store', 'aws', 'shared'],
   store: ['store', 'domain', 'shared'],
   aws: ['aws', 'domain', 'shared'],
