@@ -86,7 +86,10 @@ it('apply --wait returns once the model is decided, saying how it was decided', 
   const r = await llmcap(['apply', '-f', file('decided.json', model('w-decided', 1)), '--wait'], {
     endpoint: cp.apiUrl,
   });
-  expect(r.stderr).toBe('model/w-decided: decided: 1 admitted, 0 pending\n');
+  // Queued first when the admitter has not decided it by the first read, then decided.
+  expect(r.stderr).toMatch(
+    /^(model\/w-decided: 1 replica Queued for admission\n)?model\/w-decided: decided: 1 admitted, 0 pending\n$/,
+  );
   expect(r.stdout).toBe('model/w-decided created\n');
   expect(r.code).toBe(0);
 });
@@ -98,7 +101,7 @@ it('apply --wait --running gives up after --timeout with exit code 3, naming wha
     { endpoint: cp.apiUrl },
   );
   expect(r.code).toBe(3);
-  expect(r.stderr).toMatch(/^model\/w-stuck: 0\/1 pods Ready\n/);
+  expect(r.stderr).toMatch(/^(model\/w-stuck: 1 replica Queued for admission\n)?model\/w-stuck: 0\/1 pods Ready\n/);
   expect(r.stderr).toMatch(
     /error: timed out after \d+ s waiting for the models to be decided and Ready; still waiting: model\/w-stuck \(0\/1 pods Ready\)\n$/,
   );
