@@ -70,6 +70,12 @@ const sections: Section[] = [
       'PUT /v1/models/{name}/scaling against its ceiling: raw conditional writes on the same DynamoDB Local in a process of their own, alternating with the real handler in process and over the local HTTP server, round after round (issues 19 §7 and 31).',
     run: () => load('write-path', 'benchWritePath'),
   },
+  {
+    title: 'Admission latency',
+    intro:
+      "From a write's answer (stored as intent, reason Queued) to its decision visible in GET, with the admitter driven by the table's stream as npm start drives it (issue 31). What the figure cannot see: Lambda's own stream polling (about four reads a second per shard) and cold starts, which a deployed stage adds.",
+    run: () => load('admission-latency', 'benchAdmissionLatency'),
+  },
 ];
 
 const BENCHMARKS = join(__dirname, '..', 'BENCHMARKS.md');

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  PutCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../lambdas/shared/clients';
 
 /**
@@ -123,7 +129,13 @@ export function rawTransactions(tx: Tx, writers: number, each: number): Promise<
       };
     });
   return drive(writers, each, async (w) => {
-    await documentClient().send(new TransactWriteCommand({ TransactItems: items(w) }));
+    const its = items(w);
+    // One item goes as the API sends it: a plain conditional write, not a transaction.
+    const one = its.length === 1 ? its[0]! : undefined;
+    if (one?.Put) await documentClient().send(new PutCommand(one.Put));
+    else if (one?.Update) await documentClient().send(new UpdateCommand(one.Update));
+    else if (one?.Delete) await documentClient().send(new DeleteCommand(one.Delete));
+    else await documentClient().send(new TransactWriteCommand({ TransactItems: its }));
   });
 }
 

@@ -194,7 +194,21 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
   await pass(cp);
   report.endedDegraded = simStatus() === 'DEGRADED';
   cp.sim.admin.setFaults({});
+  const faultsOffAt = Date.now();
   log(`chaos: faults off after ${report.faultPasses} passes (ch-l4 ${simStatus()}, ${Date.now() - t0} ms)`);
+  // A create that failed during the faults is tried again after its back-off (LLMCAP_CREATE_RETRY_SECONDS,
+  // doubling per failure, on the wall clock): wait that out, so that convergence starts from the retried create
+  // rather than ending on a back-off that outlasts the passes (how many failures the faults caused depends on how
+  // long each pass took).
+  const retryBy = Date.now() + 30_000;
+  for (;;) {
+    const items = ((await admin('GET', '/v1/computes')).body?.items ?? []) as {
+      status?: { nextCreateAttemptAt?: string };
+    }[];
+    const next = Math.max(0, ...items.map((c) => Date.parse(c.status?.nextCreateAttemptAt ?? '') || 0));
+    if (next <= Date.now() || Date.now() > retryBy) break;
+    await new Promise((r) => setTimeout(r, Math.min(1000, next - Date.now() + 10)));
+  }
   const done = await converge(cp, admin, o.convergePasses);
   report.convergePasses = done.passes;
   report.violations = done.violations;
@@ -206,7 +220,8 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
     for (const t of cp.transitions.slice(transitionsBefore)) on.set(t.key, t.alarm);
     return [...on.values()].some(Boolean);
   };
-  const clearBy = cp.clock.now() + (FAILURE_WINDOW_MINUTES + 1) * 60_000;
+  // The workflow failure alarms count 5-minute periods: one more period than the window, for a failure late in one.
+  const clearBy = cp.clock.now() + (FAILURE_WINDOW_MINUTES + 5 + 1) * 60_000;
   for (let i = 0; i === 0 || (stillOn() && cp.clock.now() <= clearBy); i++) {
     await pass(cp);
     if (i >= 4) await cp.advance(2 * 60_000);
@@ -214,6 +229,10 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
 
   for (const [arn, e] of cp.sfn.executions) {
     if (execBefore.has(arn)) continue;
+    if (e.status !== 'SUCCEEDED')
+      log(
+        `chaos: ${e.name} ${e.status} ${e.stopDate ? `${e.stopDate.getTime() - faultsOffAt} ms after the faults stopped` : ''}: ${e.error ?? ''} ${e.cause?.slice(0, 200) ?? ''}`,
+      );
     report.workflowsStarted++;
     if (e.status !== 'SUCCEEDED') report.workflowsFailed++;
     report.workflowRetries += e.events.filter((ev) => ev.type === 'StateRetried').length;
@@ -224,6 +243,11 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
     last.set(t.key, t.alarm);
   }
   report.alarmsStillOn = [...last].filter(([, on]) => on).map(([k]) => k);
+  for (const t of cp.transitions.slice(transitionsBefore))
+    if (report.alarmsStillOn.includes(t.key))
+      log(
+        `chaos: ${t.key} ${t.from} → ${t.to} at ${t.at} (clock now ${new Date(cp.clock.now()).toISOString()}, clear by ${new Date(clearBy).toISOString()})`,
+      );
   report.durationMs = Date.now() - t0;
   return report;
 }

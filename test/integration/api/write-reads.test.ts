@@ -40,7 +40,6 @@ async function reads(fn: () => Promise<unknown>): Promise<{ gets: string[]; quer
   return { gets, queries };
 }
 
-
 beforeAll(async () => {
   process.env.LLMCAP_WORKLOADS = 'deploy';
   api = await testApi();

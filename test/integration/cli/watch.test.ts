@@ -101,7 +101,9 @@ it('apply --wait --running gives up after --timeout with exit code 3, naming wha
     { endpoint: cp.apiUrl },
   );
   expect(r.code).toBe(3);
-  expect(r.stderr).toMatch(/^(model\/w-stuck: 1 replica Queued for admission\n)?model\/w-stuck: 0\/1 pods Ready\n/);
+  expect(r.stderr).toMatch(
+    /^(model\/w-stuck: 1 replica Queued for admission\n)?model\/w-stuck: 0\/1 pods Ready\n/,
+  );
   expect(r.stderr).toMatch(
     /error: timed out after \d+ s waiting for the models to be decided and Ready; still waiting: model\/w-stuck \(0\/1 pods Ready\)\n$/,
   );
