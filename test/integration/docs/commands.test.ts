@@ -8,7 +8,7 @@ it('reads the commands of both documents', () => {
   expect(readme.length).toBeGreaterThan(25);
   expect(local.length).toBeGreaterThan(12);
   expect(readme.map((c) => c.args.join(' '))).toEqual(
-    expect.arrayContaining(['model scale ml-chat --min 1 --max 4 --target 2', 'completion bash']),
+    expect.arrayContaining(['model scale ml-chat --min 1 --max 4 --target 2 --wait', 'completion bash']),
   );
   expect(local.find((c) => c.input)?.input).toContain('name: a10-demo');
   expect(words(`x 'a b' "c" d#e # f`)).toEqual(['x', 'a b', 'c', 'd#e']);
