@@ -10,7 +10,12 @@ export async function soakLoad(): Promise<LoadReport> {
     const clients = num('SOAK_LOAD_CLIENTS', 200);
     const seconds = num('SOAK_LOAD_SECONDS', 60);
     log(`load: ${clients} concurrent clients for ${seconds} s over HTTP`);
-    const r = await runLoad({ invoke: invokeHttp(cp.apiUrl), clients, seconds });
+    const r = await runLoad({
+      invoke: invokeHttp(cp.apiUrl),
+      clients,
+      seconds,
+      settle: () => cp.admitterSettled(60_000),
+    });
     log(
       `load: ${r.requests} requests (${r.throughputPerSecond}/s), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms; ` +
         `${r.expected409} expected 409s, ${r.errorCount} errors, ${r.inconsistencies.length} inconsistencies`,

@@ -11,6 +11,8 @@ import { type Invoke, jsonClient } from './invoke';
  */
 
 export interface LoadOptions {
+  /** Resolves once the admitter has decided every write made so far (before the checks). */
+  settle?: () => Promise<void>;
   invoke: Invoke;
   clients: number;
   seconds: number;
@@ -147,7 +149,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   await Promise.all(Array.from({ length: o.clients }, (_, k) => client(k)));
   const durationMs = Date.now() - t0;
 
-  // Consistency afterwards.
+  // Consistency afterwards, once the admitter has decided what the last writes asked for.
+  await o.settle?.();
   const inconsistencies: string[] = [];
   const models = (await admin('GET', '/v1/models')).body.items as any[];
   const have = new Map(models.map((m) => [m.metadata.name as string, m]));

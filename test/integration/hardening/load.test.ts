@@ -1,6 +1,7 @@
 import { P } from '../../../soak/lib/fixture';
 import { invokeInProcess } from '../../../soak/lib/invoke';
 import { runLoad } from '../../../soak/lib/load';
+import { testAdmitter } from '../../helpers/admitter';
 import { testApi } from '../../helpers/api';
 
 /**
@@ -13,7 +14,12 @@ beforeAll(async () => {
 });
 
 it('holds concurrent readers and writers with no error beyond 409s, and everything adds up afterwards', async () => {
-  const r = await runLoad({ invoke: invokeInProcess, clients: 24, seconds: 3 });
+  const r = await runLoad({
+    invoke: invokeInProcess,
+    clients: 24,
+    seconds: 3,
+    settle: () => testAdmitter()!.settled(),
+  });
   console.log(JSON.stringify(r, null, 1));
   expect(r.errors).toEqual([]);
   expect(r.inconsistencies).toEqual([]);
