@@ -152,7 +152,7 @@ export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: 
  * is triggered by the table's own stream, and a write of nothing new would trigger it again.
  */
 export function admitterWrites(
-  world: Pick<World, 'models' | 'admissions'>,
+  world: { models: readonly Pick<Model, 'name' | 'version'>[]; admissions: readonly ModelAdmission[] },
   d: Decision,
 ): { next: ModelAdmission[]; removed: string[] } {
   const version = new Map(world.models.map((m) => [m.name, m.version as number | undefined]));
