@@ -294,3 +294,101 @@ export function demandTarget(
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
+
+/**
+ * The sum of a gauge over its series in Prometheus text (engines label theirs by model, engine or rank), or
+ * undefined when the text has no sample of it.
+ */
+export function gaugeValue(text: string, name: string): number | undefined {
+  let sum: number | undefined;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    const m = /^(?:\{[^}]*\})?\s+(\S+)/.exec(rest);
+    if (!m) continue;
+    const v = Number(m[1]);
+    if (Number.isFinite(v)) sum = (sum ?? 0) + v;
+  }
+  return sum;
+}
+
+/** What one pod's /metrics say for the policy: its metric, and its requests running plus waiting. */
+export function podLoadFromText(engine: Engine, metric: string, text: string): Omit<PodLoad, 'ready'> {
+  const value = gaugeValue(text, metric);
+  const running = engineMetric(engine, 'running');
+  const waiting = engineMetric(engine, 'waiting');
+  const r = running ? gaugeValue(text, running) : undefined;
+  const w = waiting ? gaugeValue(text, waiting) : undefined;
+  return {
+    ...(value !== undefined ? { value } : {}),
+    ...(r !== undefined && w !== undefined ? { busy: r + w } : {}),
+  };
+}
+
+/** What the reconciler stores per autoscaled model in its WORKLOAD item (store/workloads.ts). */
+export interface ModelLoad extends AutoscaleState {
+  metric: string;
+}
+
+/** The demand admission reads (World.demand): each autoscaled model's last desired replicas, by model. */
+export function demandOf(
+  workloads: readonly { model: string; autoscaling?: ModelLoad }[],
+): ReadonlyMap<string, number> {
+  const out = new Map<string, number>();
+  for (const w of workloads)
+    if (w.autoscaling?.desired !== undefined) out.set(w.model, w.autoscaling.desired);
+  return out;
+}
+
+/** The `autoscaling` part of a model's status: the load, what it asks for, what was admitted and why not more. */
+export function autoscalingStatus(
+  load: ModelLoad | undefined,
+  admission:
+    | { admitted?: number; reasons?: { reason: string; message: string; replicas: number }[] }
+    | undefined,
+) {
+  if (!load) return undefined;
+  return {
+    metric: load.metric,
+    ...(load.value !== undefined ? { value: round(load.value) } : {}),
+    ...(load.desired !== undefined ? { desiredReplicas: load.desired } : {}),
+    admitted: admission?.admitted ?? 0,
+    reasons: admission?.reasons ?? [],
+    ...(load.idleSince ? { idleSince: load.idleSince } : {}),
+    ...(load.wokenAt ? { wokenAt: load.wokenAt } : {}),
+  };
+}
+
+/**
+ * What a model at zero waits for before it serves again, when nothing was observed (docs/workloads.md,
+ * Autoscaling): a new node of a managed node group (EC2 launch, bootstrap, kubelet Ready), the engine's image
+ * pulled on it, and the weights loaded. Defaults, not measurements; a wake answers them beside its estimate.
+ */
+export const WAKE_DEFAULTS = { nodeBootSeconds: 180, imagePullSeconds: 120, modelLoadSeconds: 120 } as const;
+
+export interface WakeEstimate {
+  expectedSecondsToReady: number;
+  nodeBootSeconds: number;
+  imagePullSeconds: number;
+  modelLoadSeconds: number;
+  /** `running`: a replica already serves; `default`: WAKE_DEFAULTS. */
+  basis: 'running' | 'default';
+}
+
+/** The expected time to Ready of a wake: none while a replica serves, else a node boot, a pull and a load. */
+export function wakeEstimate(running: number): WakeEstimate {
+  if (running > 0)
+    return {
+      expectedSecondsToReady: 0,
+      nodeBootSeconds: 0,
+      imagePullSeconds: 0,
+      modelLoadSeconds: 0,
+      basis: 'running',
+    };
+  const d = WAKE_DEFAULTS;
+  return {
+    expectedSecondsToReady: d.nodeBootSeconds + d.imagePullSeconds + d.modelLoadSeconds,
+    ...d,
+    basis: 'default',
+  };
+}

@@ -1,4 +1,5 @@
 import { admitCatalogChange, decisionWrites, type World } from '../domain/admission-world';
+import { autoscalingStatus, demandOf } from '../domain/autoscaling';
 import type { ChangeResult } from '../domain/catalog';
 import { conflict } from '../domain/errors';
 import { admissionEvents, type ResourceEvent } from '../domain/events';
@@ -27,12 +28,20 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      const [scopes, quotas, stored] = await Promise.all([
+      const [scopes, quotas, stored, demand] = await Promise.all([
         tenancy.listScopes(),
         tenancy.listQuotas(),
         admissions.listAdmissions(),
+        workloads.listWorkloads().then(demandOf),
       ]);
-      return { computes: catalog.computes, models: catalog.models, scopes, quotas, admissions: stored };
+      return {
+        computes: catalog.computes,
+        models: catalog.models,
+        scopes,
+        quotas,
+        admissions: stored,
+        demand,
+      };
     },
 
     /**
@@ -126,7 +135,11 @@ export function admissionService(deps: Dependencies) {
           podReasons: w?.podReasons ?? [],
           ...(observedAt ? { observedAt } : {}),
         };
-        return { ...status, ...pods };
+        return {
+          ...status,
+          ...pods,
+          ...(w?.autoscaling ? { autoscaling: autoscalingStatus(w.autoscaling, status) } : {}),
+        };
       });
     },
   };

@@ -33,6 +33,7 @@ import { logger } from '../shared/logger';
 import type { TxItem } from '../store/ledger';
 import { LEDGER_MAX_ITEMS } from '../store/limits';
 import { createServices, type Dependencies, type Services } from '.';
+import { observeLoad } from './autoscaling';
 import { chooseGoing, drainForScaleDown, type Shrink } from './drain';
 import { workflowService } from './workflows';
 import { reconcileWorkloads } from './workloads';
@@ -164,6 +165,19 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         engines: deps.engines(),
         client,
         record: store.workloads.recordWorkloads,
+        observeLoad: async (pods, k) =>
+          observeLoad({
+            models: input.models,
+            pods,
+            previous: new Map(
+              (await store.workloads.listWorkloads()).flatMap((w) =>
+                w.autoscaling ? [[w.model, w.autoscaling] as const] : [],
+              ),
+            ),
+            engines: deps.engines(),
+            client: k,
+            now: input.now,
+          }),
         ...(shrinks.length
           ? {
               shrinking: {

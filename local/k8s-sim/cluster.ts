@@ -114,7 +114,7 @@ export class Cluster {
     this.api = new ApiServer(this.store, () => this.now(), this.rng);
     this.scheduler = new Scheduler(this);
     this.kubelet = new Kubelet(this);
-    this.traffic = new Traffic(opts.traffic ?? [], this.now());
+    this.traffic = new Traffic(opts.traffic ?? [], this.now(), sim.opts.timeScale);
     this.api.hooks.gracefulPodDeletion = (pod, grace) => this.kubelet.beginTermination(pod, grace);
     this.store.onChange((type, def, obj, old) => this.enqueue(type, def, obj, old));
     sim.observeInstances(

@@ -8,7 +8,10 @@ import type { JsonObject, KObject } from './types';
  */
 
 export interface TrafficStep {
-  /** Simulated seconds after the schedule was set from which `rps` holds (until the next step). */
+  /**
+   * Seconds after the schedule was set from which `rps` holds (until the next step), scaled by the simulator's
+   * time scale as every other duration is (at 0.1, 600 passes in 60 s).
+   */
   atSeconds: number;
   rps: number;
 }
@@ -72,7 +75,12 @@ export function checkTraffic(input: unknown): TrafficConfig[] {
 export class Traffic {
   private byModel = new Map<string, { cfg: TrafficConfig; since: number }>();
 
-  constructor(configs: readonly TrafficConfig[] = [], now = 0) {
+  /** `timeScale`: the simulator's, so that a schedule's seconds pass as fast as its other durations. */
+  constructor(
+    configs: readonly TrafficConfig[] = [],
+    now = 0,
+    private readonly timeScale = 1,
+  ) {
     this.set(configs, now);
   }
 
@@ -92,7 +100,7 @@ export class Traffic {
   rps(model: string, now: number): number {
     const t = this.byModel.get(model);
     if (!t) return 0;
-    const s = (now - t.since) / 1000;
+    const s = (now - t.since) / 1000 / this.timeScale;
     let rps = 0;
     for (const step of t.cfg.schedule) if (step.atSeconds <= s) rps = step.rps;
     return rps;
