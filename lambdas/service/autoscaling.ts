@@ -95,7 +95,8 @@ export function wakeService(deps: Dependencies, svc: { models: ModelService }) {
       const load = opts.dryRun
         ? next(stored?.autoscaling)
         : await deps.store.workloads.recordWake(m.name, next, now);
-      const running = stored?.running ?? 0;
+      // A model sent to zero has no replica to count on, even while its last pods are still going.
+      const running = stored?.autoscaling?.desired === 0 ? 0 : (stored?.running ?? 0);
       return {
         model: name,
         desiredReplicas: load.desired ?? 0,

@@ -89,6 +89,24 @@ it('goes to zero replicas after idling for scaleToZeroAfterSeconds, and its pods
   expect(idle.autoscaling).toMatchObject({ value: 0, idleSince: expect.any(String) });
   expect(idle.autoscaling.desiredReplicas).toBeGreaterThan(0);
   await reconcileUntil(cp, async () => (await status()).autoscaling.desiredReplicas === 0);
-  await reconcileUntil(cp, async () => (await readyPods()) === 0 && (await status()).admitted === 0);
+  await reconcileUntil(
+    cp,
+    async () =>
+      (await readyPods()) === 0 && (await status()).admitted === 0 && (await status()).running === 0,
+  );
   expect((await status()).autoscaling).toMatchObject({ desiredReplicas: 0, admitted: 0, reasons: [] });
+});
+
+it('comes back from zero on a wake: admitted like a start, Ready, and the answer says how long it expects', async () => {
+  const r = await call('POST', '/v1/models/chat/wake');
+  expect(r.status).toBe(202);
+  expect(r.body).toMatchObject({
+    desiredReplicas: 1,
+    running: 0,
+    expectedSecondsToReady: 420,
+    basis: 'default',
+  });
+  await reconcileUntil(cp, async () => (await status()).running === 1);
+  expect((await status()).autoscaling).toMatchObject({ desiredReplicas: 1, admitted: 1 });
+  expect(await readyPods()).toBe(1);
 });

@@ -1,15 +1,20 @@
 import fc from 'fast-check';
+import { decideWorld, heldReplicas } from '../../../lambdas/domain/admission-world';
 import {
   type AutoscaleState,
   autoscale,
   autoscalingIssues,
   demandTarget,
+  gaugeValue,
   hpaReplicas,
   type PodLoad,
+  podLoadFromText,
   stabilize,
   wake,
 } from '../../../lambdas/domain/autoscaling';
-import { ModelSpecSchema } from '../../../lambdas/domain/model';
+import type { Compute } from '../../../lambdas/domain/compute';
+import { type Model, ModelSpecSchema } from '../../../lambdas/domain/model';
+import { BUILTIN_COMPUTES } from '../../helpers/computes';
 
 const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
 const ready = (value: number, busy = value): PodLoad => ({ ready: true, value, busy });
@@ -269,5 +274,66 @@ describe("admission's target", () => {
     expect(demandTarget({ min: 0, max: 4 }, true, 0, 2)).toBe(0);
     expect(demandTarget({ min: 1, max: 4 }, true, undefined, 2)).toBe(2);
     expect(demandTarget({ min: 1, max: 4 }, false, 3, 2)).toBe(2);
+  });
+});
+
+describe('reading /metrics', () => {
+  const text = [
+    '# HELP vllm:num_requests_waiting Number of requests waiting.',
+    '# TYPE vllm:num_requests_waiting gauge',
+    'vllm:num_requests_waiting{engine="0",model_name="chat"} 3.0',
+    'vllm:num_requests_waiting{engine="1",model_name="chat"} 2.0',
+    'vllm:num_requests_waiting_total 99',
+    'vllm:num_requests_running{model_name="chat"} 8',
+  ].join('\n');
+
+  it('sums a gauge over its series and tells a busy pod', () => {
+    expect(gaugeValue(text, 'vllm:num_requests_waiting')).toBe(5);
+    expect(gaugeValue(text, 'vllm:gpu_cache_usage_perc')).toBeUndefined();
+    expect(podLoadFromText('vllm', 'vllm:num_requests_waiting', text)).toEqual({ value: 5, busy: 13 });
+    // Without both gauges a pod is not known to be idle.
+    expect(podLoadFromText('vllm', 'vllm:num_requests_running', 'vllm:num_requests_running 0\n')).toEqual({
+      value: 0,
+    });
+  });
+});
+
+describe('the demand seam of admission', () => {
+  const model = (name: string, autoscaling?: boolean): Model => ({
+    name,
+    spec: {
+      source: 'hf://org/x',
+      engine: 'llamacpp',
+      profiles: [{ name: 'cpu', gpus: 0, cpuCores: 1, minMemoryGb: 2 }],
+      scaling: { min: 1, max: 4 },
+      ...(autoscaling ? { autoscaling: { metric: 'llamacpp:requests_deferred', targetPerReplica: 2 } } : {}),
+    },
+    declared: false,
+    version: 1,
+    createdAt: at(0),
+    createdBy: 't',
+    updatedAt: at(0),
+    updatedBy: 't',
+  });
+  const held = (world: Parameters<typeof decideWorld>[0], name: string) =>
+    heldReplicas(decideWorld(world, at(10)).admissions.find((a) => a.model === name));
+  const base = {
+    computes: [...BUILTIN_COMPUTES] as unknown as Compute[],
+    scopes: [],
+    quotas: [],
+    admissions: [],
+  };
+
+  it('admits clamp(demand, min, max) for an autoscaled model, and ignores demand for the others', () => {
+    const models = [model('auto', true), model('fixed')];
+    const demand = new Map([
+      ['auto', 3],
+      ['fixed', 3],
+    ]);
+    expect(held({ ...base, models, demand }, 'auto')).toBe(3);
+    expect(held({ ...base, models, demand }, 'fixed')).toBe(1);
+    expect(held({ ...base, models, demand: new Map([['auto', 9]]) }, 'auto')).toBe(4);
+    // No demand known yet: scaling.target (min), as before autoscaling.
+    expect(held({ ...base, models }, 'auto')).toBe(1);
   });
 });
