@@ -48,6 +48,12 @@ const sections: Section[] = [
     run: () => load('optimum', 'benchOptimum'),
   },
   {
+    title: 'Autoscaling over a day',
+    intro:
+      "GPU node-hours and cost of four autoscaled models over a 24-hour diurnal trace against static provisioning at each model's peak and against the same policy without quotas (issue 33); waiting, wake and stop times.",
+    run: () => load('autoscaling', 'benchAutoscaling'),
+  },
+  {
     title: 'Reconcile',
     intro:
       'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',

@@ -170,4 +170,41 @@ Example:
   },
 };
 
-export const MODEL_COMMANDS = [modelScale, modelResources, modelClass, modelOwner];
+export const modelWake: Command = {
+  name: 'model wake',
+  summary: 'Wake an autoscaled model at zero; prints the expected time to Ready',
+  usage: ['model wake NAME'],
+  help: `Asks for max(min, 1) replicas of a model with spec.autoscaling (what a gateway calls when a request
+arrives for a model at zero); the next reconcile pass admits them like a start.
+
+Options:
+  -o json|yaml        print the answer
+
+Example:
+  llmcap model wake qwen3-8b`,
+  options: { ...OUTPUT_OPTION },
+  async run(ctx) {
+    const [name] = positionals(ctx.args, 1, 1, 'model NAME');
+    const f = format(ctx.args.values, ['table', 'json', 'yaml']);
+    const client = await ctx.client();
+    const r = await client.request('POST', `/v1/models/${seg(name!)}/wake`);
+    if (f === 'json') ctx.out(toJson(r.body));
+    else if (f === 'yaml') ctx.out(toYaml(r.body));
+    else {
+      const b = r.body as {
+        desiredReplicas: number;
+        running: number;
+        expectedSecondsToReady: number;
+        basis: string;
+      };
+      const eta =
+        b.running > 0
+          ? `${b.running} replica(s) already serve`
+          : `expected Ready in about ${b.expectedSecondsToReady} s (${b.basis === 'default' ? 'default node boot, image pull and model load times' : b.basis})`;
+      ctx.out(`model/${name} woken: ${b.desiredReplicas} replica(s) wanted; ${eta}`);
+    }
+    return EXIT.ok;
+  },
+};
+
+export const MODEL_COMMANDS = [modelScale, modelResources, modelClass, modelOwner, modelWake];

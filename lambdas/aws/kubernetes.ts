@@ -296,6 +296,17 @@ export class ClusterClient {
     return `${r.base}${ns}/${r.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
   }
 
+  /**
+   * A GET through the API server's pod proxy (RBAC `pods/proxy` get): what the pod's server answers on `port`
+   * at `path`, as text. The reconciler reads the model servers' Prometheus metrics so (docs/workloads.md).
+   */
+  async podProxyGet(namespace: string, pod: string, port: number, path: string): Promise<string> {
+    this.calls++;
+    const what = `reading ${path} of pod ${namespace}/${pod}`;
+    const at = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(pod)}:${port}/proxy${path}`;
+    return (await this.send(what, 'GET', at, {}, undefined, undefined, 'text')) as string;
+  }
+
   /** One call; a refusal becomes a KubernetesError with the message of the API server's Status. */
   private async send(
     what: string,
@@ -304,6 +315,7 @@ export class ClusterClient {
     query: Record<string, string | undefined>,
     body?: unknown,
     contentType = 'application/json',
+    as: 'json' | 'text' = 'json',
   ): Promise<unknown> {
     // A server URL with a path (a proxy in front of the API server) keeps it: the API paths go beneath it.
     const url = new URL(`${this.server.pathname.replace(/\/$/, '')}${path}`, this.server);
@@ -319,7 +331,8 @@ export class ClusterClient {
       .catch((e: Error) => {
         throw new Error(`${what}: ${e.message}`, { cause: e });
       });
-    if (answer.status >= 200 && answer.status < 300) return answer.body ? JSON.parse(answer.body) : undefined;
+    if (answer.status >= 200 && answer.status < 300)
+      return as === 'text' ? answer.body : answer.body ? JSON.parse(answer.body) : undefined;
     let message = answer.body;
     try {
       const status = JSON.parse(answer.body) as { message?: string };

@@ -27,6 +27,11 @@ export interface World {
   scopes: Scope[];
   quotas: Quota[];
   admissions: ModelAdmission[];
+  /**
+   * The replicas load asks for, per autoscaled model (the reconciler's WORKLOAD items, domain/autoscaling.ts
+   * demandOf); absent or missing a model: its scaling.target, as before autoscaling.
+   */
+  demand?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -65,6 +70,7 @@ export function decideWorld(world: World, now: string, only?: string[]): Decisio
       admissions: restored.admissions,
       headroom: restored.headroom,
       now,
+      ...(world.demand ? { demand: world.demand } : {}),
     },
     only ? { only: { models: only } } : {},
   );
@@ -77,7 +83,7 @@ export function decideWorld(world: World, now: string, only?: string[]): Decisio
  * left pending, and take-backs. `computes` are those the catalog was validated against.
  */
 export function checkCatalogChange(
-  world: Pick<World, 'scopes' | 'quotas' | 'admissions' | 'computes'>,
+  world: Pick<World, 'scopes' | 'quotas' | 'admissions' | 'computes' | 'demand'>,
   change: ChangeResult,
   now: string,
   opts: { preview?: boolean } = {},
@@ -99,6 +105,8 @@ export function checkCatalogChange(
     models: change.next,
     admissions: restored.admissions,
     now,
+    // Without it, an edit of an autoscaled model would fall back to scaling.target until the next pass.
+    ...(world.demand ? { demand: world.demand } : {}),
   };
   if (after) {
     const check = checkStart(

@@ -50,6 +50,8 @@ export const REFUSAL_REASONS = [
   'LimitExceeded',
   /** The compute has a node group, or a workflow is making one: its hardware and name are frozen. */
   'NodegroupExists',
+  /** A wake of a model without spec.autoscaling: it runs its scaling.target and never sleeps. */
+  'NotAutoscaled',
   /** The model's stored row is left out of the catalog. */
   'Skipped',
   /** The change would write more than one transaction holds. */

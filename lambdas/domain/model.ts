@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { AutoscalingSchema, autoscalingIssues } from './autoscaling';
 import { computeName, NAME_PATTERN, scopeRef } from './compute';
 import { asSent, nameOf } from './names';
 import { numberAt, type RuleIssue, refineWith, repeats, stringAt, whenParsed } from './rules';
@@ -118,9 +119,12 @@ export const ModelSpecSchema = z
     scaling: ScalingSchema,
     class: ClassSchema,
     fallback: modelName.optional(),
+    /** Replicas that follow the model servers' load within scaling's bounds (domain/autoscaling.ts). */
+    autoscaling: AutoscalingSchema.optional(),
   })
   // Names are compared even when a profile has a type error elsewhere: stringAt reads only those that parsed.
-  .superRefine(...refineWith(profileListIssues));
+  .superRefine(...refineWith(profileListIssues))
+  .superRefine(...refineWith(autoscalingIssues, whenParsed('engine', 'autoscaling', 'scaling')));
 // `class` is optional on output too: a transform makes zod type it as present-but-undefined.
 export type ModelSpec = Omit<z.output<typeof ModelSpecSchema>, 'class'> & { class?: ModelClass };
 

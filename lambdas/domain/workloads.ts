@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as z from 'zod';
+import type { ModelLoad } from './autoscaling';
 import { type Compute, labels, taint } from './compute';
 import { ENGINES, type Model, type Profile } from './model';
 import { isTwinKey, keyFromLabel, labelValue, nameOf, TWIN_MARK } from './names';
@@ -495,6 +496,8 @@ export interface WorkloadStatus {
   total: number;
   pods: PodView[];
   podReasons: { reason: PodReason; message: string; replicas: number }[];
+  /** An autoscaled model's load and the replicas it asks for (domain/autoscaling.ts); kept at zero pods too. */
+  autoscaling?: ModelLoad;
 }
 
 /** At most this many pods are listed in a model's status (the counts always cover all). */

@@ -1,4 +1,5 @@
 import { checkCatalogChange, type World } from '../domain/admission-world';
+import { autoscalingStatus, demandOf } from '../domain/autoscaling';
 import type { ChangeResult } from '../domain/catalog';
 import { type Model, queuedStatus } from '../domain/model';
 import {
@@ -30,8 +31,9 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      const rest = await loadRest();
-      return { computes: catalog.computes, models: catalog.models, ...rest };
+      // What load asks of autoscaled models (the reconciler's WORKLOAD items), which the admitter decides on.
+      const [rest, demand] = await Promise.all([loadRest(), workloads.listWorkloads().then(demandOf)]);
+      return { computes: catalog.computes, models: catalog.models, ...rest, demand };
     },
 
     /** The tree, quotas and admissions, for a write that loads its catalog beside them (one round trip). */
@@ -103,7 +105,11 @@ export function admissionService(deps: Dependencies) {
           podReasons: w?.podReasons ?? [],
           ...(observedAt ? { observedAt } : {}),
         };
-        return { ...status, ...pods };
+        return {
+          ...status,
+          ...pods,
+          ...(w?.autoscaling ? { autoscaling: autoscalingStatus(w.autoscaling, status) } : {}),
+        };
       });
     },
   };

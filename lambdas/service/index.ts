@@ -21,6 +21,7 @@ import { accessService } from './access';
 import { admissionService } from './admission';
 import { admitterService } from './admitter';
 import { alarmService } from './alarms';
+import { wakeService } from './autoscaling';
 import { capacityService } from './capacity';
 import { catalogService } from './catalog';
 import { computeService } from './computes';
@@ -191,6 +192,7 @@ function wire(deps: Dependencies) {
     costs: costService(deps),
     alarms: alarmService(deps),
     pods: podService(deps, { catalog }),
+    autoscaling: wakeService(deps, { models }),
     idempotency: deps.store.idempotency,
   };
 }

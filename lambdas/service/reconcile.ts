@@ -27,6 +27,7 @@ import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import { createServices, type Dependencies, type Services } from '.';
 import type { AdmitterSummary } from './admitter';
+import { observeLoad } from './autoscaling';
 import { chooseGoing, drainForScaleDown, type Shrink } from './drain';
 import { workflowService } from './workflows';
 import { reconcileWorkloads } from './workloads';
@@ -126,6 +127,19 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         engines: deps.engines(),
         client,
         record: store.workloads.recordWorkloads,
+        observeLoad: async (pods, k) =>
+          observeLoad({
+            models: input.models,
+            pods,
+            previous: new Map(
+              (await store.workloads.listWorkloads()).flatMap((w) =>
+                w.autoscaling ? [[w.model, w.autoscaling] as const] : [],
+              ),
+            ),
+            engines: deps.engines(),
+            client: k,
+            now: input.now,
+          }),
         ...(shrinks.length
           ? {
               shrinking: {

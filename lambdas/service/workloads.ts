@@ -1,5 +1,6 @@
 import { type ClusterClient, DRAIN_MANAGER, type ListedObject } from '../aws/kubernetes';
 import { mapLimit } from '../aws/nodegroups';
+import type { ModelLoad } from '../domain/autoscaling';
 import type { Compute } from '../domain/compute';
 import {
   DELETION_COST_ANNOTATION,
@@ -70,6 +71,8 @@ export async function reconcileWorkloads(input: {
   client: ClusterClient;
   /** Writes each model's pods where the models API reads them (store/workloads.ts); returns the writes. */
   record: (seen: Map<string, WorkloadStatus>, now: string) => Promise<number>;
+  /** The load of the autoscaled models, read from their pods (service/autoscaling.ts), stored with them. */
+  observeLoad?: (pods: readonly PodView[], client: ClusterClient) => Promise<Map<string, ModelLoad>>;
   /**
    * While computes shrink (docs/workloads.md#scale-down): `draining` are the computes being drained, whose
    * Deployments keep their surge; `going` names the nodes that go, from the pods listed before anything is
@@ -219,6 +222,9 @@ export async function reconcileWorkloads(input: {
   for (const p of pods) if (p.model) byModel.set(p.model, [...(byModel.get(p.model) ?? []), p]);
   const statuses = new Map<string, WorkloadStatus>();
   for (const [m, list] of byModel) statuses.set(m, workloadStatus(list));
+  // An autoscaled model at zero keeps its item: what it asks for (0 until a wake) must outlive its pods.
+  for (const [m, load] of (await input.observeLoad?.(pods, k)) ?? [])
+    statuses.set(m, { ...(statuses.get(m) ?? workloadStatus([])), autoscaling: load });
   const storeWrites = await input.record(statuses, input.now);
   const notRunning = [...statuses].flatMap(([model, s]) =>
     s.podReasons.slice(0, 1).map((r) => ({ model, ...r })),

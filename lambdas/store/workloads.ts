@@ -1,7 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { ModelLoad } from '../domain/autoscaling';
 import { sameValue } from '../domain/compute';
 import { deepFreeze } from '../domain/freeze';
-import type { WorkloadStatus } from '../domain/workloads';
+import { type WorkloadStatus, workloadStatus } from '../domain/workloads';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
@@ -62,12 +63,19 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
     const prev = before.get(model);
     if (prev && sameValue({ ...prev, observedAt: undefined, model: undefined }, w)) continue;
     writes++;
-    await documentClient().send(
-      new PutCommand({
-        TableName: config().table,
-        Item: { ...keys.workload(model), model, observedAt: now, ...w },
-      }),
-    );
+    try {
+      await documentClient().send(
+        new PutCommand({
+          TableName: config().table,
+          Item: { ...keys.workload(model), model, observedAt: now, ...w },
+          // A wake written since this pass read the item stands (recordWake); the next pass starts from it.
+          ...(w.autoscaling ? notNewerWake(w.autoscaling.wokenAt) : {}),
+        }),
+      );
+    } catch (e) {
+      if ((e as Error).name !== 'ConditionalCheckFailedException') throw e;
+      writes--;
+    }
   }
   for (const model of before.keys()) {
     if (seen.has(model)) continue;
@@ -78,4 +86,48 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
     new PutCommand({ TableName: config().table, Item: { ...keys.podsObserved(), observedAt: now } }),
   );
   return writes;
+}
+
+function notNewerWake(wokenAt: string | undefined) {
+  return wokenAt
+    ? {
+        ConditionExpression: 'attribute_not_exists(autoscaling.wokenAt) OR autoscaling.wokenAt <= :w',
+        ExpressionAttributeValues: { ':w': wokenAt },
+      }
+    : { ConditionExpression: 'attribute_not_exists(autoscaling.wokenAt)' };
+}
+
+/**
+ * A wake (POST /v1/models/{name}/wake): the model's item gets `autoscaling` as `next` computes it from the
+ * stored one, written only if the item is still as read (the reconciler rewrites it each pass), retried
+ * otherwise. An item is made for a model the reconciler has not yet seen.
+ */
+export async function recordWake(
+  model: string,
+  next: (prev: ModelLoad | undefined) => ModelLoad,
+  now: string,
+): Promise<ModelLoad> {
+  for (let attempt = 0; ; attempt++) {
+    const out = await documentClient().send(
+      new GetCommand({ TableName: config().table, Key: keys.workload(model), ConsistentRead: true }),
+    );
+    const prev = out.Item ? fromItem(out.Item) : undefined;
+    const autoscaling = next(prev?.autoscaling);
+    const item = prev
+      ? { ...out.Item, autoscaling }
+      : { ...keys.workload(model), model, observedAt: now, ...workloadStatus([]), autoscaling };
+    try {
+      await documentClient().send(
+        new PutCommand({
+          TableName: config().table,
+          Item: item,
+          ConditionExpression: prev ? 'observedAt = :o' : 'attribute_not_exists(pk)',
+          ...(prev ? { ExpressionAttributeValues: { ':o': prev.observedAt } } : {}),
+        }),
+      );
+      return autoscaling;
+    } catch (e) {
+      if ((e as Error).name !== 'ConditionalCheckFailedException' || attempt >= 5) throw e;
+    }
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type K8sSim, type K8sSimConfig, startK8sSim } from '../k8s-sim';
+import { type K8sSim, type K8sSimConfig, startK8sSim, type TrafficConfig } from '../k8s-sim';
 import { AsgError, asgErrorXml, handleQuery, isQueryRequest } from './autoscaling';
 import { serveAwsData } from './aws-data';
 import { type Clock, DrivenClock, isDrivenClock, RealClock } from './clock';
@@ -408,6 +408,12 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       const name = decodeURIComponent(p[1]);
       if (!admin.deleteNodegroup(name)) return [404, { message: `No node group found for name: ${name}.` }];
       return [200, { deleted: name }];
+    }
+    // The model servers' load (docs/k8s-sim.md): a list of schedules, each replacing its model's.
+    if (route === 'GET /traffic' && kubernetes) return [200, kubernetes.cluster.traffic.list()];
+    if (route === 'PUT /traffic' && kubernetes) {
+      kubernetes.cluster.traffic.set(body as unknown as TrafficConfig[], kubernetes.cluster.now());
+      return [200, kubernetes.cluster.traffic.list()];
     }
     if (route === 'POST /clock' && p[1] === 'advance') {
       if (!isDrivenClock(clock))

@@ -27,6 +27,7 @@ import {
 import { Scheduler } from './scheduler';
 import { K8sError, notFound } from './status';
 import { Store } from './store';
+import { Traffic, type TrafficConfig } from './traffic';
 import type { JsonObject, KObject } from './types';
 
 /**
@@ -44,6 +45,8 @@ export interface AppStartRule extends PodSelector {
 export interface ClusterOptions {
   /** How long the servers of matching images take to start; first match wins, else durations.appStartMs. */
   appStart?: AppStartRule[];
+  /** The requests per second each model's servers get, which their /metrics report (traffic.ts). */
+  traffic?: TrafficConfig[];
 }
 
 const EFFECTS: Record<string, string> = {
@@ -81,6 +84,8 @@ export class Cluster {
   readonly api: ApiServer;
   readonly scheduler: Scheduler;
   readonly kubelet: Kubelet;
+  /** The load on the model servers: what their /metrics serve through the pod proxy. */
+  readonly traffic: Traffic;
   readonly nodes = new Map<string, NodeRecord>();
   private readonly byInstance = new Map<string, string>();
   private readonly rng: Rng;
@@ -109,6 +114,7 @@ export class Cluster {
     this.api = new ApiServer(this.store, () => this.now(), this.rng);
     this.scheduler = new Scheduler(this);
     this.kubelet = new Kubelet(this);
+    this.traffic = new Traffic(opts.traffic ?? [], this.now(), sim.opts.timeScale);
     this.api.hooks.gracefulPodDeletion = (pod, grace) => this.kubelet.beginTermination(pod, grace);
     this.store.onChange((type, def, obj, old) => this.enqueue(type, def, obj, old));
     sim.observeInstances(

@@ -9,10 +9,12 @@ import type { AccessEntry, AuthConfig, Identity } from './auth';
 import { type AppStartRule, Cluster } from './cluster';
 import { type AuditEvent, handle } from './server';
 import { clusterTls } from './tls';
+import type { TrafficConfig } from './traffic';
 
 export type { AccessEntry, AccessPolicyAssociation, Identity } from './auth';
 export type { AppStartRule } from './cluster';
 export type { AuditEvent } from './server';
+export type { TrafficConfig } from './traffic';
 
 /**
  * The simulated cluster's API server on HTTPS, for the cloud simulator's EKS cluster: its endpoint and CA are
@@ -31,6 +33,8 @@ export interface K8sSimConfig {
   accessEntries?: AccessEntry[];
   /** How long the servers of matching images take to answer their probes. */
   appStart?: AppStartRule[];
+  /** Requests per second per model over time, which the model servers' /metrics report (docs/k8s-sim.md). */
+  traffic?: TrafficConfig[];
 }
 
 export interface K8sSim {
@@ -57,7 +61,7 @@ export async function startK8sSim(
   cfg: K8sSimConfig & { host?: string; log?: (line: string) => void } = {},
 ): Promise<K8sSim> {
   const tls = clusterTls();
-  const cluster = new Cluster(sim, { appStart: cfg.appStart ?? [] });
+  const cluster = new Cluster(sim, { appStart: cfg.appStart ?? [], traffic: cfg.traffic ?? [] });
   const adminToken = cfg.adminToken ?? `llmcap-local-admin.${randomBytes(16).toString('hex')}`;
   const auth: AuthConfig = {
     staticTokens: new Map([[adminToken, { name: 'kubernetes-admin', groups: ['system:masters'] }]]),

@@ -20,7 +20,8 @@ import {
   versionInfo,
 } from './discovery';
 import { evict } from './eviction';
-import { apiVersionOf, findResource, NAMESPACES, RESOURCES, type ResourceDef } from './resources';
+import { podProxy } from './pod-proxy';
+import { apiVersionOf, findResource, NAMESPACES, PODS, RESOURCES, type ResourceDef } from './resources';
 import { badRequest, forbidden, K8sError, methodNotAllowed, notFoundPath, unauthorized } from './status';
 import { toTable } from './table';
 import type { JsonObject, KObject } from './types';
@@ -60,6 +61,8 @@ interface Route {
   namespace?: string;
   name?: string;
   subresource?: string;
+  /** For a `proxy` subresource: the path after it, as the proxied server receives it. */
+  proxyPath?: string;
 }
 
 const PUBLIC_PATHS = new Set(['/version', '/healthz', '/livez', '/readyz']);
@@ -124,12 +127,14 @@ function route(path: string): Route | 'discovery' | undefined {
   const def = findResource(group, version, rest[0] as string);
   if (!def) return undefined;
   if (!def.namespaced && namespace !== undefined) return undefined;
-  if (rest.length > 3) return undefined;
+  const proxied = rest[2] === 'proxy' && rest.length > 3;
+  if (rest.length > 3 && !proxied) return undefined;
   return {
     def,
     ...(namespace !== undefined ? { namespace } : {}),
     ...(rest[1] !== undefined ? { name: rest[1] } : {}),
     ...(rest[2] !== undefined ? { subresource: rest[2] } : {}),
+    ...(proxied ? { proxyPath: `/${rest.slice(3).join('/')}` } : {}),
   };
 }
 
@@ -240,6 +245,13 @@ export async function handle(
       throw methodNotAllowed(
         'watch is not served by the llmcap cloud simulator; list again (with resourceVersion) instead',
       );
+    if (r.subresource === 'proxy' && r.def === PODS) {
+      const out = podProxy(ctx.cluster, method, r);
+      status = out.status;
+      res.writeHead(out.status, { 'content-type': out.contentType, 'cache-control': 'no-cache, private' });
+      res.end(out.body);
+      return;
+    }
     const out = serve(ctx, req, r, method, q, raw);
     status = out.status;
     if (out.table) send(res, out.status, out.body, 'application/json;as=Table;v=v1;g=meta.k8s.io');

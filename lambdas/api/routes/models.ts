@@ -200,6 +200,24 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
   );
 
   router.add(
+    'POST',
+    '/v1/models/{name}/wake',
+    async (req) => {
+      const caller = await callerOf(req);
+      const r = await svc.autoscaling.wake(req.params.name!, caller, {
+        owner: ownerParam(req, caller),
+        dryRun: req.dryRun,
+      });
+      return json(202, r);
+    },
+    {
+      summary:
+        'Wake an autoscaled model at zero: it asks for max(min, 1) replicas; answers the expected seconds to Ready',
+      responses: { 202: 'model, desiredReplicas, running, expectedSecondsToReady and its parts' },
+    },
+  );
+
+  router.add(
     'PUT',
     '/v1/models/{name}/resources',
     async (req) => {

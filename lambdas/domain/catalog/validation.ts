@@ -1,3 +1,4 @@
+import { autoscalingIssues } from '../autoscaling';
 import { DomainError, type FieldIssue } from '../errors';
 import { type Model, profileIssues, profileListIssues, scalingIssues } from '../model';
 import {
@@ -71,6 +72,8 @@ function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): C
   const own = [
     ...fieldIssues(['spec', 'scaling'], scalingIssues(m.spec.scaling)),
     ...fieldIssues(['spec'], profileListIssues(m.spec)),
+    // A scale to min ≥ 1 (PUT .../scaling) must not leave scaleToZeroAfterSeconds behind.
+    ...fieldIssues(['spec'], autoscalingIssues(m.spec)),
     ...m.spec.profiles.flatMap((p, i) => fieldIssues(['spec', 'profiles', i], profileIssues(p))),
   ];
   for (const i of own) at(i.path, i.message);

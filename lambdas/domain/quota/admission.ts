@@ -1,3 +1,4 @@
+import { demandTarget } from '../autoscaling';
 import type { Headroom, PlaceResult, ReplicaUnit, UnitPlacement } from '../headroom';
 import { effectiveClass, type ModelClass, type Profile, targetReplicas } from '../model';
 import { perReplica, RESOURCES, type Resources, scale } from '../resources';
@@ -50,6 +51,11 @@ export interface DecideInput {
   now: string;
   /** Victims still stopping, as `<model>/<unitId>`: the units that took their room stay PendingTakeBack. */
   draining?: ReadonlySet<string>;
+  /**
+   * The replicas load asks for, per autoscaled model (domain/autoscaling.ts demandOf). A model with
+   * `spec.autoscaling` and a demand here wants clamp(demand, min, max) instead of its scaling.target.
+   */
+  demand?: ReadonlyMap<string, number>;
 }
 
 export interface DecideOptions {
@@ -157,7 +163,12 @@ class Pass implements RoomHost {
         cls,
         rank: CLASS_RANK[cls],
         min: m.spec.scaling.min,
-        target: Math.max(m.spec.scaling.min, Math.min(targetReplicas(m.spec.scaling), m.spec.scaling.max)),
+        target: demandTarget(
+          m.spec.scaling,
+          m.spec.autoscaling !== undefined,
+          this.input.demand?.get(m.name),
+          Math.max(m.spec.scaling.min, Math.min(targetReplicas(m.spec.scaling), m.spec.scaling.max)),
+        ),
         ...(prev ? { prev } : {}),
         held: [],
         pending: [],

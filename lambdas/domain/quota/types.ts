@@ -113,7 +113,7 @@ export interface AdmissionModel {
   name: string;
   /** Empty or absent: a shared model (counts against no scope, never takes back, never taken back). */
   owner?: string;
-  spec: Pick<ModelSpec, 'profiles' | 'scaling' | 'class'>;
+  spec: Pick<ModelSpec, 'profiles' | 'scaling' | 'class' | 'autoscaling'>;
   createdAt: string;
 }
 

@@ -130,6 +130,28 @@ describe('llmcap against the local control plane', () => {
     expect(m.stdout).toMatch(/Profiles \(in order of preference\):\n\s+NAME\s+GPUS/);
   });
 
+  it('applies a model with autoscaling and wakes it with model wake', async () => {
+    const m = model('cli-auto');
+    const spec = {
+      ...m.spec,
+      autoscaling: {
+        metric: 'llamacpp:requests_deferred',
+        targetPerReplica: 1,
+        scaleToZeroAfterSeconds: 300,
+      },
+    };
+    const a = await run(['apply', '-f', '-'], { input: JSON.stringify({ ...m, spec }) });
+    expect(a.stdout.trim()).toBe('model/cli-auto created');
+    const w = await run(['model', 'wake', 'cli-auto']);
+    expect(w.stderr).toBe('');
+    expect(w.stdout.trim()).toBe(
+      'model/cli-auto woken: 1 replica(s) wanted; expected Ready in about 420 s (default node boot, image pull and model load times)',
+    );
+    const plain = await run(['model', 'wake', 'cli-small']);
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('has no spec.autoscaling');
+  });
+
   it('changes models with model scale, resources, class and owner', async () => {
     const s = await run(['model', 'scale', 'cli-small', '--min', '1', '--max', '3', '--target', '2']);
     expect(s.code).toBe(0);

@@ -157,6 +157,19 @@ const MATRIX: Record<string, Case> = {
     req: (p) => ({ path: `/v1/models/${n('m-scale', p)}/scaling`, body: { min: 0, max: 3 } }),
     expect: projectEdit(200),
   },
+  'POST /v1/models/{name}/wake': {
+    setup: async (admin, p) => {
+      const body = model(n('m-wake', p));
+      (body.spec as Record<string, unknown>).autoscaling = {
+        metric: 'vllm:num_requests_waiting',
+        targetPerReplica: 2,
+        scaleToZeroAfterSeconds: 600,
+      };
+      expectOk(`m-wake-${p}`, await admin('POST', '/v1/models', body), 201);
+    },
+    req: (p) => ({ path: `/v1/models/${n('m-wake', p)}/wake` }),
+    expect: projectEdit(202),
+  },
   'PUT /v1/models/{name}/resources': {
     setup: mkModel('m-res'),
     req: (p) => ({ path: `/v1/models/${n('m-res', p)}/resources`, body: { memoryGb: 20, cpuCores: 3 } }),
@@ -492,6 +505,8 @@ const BODIES: Record<string, (name: string) => unknown> = {
   'PUT /v1/models/{name}/resources': () => ({ memoryGb: 20, cpuCores: 3 }),
   'PUT /v1/models/{name}/class': () => ({ class: 'critical' }),
   'PUT /v1/models/{name}/owner': () => ({ owner: 'project:a' }),
+  // A wake has no body.
+  'POST /v1/models/{name}/wake': () => undefined,
   'PUT /v1/scopes/{name}/instance-families': () => ({ instanceFamilies: null }),
   'PUT /v1/scopes/{name}/members/{principal}': () => ({ role: 'viewer' }),
   'PUT /v1/scopes/{name}/members': () => ({ members: {} }),
@@ -537,7 +552,7 @@ describe('what names tell (issue 30)', () => {
   it('knows how to call every route that names a resource', () => {
     // A route with a body and none here fails: its answers would be 400s, equal for any name.
     const writes = paramRoutes.filter((r) => /^(PUT|POST) /.test(r));
-    expect(writes.filter((r) => !BODIES[r])).toEqual([]);
+    expect(writes.filter((r) => !(r in BODIES))).toEqual([]);
     // Only reconcile passes are the platform's alone: everything else a route names has an owner.
     expect(paramRoutes.filter((r) => kindOf(r.split(' ')[1]!) === 'untenanted')).toEqual([
       'GET /v1/reconcile/{id}',

@@ -1,0 +1,108 @@
+import type { ClusterClient } from '../aws/kubernetes';
+import { mapLimit } from '../aws/nodegroups';
+import type { Caller } from '../domain/access';
+import {
+  autoscale,
+  type ModelLoad,
+  type PodLoad,
+  podLoadFromText,
+  wake,
+  wakeEstimate,
+} from '../domain/autoscaling';
+import { conflict } from '../domain/errors';
+import type { Model } from '../domain/model';
+import { type EnginesConfig, engineFor, type PodView } from '../domain/workloads';
+import type { Dependencies } from '.';
+import type { ModelService } from './models';
+
+/**
+ * The load step of a pass (docs/design.md, Autoscaling): each autoscaled model's Ready pods' /metrics read
+ * through the API server's pod proxy with the reconciler's identity, and the replicas the load asks for
+ * computed from them and what the last passes stored (domain/autoscaling.ts). The answer goes into each
+ * model's WORKLOAD item, which admission reads as the model's demand on the next pass.
+ */
+
+const MAX_CONCURRENCY = 8;
+
+export async function observeLoad(input: {
+  models: readonly Pick<Model, 'name' | 'spec'>[];
+  pods: readonly PodView[];
+  /** What the last pass stored per model. */
+  previous: ReadonlyMap<string, ModelLoad>;
+  engines: EnginesConfig;
+  client: ClusterClient;
+  now: string;
+}): Promise<Map<string, ModelLoad>> {
+  const out = new Map<string, ModelLoad>();
+  const byModel = new Map<string, PodView[]>();
+  // Failed and completed pods are discarded, as the HPA discards them.
+  for (const p of input.pods)
+    if (p.phase !== 'Failed' && p.phase !== 'Succeeded')
+      byModel.set(p.model, [...(byModel.get(p.model) ?? []), p]);
+  await mapLimit(
+    input.models.filter((m) => m.spec.autoscaling),
+    MAX_CONCURRENCY,
+    async (m) => {
+      const policy = m.spec.autoscaling!;
+      const port = engineFor(input.engines, m).port;
+      const pods = byModel.get(m.name) ?? [];
+      const loads: PodLoad[] = await Promise.all(
+        pods.map(async (p): Promise<PodLoad> => {
+          if (!p.ready) return { ready: false };
+          try {
+            const text = await input.client.podProxyGet(p.namespace, p.name, port, '/metrics');
+            return { ready: true, ...podLoadFromText(m.spec.engine, policy.metric, text) };
+          } catch {
+            // A Ready pod whose metrics cannot be read counts as the HPA counts a pod with missing metrics.
+            return { ready: true };
+          }
+        }),
+      );
+      const prev = input.previous.get(m.name);
+      const r = autoscale({
+        policy,
+        scaling: m.spec.scaling,
+        pods: loads,
+        current: pods.length,
+        ...(prev ? { prev } : {}),
+        now: input.now,
+      });
+      out.set(m.name, { metric: policy.metric, ...r.state });
+    },
+  );
+  return out;
+}
+
+/** Wakes an autoscaled model (POST /v1/models/{name}/wake): it asks for max(min, 1) replicas from now on. */
+export function wakeService(deps: Dependencies, svc: { models: ModelService }) {
+  return {
+    async wake(name: string, caller: Caller, opts: { owner?: string; dryRun: boolean }) {
+      // Read as the model is: one the caller may not see answers 404, as a missing one does.
+      const m = await svc.models.get(name, caller, opts.owner);
+      caller.requireEditor(m.owner, `waking model ${name}`);
+      const policy = m.spec.autoscaling;
+      if (!policy)
+        throw conflict(
+          `model ${name} has no spec.autoscaling, so it runs its scaling.target and never sleeps; scale it with PUT /v1/models/${name}/scaling`,
+          'NotAutoscaled',
+        );
+      const now = deps.clock().toISOString();
+      const next = (prev: ModelLoad | undefined): ModelLoad => ({
+        metric: policy.metric,
+        ...wake(prev, m.spec.scaling, now),
+      });
+      const stored = await deps.store.workloads.getWorkload(m.name);
+      const load = opts.dryRun
+        ? next(stored?.autoscaling)
+        : await deps.store.workloads.recordWake(m.name, next, now);
+      // A model sent to zero has no replica to count on, even while its last pods are still going.
+      const running = stored?.autoscaling?.desired === 0 ? 0 : (stored?.running ?? 0);
+      return {
+        model: name,
+        desiredReplicas: load.desired ?? 0,
+        running,
+        ...wakeEstimate(running),
+      };
+    },
+  };
+}
