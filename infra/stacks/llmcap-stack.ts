@@ -137,7 +137,13 @@ export class LlmcapStack extends Stack {
       inline: catalogInline,
       // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts);
       // GET /v1/alarms reads the stage's alarms (DescribeAlarms has no resource-level permissions).
-      anyResourceActions: ['cloudwatch:DescribeAlarms', 'ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
+      // A quota with no applied value is read as AWS's default (GetAWSDefaultServiceQuota has no resource type).
+      anyResourceActions: [
+        'cloudwatch:DescribeAlarms',
+        'ec2:DescribeInstanceTypes',
+        'pricing:GetProducts',
+        'servicequotas:GetAWSDefaultServiceQuota',
+      ],
     });
     this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
     // A compute write is checked against the cluster's quotas (Service Quotas, lambdas/aws/quotas.ts).
@@ -248,6 +254,7 @@ export class LlmcapStack extends Stack {
         'cloudwatch:DescribeAlarms',
         'ec2:DescribeInstanceTypes',
         'pricing:GetProducts',
+        'servicequotas:GetAWSDefaultServiceQuota',
       ],
       // Passes are safe to overlap, but one at a time is all a schedule needs and keeps AWS calls predictable.
       extra: { reservedConcurrentExecutions: 1 },

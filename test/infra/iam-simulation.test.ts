@@ -86,6 +86,8 @@ type Call = [action: string, resource: string, context?: Record<string, string |
 const QUOTA_CALLS: Call[] = ['eks/L-6D54EA21', 'eks/L-BD136A63', 'ec2/L-DB2E81BA', 'ec2/L-417A185B'].map(
   (q) => ['servicequotas:GetServiceQuota', arn('servicequotas', q)],
 );
+/** A quota with no applied value is read as its default; the action has no resource type, so "*". */
+const DEFAULT_QUOTA_CALLS: Call[] = [['servicequotas:GetAWSDefaultServiceQuota', '*']];
 
 /**
  * Every SDK command each Lambda's code sends, and the authorizations AWS checks for it. The scan below fails
@@ -125,10 +127,12 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-cloudwatch:DescribeAlarmsCommand': [['cloudwatch:DescribeAlarms', '*']],
       // A compute write checks the cluster's quotas (managed node groups per cluster, nodes per group).
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
+      'client-service-quotas:GetAWSDefaultServiceQuotaCommand': DEFAULT_QUOTA_CALLS,
     },
     reconcile: {
       // Nodes are asked for within the cluster's and the account's quotas (node groups, vCPUs per class).
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
+      'client-service-quotas:GetAWSDefaultServiceQuotaCommand': DEFAULT_QUOTA_CALLS,
       ...documentClient,
       // Loading the built-ins: what EC2 says each instance type is, and its price.
       'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
