@@ -14,6 +14,7 @@ import {
   ScopeTree,
 } from './quota';
 import { unitProfile } from './resources';
+import { admissibleComputes } from './supply';
 
 /**
  * Admission over the stored world (docs/reference/quota-semantics.md §7): the headroom restored from what is
@@ -22,6 +23,10 @@ import { unitProfile } from './resources';
  */
 
 export interface World {
+  /**
+   * As stored, with what the last pass saw of their supply (`Compute.supply`, domain/supply.ts): the headroom
+   * gives a compute only the node slots it can really have (admissibleComputes).
+   */
   computes: Compute[];
   models: Model[];
   scopes: Scope[];
@@ -31,7 +36,8 @@ export interface World {
 
 /**
  * The cluster as admitted so far: every unit put back where it was placed. A unit that no longer fits there
- * (its compute was removed or shrunk) is dropped from the admission, so the pass places it again.
+ * (its compute was removed or shrunk, or has idle nodes it cannot replace within maxNodes) is dropped from the
+ * admission, so the pass places it again.
  */
 export function restoreHeadroom(
   computes: readonly Compute[],
@@ -39,7 +45,7 @@ export function restoreHeadroom(
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
-  const headroom = PlacementHeadroom.create(computes);
+  const headroom = PlacementHeadroom.create(admissibleComputes(computes));
   const byModel = new Map(models.map((m) => [m.name, m]));
   const kept = admissions.map((a) => {
     const m = byModel.get(a.model);

@@ -24,9 +24,18 @@ import {
   driftEvents,
   type ResourceEvent,
 } from '../domain/events';
+import { labelValue } from '../domain/names';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
+import {
+  type ComputeSupply,
+  nodesByCompute,
+  replacementNodes,
+  type SupplyNode,
+  sameSupply,
+  withReplacements,
+} from '../domain/supply';
 import { type EnginesConfig, namespacesOf, type WorkloadsReport } from '../domain/workloads';
 import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
@@ -238,12 +247,16 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    * included): one List of Nodes a pass, not counted as AWS calls. Without cluster access (workloads not deployed) a failure
    * is only logged: planning keeps the formula.
    */
-  async function observeNodeRoom(computes: readonly Compute[], now: string, errors: string[]): Promise<void> {
+  async function observeNodeRoom(
+    computes: readonly Compute[],
+    now: string,
+    errors: string[],
+  ): Promise<SupplyNode[] | undefined> {
     try {
       const client = await deps.cluster();
       const nodes = (await client.list('v1', 'Node', undefined, {
         labelSelector: COMPUTE_LABEL,
-      })) as unknown as NodeView[];
+      })) as unknown as (NodeView & SupplyNode)[];
       const gpuResource = new Map(
         computes.flatMap((c) =>
           c.spec.node.gpu ? [[c.spec.node.instanceType, c.spec.node.gpu.resource] as const] : [],
@@ -260,11 +273,42 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         if (seen && !sameRoom(c.allocatable, seen))
           await store.computes.recordComputeAllocatable(c.name, seen);
       }
+      return nodes;
     } catch (e) {
       const message = `observing nodes' allocatable: ${(e as Error).message}`;
       if (deps.config().deployWorkloads) errors.push(message);
       else logger.warn(message);
+      return undefined;
     }
+  }
+
+  /**
+   * Which nodes of each compute take pods (issue 32 §1), from the Nodes observeNodeRoom listed: cordoned and
+   * long-NotReady nodes are idle, and the group is grown to replace those within its desired size. Written
+   * only when it changed. Without the Nodes (no cluster access) the stored supply stands.
+   */
+  async function observeSupply(
+    computes: readonly Compute[],
+    nodes: readonly SupplyNode[] | undefined,
+    desired: ReadonlyMap<string, number>,
+    now: string,
+  ): Promise<Map<string, ComputeSupply | undefined>> {
+    const out = new Map(computes.map((c) => [c.name, c.supply]));
+    if (!nodes) return out;
+    const seen = nodesByCompute(nodes, COMPUTE_LABEL, now, deps.config().supplyGraceSeconds * 1000);
+    for (const c of computes) {
+      const s = seen.get(labelValue(c.name));
+      const replacements = s
+        ? replacementNodes(s.idle.length, s.nodes, desired.get(c.name) ?? c.status.desiredNodes)
+        : 0;
+      const next: ComputeSupply = {
+        ...(s?.idle.length ? { idleNodes: s.idle } : {}),
+        ...(replacements ? { replacementNodes: replacements } : {}),
+      };
+      out.set(c.name, next);
+      if (!sameSupply(c.supply, next)) await store.computes.recordSupply(c.name, next);
+    }
+    return out;
   }
 
   return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
@@ -291,12 +335,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       }
     }
     computes = await store.computes.listComputes();
-    const observed = new Map<string, { maxSize?: number }>();
+    const observed = new Map<string, { maxSize?: number; desiredNodes: number }>();
     const stored = new Map(computes.map((c) => [c.name, c.status]));
     try {
       for (const o of await deps.nodegroups.observeAll(computes, now)) {
         awsCalls += o.calls;
-        observed.set(o.compute, { maxSize: o.maxSize });
+        observed.set(o.compute, { maxSize: o.maxSize, desiredNodes: o.status.desiredNodes });
         // Only what changed is written: a steady pass over 200 computes made 200 writes of the same status.
         const was = stored.get(o.compute);
         if (!was || !sameObservation(was, o.status))
@@ -308,7 +352,16 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     }
 
     // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
-    await observeNodeRoom(computes, now, errors);
+    const nodes = await observeNodeRoom(computes, now, errors);
+    // 2c. Nodes that take no pods (issue 32 §1): cordoned, drained or NotReady nodes are replaced.
+    const supply = await observeSupply(
+      computes,
+      nodes,
+      new Map([...observed].map(([name, o]) => [name, o.desiredNodes])),
+      now,
+    );
+    const target = (c: Compute, needed: number) =>
+      withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 
     // 3. Admission for every pending request, then placement of everything admitted.
     const { world, decision, commits, events } = await admit(now);
@@ -319,7 +372,20 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       units,
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
-    const caps = await quotaCaps(all, sized);
+    const byName = new Map(all.map((c) => [c.name, c]));
+    const caps = await quotaCaps(
+      all,
+      new Map(
+        plan.computes.map((p) => [
+          p.compute,
+          {
+            neededNodes: byName.has(p.compute)
+              ? target(byName.get(p.compute)!, p.neededNodes)
+              : p.neededNodes,
+          },
+        ]),
+      ),
+    );
 
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
@@ -346,9 +412,11 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       const sizing: Sizing = cap ? { ...rest, pendingReason: cap.reason } : rest;
       if (next.changed || c.sizing?.pendingReason !== sizing.pendingReason)
         await store.computes.recordSizing(c.name, sizing);
+      // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
+      const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
       const action = decideAction({
         compute: c,
-        needed: cap ? Math.min(sizing.neededNodes, cap.allowedNodes) : sizing.neededNodes,
+        needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,
         observedMax: observed.get(c.name)?.maxSize,
         retry,
         now: started,
@@ -385,9 +453,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         deps.config().deployWorkloads &&
         c.status.nodegroupStatus === 'ACTIVE' &&
         planned &&
-        planned.neededNodes < c.status.desiredNodes
+        target(c, planned.neededNodes) < c.status.desiredNodes
       )
-        shrinks.push({ compute: c, keep: planned.neededNodes, cordon: false });
+        shrinks.push({ compute: c, keep: target(c, planned.neededNodes), cordon: false });
       reports.push({
         compute: c.name,
         status: c.status.nodegroupStatus,
