@@ -33,6 +33,7 @@ export const STAR_RESOURCE_ACTIONS: Record<string, string | null> = {
   'logs:DescribeResourcePolicies': null,
   'logs:DescribeLogGroups': null,
   'autoscaling:DescribeAutoScalingGroups': null,
+  'autoscaling:DescribeScalingActivities': null,
   // The API resolves every compute write against what AWS says an instance type is and costs.
   'ec2:DescribeInstanceTypes': null,
   'pricing:GetProducts': null,

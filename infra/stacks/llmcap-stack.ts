@@ -251,6 +251,8 @@ export class LlmcapStack extends Stack {
       // Each pass loads the built-ins resolved against EC2's instance types and the Price List (hardware.ts).
       anyResourceActions: [
         'autoscaling:DescribeAutoScalingGroups',
+        // A group short of instances: its newest launch, and EC2's reason when it failed (issue 32 §3).
+        'autoscaling:DescribeScalingActivities',
         'cloudwatch:DescribeAlarms',
         'ec2:DescribeInstanceTypes',
         'pricing:GetProducts',

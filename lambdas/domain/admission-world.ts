@@ -36,16 +36,18 @@ export interface World {
 
 /**
  * The cluster as admitted so far: every unit put back where it was placed. A unit that no longer fits there
- * (its compute was removed or shrunk, or has idle nodes it cannot replace within maxNodes) is dropped from the
- * admission, so the pass places it again.
+ * (its compute was removed or shrunk, has idle nodes it cannot replace within maxNodes, or cannot launch the
+ * nodes it lacks past the grace, at `now`) is dropped from the admission, so the pass places it again: on the
+ * next profile or compute the model allows, or pending.
  */
 export function restoreHeadroom(
   computes: readonly Compute[],
   admissions: readonly ModelAdmission[],
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,
+  now?: string,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
-  const headroom = PlacementHeadroom.create(admissibleComputes(computes));
+  const headroom = PlacementHeadroom.create(admissibleComputes(computes, now));
   const byModel = new Map(models.map((m) => [m.name, m]));
   const kept = admissions.map((a) => {
     const m = byModel.get(a.model);
@@ -62,7 +64,7 @@ export function restoreHeadroom(
 /** One decision over the world; `only` restricts it to some models' requests. */
 export function decideWorld(world: World, now: string, only?: string[]): Decision {
   const tree = new ScopeTree(world.scopes);
-  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree);
+  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree, now);
   return decide(
     {
       scopes: tree,
@@ -96,7 +98,7 @@ export function admitCatalogChange(
       'UnknownScope',
     );
   }
-  const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree);
+  const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree, now);
   const input = {
     scopes: tree,
     quotas: world.quotas,

@@ -3,8 +3,9 @@ import { DRAIN_FIELD_MANAGER } from './drain';
 /**
  * Capacity that exists (issue 32 §1, §3): which of a compute's nodes take pods, and whether its node group can
  * launch more. The reconcile pass observes both (Nodes from the cluster, scaling activities from Auto Scaling),
- * records them on the compute as `supply`, grows the group to replace nodes that take no pods, and admission
- * counts on a compute only the nodes it can really have (`admissibleComputes`). Pure.
+ * records them on the compute as `supply`, grows the group to replace nodes that take no pods, asks again for
+ * nodes EC2 had no capacity for only at backed-off probes, and admission counts on a compute only the nodes it
+ * can really have (`admissibleComputes`). Pure.
  */
 
 /** A node of the group that takes no pods, and why in words (`cordoned`, `NotReady since …`). */
@@ -19,6 +20,98 @@ export interface ComputeSupply {
   idleNodes?: IdleNode[];
   /** Nodes the group is grown by to replace them (within maxNodes), so that the needed nodes take pods. */
   replacementNodes?: number;
+  /** Launches fail for lack of EC2 capacity (issue 32 §3); absent once a launch succeeds again. */
+  shortOfCapacity?: CapacityShortage;
+}
+
+/** The newest launch of the group's Auto Scaling group, from DescribeScalingActivities. */
+export interface LaunchActivity {
+  status: 'Successful' | 'Failed' | 'InProgress' | 'Other';
+  /** When it ended (or started, while in progress). */
+  at: string;
+  /** EC2's words for a failed launch (its StatusMessage). */
+  message?: string;
+}
+
+/** A compute whose node group cannot launch nodes for lack of capacity. */
+export interface CapacityShortage {
+  /** When a launch first failed for lack of capacity. */
+  since: string;
+  /** EC2's message, as the failed launch (or the node group's health issue) gives it. */
+  message: string;
+  /** The newest failed launch seen. */
+  lastFailureAt: string;
+  /** Launches asked for again since (probes); the wait before the next doubles with each. */
+  probes: number;
+  /** No launch is asked for before then: EC2 has no capacity, and asking each pass only fails each pass. */
+  nextProbeAt: string;
+  /**
+   * From then until nextProbeAt admission counts on no node the group does not already have, so replicas placed
+   * here move to the next compute their model allows (admissibleComputes): the grace after the first failure,
+   * or after the probe that failed. From nextProbeAt it counts on the compute again, so the next replica placed
+   * here is the probe.
+   */
+  countedUntil: string;
+}
+
+/** EC2's errors for capacity it does not have, On-Demand or Spot (not quotas, not configuration). */
+const CAPACITY_ERRORS =
+  /InsufficientInstanceCapacity|InsufficientCapacity|UnfulfillableCapacity|capacity-not-available|no Spot capacity available|InsufficientHostCapacity/i;
+
+export function isCapacityFailure(message: string | undefined): boolean {
+  return message !== undefined && CAPACITY_ERRORS.test(message);
+}
+
+/** Probes wait the grace, then twice as long after each failed one, at most this. */
+const MAX_PROBE_WAIT_MS = 60 * 60_000;
+
+const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOString();
+
+/**
+ * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
+ * when newer than the last failure); a launch that succeeded after the last failure ends it; a health issue
+ * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was.
+ */
+export function nextShortage(
+  prev: CapacityShortage | undefined,
+  seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
+  now: string,
+  graceMs: number,
+): CapacityShortage | undefined {
+  const launch = seen.launch;
+  if (launch?.status === 'Successful' && (!prev || launch.at > prev.lastFailureAt)) return undefined;
+  const failed =
+    launch?.status === 'Failed' && isCapacityFailure(launch.message)
+      ? { at: launch.at, message: launch.message! }
+      : undefined;
+  const issue = seen.healthIssues?.find((i) => isCapacityFailure(i.message));
+  const failure = failed ?? (issue ? { at: prev?.lastFailureAt ?? now, message: issue.message } : undefined);
+  if (!failure) return prev;
+  if (prev && failure.at <= prev.lastFailureAt) return prev;
+  const probes = prev ? prev.probes + 1 : 0;
+  const since = prev?.since ?? failure.at;
+  // A failure within a probe (after nextProbeAt) gives the probe's replicas the grace too.
+  const graceFrom = prev && prev.nextProbeAt <= failure.at ? prev.nextProbeAt : since;
+  return {
+    since,
+    message: failure.message,
+    lastFailureAt: failure.at,
+    probes,
+    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
+    countedUntil: prev && graceFrom === since ? prev.countedUntil : plus(graceFrom, graceMs),
+  };
+}
+
+/** True while the pass must not ask the group for nodes it lacks: short of capacity, before the next probe. */
+export function holdsLaunches(s: CapacityShortage | undefined, now: string): boolean {
+  return s !== undefined && now < s.nextProbeAt;
+}
+
+/**
+ * True while admission counts on no node the group lacks: past the grace after a failure, until the next probe.
+ */
+export function cannotLaunch(s: CapacityShortage | undefined, now: string | undefined): boolean {
+  return s !== undefined && now !== undefined && now >= s.countedUntil && now < s.nextProbeAt;
 }
 
 /** The fields of a Node this reads. */
@@ -104,26 +197,31 @@ export function withReplacements(needed: number, replacements: number, maxNodes:
 /** A compute as admission's headroom reads it: maxNodes is how many node slots placement may fill. */
 interface SuppliedCompute {
   spec: { nodeGroup: { maxNodes: number } };
+  status?: { readyNodes: number };
   supply?: ComputeSupply;
 }
 
 /**
  * The seam into admission (World.computes → PlacementHeadroom): each compute with maxNodes lowered to the nodes
  * it can really have. An idle node still counts against the group's maxNodes but takes no pods, so it is one
- * slot fewer. Computes with nothing to say are returned as they are.
+ * slot fewer; a compute that cannot launch (short of capacity past its grace, at `now`) has only the nodes it
+ * runs. Computes with nothing to say are returned as they are; without `now` no shortage is applied.
  */
-export function admissibleComputes<C extends SuppliedCompute>(computes: readonly C[]): C[] {
+export function admissibleComputes<C extends SuppliedCompute>(computes: readonly C[], now?: string): C[] {
   return computes.map((c) => {
-    const slots = admissibleNodes(c);
+    const slots = admissibleNodes(c, now);
     if (slots === c.spec.nodeGroup.maxNodes) return c;
     return { ...c, spec: { ...c.spec, nodeGroup: { ...c.spec.nodeGroup, maxNodes: slots } } };
   });
 }
 
 /** The node slots admission may fill on a compute (at least 0). */
-export function admissibleNodes(c: SuppliedCompute): number {
+export function admissibleNodes(c: SuppliedCompute, now?: string): number {
   const idle = c.supply?.idleNodes?.length ?? 0;
-  return Math.max(0, c.spec.nodeGroup.maxNodes - idle);
+  const nodes = cannotLaunch(c.supply?.shortOfCapacity, now)
+    ? Math.min(c.spec.nodeGroup.maxNodes, c.status?.readyNodes ?? 0)
+    : c.spec.nodeGroup.maxNodes;
+  return Math.max(0, nodes - idle);
 }
 
 /** What a compute's status says of its supply (toManifest): only what there is to say. */
@@ -131,6 +229,7 @@ export function supplyStatus(s: ComputeSupply | undefined) {
   return {
     ...(s?.idleNodes?.length ? { idleNodes: s.idleNodes } : {}),
     ...(s?.replacementNodes ? { replacementNodes: s.replacementNodes } : {}),
+    ...(s?.shortOfCapacity ? { shortOfCapacity: s.shortOfCapacity } : {}),
   };
 }
 

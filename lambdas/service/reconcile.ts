@@ -11,6 +11,7 @@ import {
   FAILED_NODEGROUP_STATUSES,
   labels,
   nodegroupExists,
+  type ObservedStatus,
   type Sizing,
   sameObservation,
 } from '../domain/compute';
@@ -30,6 +31,9 @@ import { type Decision, ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import {
   type ComputeSupply,
+  holdsLaunches,
+  type LaunchActivity,
+  nextShortage,
   nodesByCompute,
   replacementNodes,
   type SupplyNode,
@@ -290,20 +294,30 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   async function observeSupply(
     computes: readonly Compute[],
     nodes: readonly SupplyNode[] | undefined,
-    desired: ReadonlyMap<string, number>,
+    observed: ReadonlyMap<
+      string,
+      { desiredNodes: number; launch?: LaunchActivity; healthIssues?: ObservedStatus['healthIssues'] }
+    >,
     now: string,
   ): Promise<Map<string, ComputeSupply | undefined>> {
-    const out = new Map(computes.map((c) => [c.name, c.supply]));
-    if (!nodes) return out;
-    const seen = nodesByCompute(nodes, COMPUTE_LABEL, now, deps.config().supplyGraceSeconds * 1000);
+    const out = new Map<string, ComputeSupply | undefined>();
+    const graceMs = deps.config().supplyGraceSeconds * 1000;
+    const seen = nodes ? nodesByCompute(nodes, COMPUTE_LABEL, now, graceMs) : undefined;
     for (const c of computes) {
-      const s = seen.get(labelValue(c.name));
-      const replacements = s
-        ? replacementNodes(s.idle.length, s.nodes, desired.get(c.name) ?? c.status.desiredNodes)
-        : 0;
+      const o = observed.get(c.name);
+      const s = seen?.get(labelValue(c.name));
+      // Without the Nodes (no cluster access) what the last pass saw of them stands.
+      const idle = seen ? (s?.idle ?? []) : (c.supply?.idleNodes ?? []);
+      const replacements = seen
+        ? s
+          ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
+          : 0
+        : (c.supply?.replacementNodes ?? 0);
+      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs);
       const next: ComputeSupply = {
-        ...(s?.idle.length ? { idleNodes: s.idle } : {}),
+        ...(idle.length ? { idleNodes: idle } : {}),
         ...(replacements ? { replacementNodes: replacements } : {}),
+        ...(short ? { shortOfCapacity: short } : {}),
       };
       out.set(c.name, next);
       if (!sameSupply(c.supply, next)) await store.computes.recordSupply(c.name, next);
@@ -335,12 +349,25 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       }
     }
     computes = await store.computes.listComputes();
-    const observed = new Map<string, { maxSize?: number; desiredNodes: number }>();
+    const observed = new Map<
+      string,
+      {
+        maxSize?: number;
+        desiredNodes: number;
+        launch?: LaunchActivity;
+        healthIssues?: ObservedStatus['healthIssues'];
+      }
+    >();
     const stored = new Map(computes.map((c) => [c.name, c.status]));
     try {
       for (const o of await deps.nodegroups.observeAll(computes, now)) {
         awsCalls += o.calls;
-        observed.set(o.compute, { maxSize: o.maxSize, desiredNodes: o.status.desiredNodes });
+        observed.set(o.compute, {
+          maxSize: o.maxSize,
+          desiredNodes: o.status.desiredNodes,
+          ...(o.launch ? { launch: o.launch } : {}),
+          ...(o.status.healthIssues ? { healthIssues: o.status.healthIssues } : {}),
+        });
         // Only what changed is written: a steady pass over 200 computes made 200 writes of the same status.
         const was = stored.get(o.compute);
         if (!was || !sameObservation(was, o.status))
@@ -354,12 +381,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
     const nodes = await observeNodeRoom(computes, now, errors);
     // 2c. Nodes that take no pods (issue 32 §1): cordoned, drained or NotReady nodes are replaced.
-    const supply = await observeSupply(
-      computes,
-      nodes,
-      new Map([...observed].map(([name, o]) => [name, o.desiredNodes])),
-      now,
-    );
+    // 2d. Launches that fail for lack of capacity (issue 32 §3), from the groups' scaling activities.
+    const supply = await observeSupply(computes, nodes, observed, now);
     const target = (c: Compute, needed: number) =>
       withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 
@@ -414,7 +437,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         await store.computes.recordSizing(c.name, sizing);
       // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
       const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
-      const action = decideAction({
+      let action = decideAction({
         compute: c,
         needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,
         observedMax: observed.get(c.name)?.maxSize,
@@ -422,6 +445,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         now: started,
       });
       let note = action.kind === 'none' || action.kind === 'delete' ? action.why : undefined;
+      // EC2 had no capacity for these nodes: asked again only at the next probe (issue 32 §3).
+      const short = supply.get(c.name)?.shortOfCapacity;
+      if (action.kind === 'scale' && action.desired > c.status.readyNodes && holdsLaunches(short, now)) {
+        action = { kind: 'none', why: `short of capacity; next launch attempt at ${short!.nextProbeAt}` };
+        note = action.why;
+      }
       try {
         if (action.kind === 'remove-item') {
           await store.computes.removeDeletedCompute(c.name);
@@ -467,7 +496,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         // FOREIGN too: the compute gets no nodes until someone renames it or deletes the other group.
         // A held create failure counts until a create succeeds, so the alarm does not clear while the failed
         // group is deleted and created again.
-        failed: FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus) || retry !== undefined,
+        // A group DEGRADED only because EC2 has no capacity is nobody's to fix: it is reported as short of
+        // capacity (below) and its replicas move elsewhere, instead of paging (issue 32 §3).
+        failed:
+          (FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus) &&
+            !(c.status.nodegroupStatus === 'DEGRADED' && short)) ||
+          retry !== undefined,
         ...(retry && c.status.nodegroupStatus !== 'CREATE_FAILED'
           ? { statusMessage: retryMessage(retry) }
           : c.status.statusMessage
@@ -477,6 +511,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
         ...(cap ? { pendingReason: cap.reason } : {}),
+        ...(short ? { shortOfCapacitySince: short.since } : {}),
       });
     }
 

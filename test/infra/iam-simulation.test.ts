@@ -143,6 +143,10 @@ function lambdaCalls(env: Record<string, string>): Record<'api' | 'reconcile', R
       'client-auto-scaling:DescribeAutoScalingGroupsCommand': [
         ['autoscaling:DescribeAutoScalingGroups', '*'],
       ],
+      // A group short of instances: why its newest launch failed.
+      'client-auto-scaling:DescribeScalingActivitiesCommand': [
+        ['autoscaling:DescribeScalingActivities', '*'],
+      ],
       // The cluster's endpoint and CA, for its Kubernetes API (lambdas/aws/kubernetes.ts).
       'client-eks:DescribeClusterCommand': [
         ['eks:DescribeCluster', arn('eks', `cluster/${env.LLMCAP_CLUSTER}`)],

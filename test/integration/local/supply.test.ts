@@ -6,6 +6,7 @@ import { resetQuotaCache } from '../../../lambdas/aws/quotas';
 import { UNSCHEDULED_MINUTES } from '../../../lambdas/domain/alarms';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane, vcpusInUse } from '../../helpers/control-plane';
+import { llmcap } from '../cli/run';
 
 /**
  * Capacity that exists (issue 32 §1) on the local control plane, driven as an operator would with the real
@@ -97,9 +98,14 @@ describe('nodes that take no pods', () => {
       if (i > 100) throw new Error(`no Unschedulable pod after the drain: ${pending.stdout}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    // The next pass sees the node idle, the replica Unschedulable with the scheduler's words, and asks for one
-    // node more.
+    // The next pass sees the node idle, the replica Unschedulable with the scheduler's words, and wants one node
+    // more. (The G vCPU quota holds that node back for this pass only, so the pod is still where the scheduler
+    // left it when the pass reads it: at time scale 0.001 a node joins within the pass.)
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': await vcpusInUse(cp, /^g/) });
+    resetQuotaCache();
     const pass = await cp.reconcile();
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
+    resetQuotaCache();
     const s = await compute('l4-pool');
     expect(s.idleNodes).toEqual([{ node: first, why: 'cordoned' }]);
     expect(s.replacementNodes).toBe(1);
@@ -150,5 +156,59 @@ describe('nodes that take no pods', () => {
     cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
     resetQuotaCache();
     await reconcileUntil(cp, async () => (await status('held')).running === 2);
+  });
+});
+
+describe('GPUs that cannot be had', () => {
+  it('marks a compute short of capacity from its failed launch, and places the replica on the next profile', async () => {
+    expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-first' })).status).toBe(201);
+    expect((await call('POST', '/v1/computes/gpu-a10g-1x/clone', { name: 'a10g-next' })).status).toBe(201);
+    const profiles = [
+      { name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-first' },
+      { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 16, compute: 'a10g-next' },
+    ];
+    const m = model('two-kinds', 'l4-first', 1);
+    expect((await call('POST', '/v1/models', { ...m, spec: { ...m.spec, profiles } })).status).toBe(201);
+    await reconcileUntil(cp, async () => (await status('two-kinds')).running === 1);
+
+    // EC2 runs out of g6.2xlarge; the model wants a second replica, which its first profile prefers.
+    cp.sim.admin.patchFaults({ unavailableInstanceTypes: ['g6.2xlarge'] });
+    // One replica more beyond min: a unit of its own, placed by the first profile that has room.
+    expect((await call('PUT', '/v1/models/two-kinds/scaling', { min: 1, max: 2, target: 2 })).status).toBe(
+      200,
+    );
+    const reports: { failed: boolean }[] = [];
+    await reconcileUntil(cp, async () => {
+      return (await compute('l4-first')).shortOfCapacity !== undefined;
+    });
+    const short = (await compute('l4-first')).shortOfCapacity;
+    expect(short.message).toMatch(
+      /InsufficientInstanceCapacity - We currently do not have sufficient g6\.2xlarge/,
+    );
+    expect(Date.parse(short.nextProbeAt)).toBeGreaterThan(Date.parse(short.since));
+    const listed = await llmcap(['get', 'computes', 'l4-first', '-o', 'wide'], { endpoint: cp.apiUrl });
+    expect(listed.stdout).toMatch(/\bshort \d+[smhd]\b/);
+    expect(listed.stdout).toContain('InsufficientInstanceCapacity');
+
+    // Past the grace, admission no longer counts the node that cannot be launched: the replica goes to the
+    // next profile's compute, and runs there.
+    await reconcileUntil(cp, async () => {
+      const pass = await cp.reconcile();
+      const r = pass.computes.find((c) => c.compute === 'l4-first');
+      if (r) reports.push(r);
+      return (await status('two-kinds')).running === 2;
+    });
+    const pods = (await status('two-kinds')).pods.map((p: { compute: string }) => p.compute).sort();
+    expect(pods).toEqual(['a10g-next', 'l4-first']);
+    await reconcileUntil(cp, async () => (await compute('l4-first')).desiredNodes === 1);
+    // Nobody can fix EC2's capacity: the DEGRADED group is reported short, not failed (no NodegroupFailed page).
+    expect(reports.length).toBeGreaterThan(0);
+    expect(reports.every((r) => !r.failed)).toBe(true);
+    expect(
+      cp.transitions.filter(
+        (t) => t.kind === 'NodegroupFailed' && t.subject === 'l4-first' && t.to === 'ALARM',
+      ),
+    ).toEqual([]);
+    cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
   });
 });

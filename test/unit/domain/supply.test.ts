@@ -2,7 +2,11 @@ import { restoreHeadroom } from '../../../lambdas/domain/admission-world';
 import { ScopeTree } from '../../../lambdas/domain/quota';
 import {
   admissibleComputes,
+  admissibleNodes,
+  cannotLaunch,
+  holdsLaunches,
   idleReason,
+  nextShortage,
   nodesByCompute,
   replacementNodes,
   type SupplyNode,
@@ -123,5 +127,83 @@ describe('nodes that take no pods (issue 32 §1)', () => {
     const tree = new ScopeTree([]);
     expect(restoreHeadroom([pool] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(2);
     expect(restoreHeadroom([idle] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(1);
+  });
+});
+
+describe('GPUs that cannot be had (issue 32 §3)', () => {
+  const ICE =
+    'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.2xlarge capacity in the Availability Zone you requested (us-east-1a).';
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+
+  it('starts a shortage at a launch that failed for lack of capacity, not at any failure', () => {
+    const s = nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(0), message: ICE } },
+      at(0),
+      GRACE,
+    );
+    expect(s).toEqual({
+      since: at(0),
+      message: ICE,
+      lastFailureAt: at(0),
+      probes: 0,
+      nextProbeAt: at(5),
+      countedUntil: at(5),
+    });
+    const quota =
+      'Could not launch On-Demand Instances. VcpuLimitExceeded - You have requested more vCPU capacity';
+    expect(
+      nextShortage(undefined, { launch: { status: 'Failed', at: at(0), message: quota } }, at(0), GRACE),
+    ).toBe(undefined);
+    // The node group's health issue says it too, before (or without) an activity to date it.
+    expect(
+      nextShortage(
+        undefined,
+        { healthIssues: [{ code: 'AsgInstanceLaunchFailures', message: ICE }] },
+        at(1),
+        GRACE,
+      )?.since,
+    ).toBe(at(1));
+  });
+
+  it('backs off each failed probe, and ends at a launch that succeeded after the last failure', () => {
+    let s = nextShortage(undefined, { launch: { status: 'Failed', at: at(0), message: ICE } }, at(0), GRACE);
+    // The same failure seen again changes nothing; the next one (a probe) doubles the wait.
+    expect(nextShortage(s, { launch: { status: 'Failed', at: at(0), message: ICE } }, at(2), GRACE)).toBe(s);
+    s = nextShortage(s, { launch: { status: 'Failed', at: at(6), message: ICE } }, at(6), GRACE);
+    expect(s).toMatchObject({ since: at(0), probes: 1, nextProbeAt: at(16), countedUntil: at(10) });
+    s = nextShortage(s, { launch: { status: 'Failed', at: at(17), message: ICE } }, at(17), GRACE);
+    expect(s).toMatchObject({ probes: 2, nextProbeAt: at(37), countedUntil: at(21) });
+    // An older success says nothing; a newer one ends it.
+    expect(nextShortage(s, { launch: { status: 'Successful', at: at(3) } }, at(18), GRACE)).toBe(s);
+    expect(nextShortage(s, { launch: { status: 'Successful', at: at(18) } }, at(18), GRACE)).toBeUndefined();
+    // Nothing seen (the group has all it wants, so no activity was read): it stands.
+    expect(nextShortage(s, {}, at(20), GRACE)).toBe(s);
+  });
+
+  it('holds launches until the probe, and gives admission only the running nodes past the grace', () => {
+    const s = nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(0), message: ICE } },
+      at(0),
+      GRACE,
+    )!;
+    expect(holdsLaunches(s, at(4))).toBe(true);
+    expect(holdsLaunches(s, at(5))).toBe(false);
+    const c = {
+      spec: { nodeGroup: { maxNodes: 4 } },
+      status: { readyNodes: 1 },
+      supply: { shortOfCapacity: s },
+    };
+    // Within the grace the compute counts as before; past it only its running node, until the probe is due.
+    expect(cannotLaunch(s, at(4))).toBe(false);
+    expect(admissibleNodes(c, at(4))).toBe(4);
+    const later = { ...s, nextProbeAt: at(20) };
+    const short = { ...c, supply: { shortOfCapacity: later } };
+    expect(admissibleNodes(short, at(6))).toBe(1);
+    expect(admissibleComputes([short], at(6))[0]!.spec.nodeGroup.maxNodes).toBe(1);
+    // Without `now` (a caller that does not know the time) nothing changes; at the probe it counts again.
+    expect(admissibleNodes(short)).toBe(4);
+    expect(admissibleNodes(short, at(20))).toBe(4);
   });
 });
