@@ -207,11 +207,25 @@ interface SuppliedCompute {
  * slot fewer; a compute that cannot launch (short of capacity past its grace, at `now`) has only the nodes it
  * runs. Computes with nothing to say are returned as they are; without `now` no shortage is applied.
  */
-export function admissibleComputes<C extends SuppliedCompute>(computes: readonly C[], now?: string): C[] {
+export function admissibleComputes<C extends SuppliedCompute>(
+  computes: readonly C[],
+  now?: string,
+): (C & { fewerNodesBecause?: string })[] {
   return computes.map((c) => {
     const slots = admissibleNodes(c, now);
     if (slots === c.spec.nodeGroup.maxNodes) return c;
-    return { ...c, spec: { ...c.spec, nodeGroup: { ...c.spec.nodeGroup, maxNodes: slots } } };
+    const idle = c.supply?.idleNodes?.length ?? 0;
+    const because = [
+      ...(cannotLaunch(c.supply?.shortOfCapacity, now)
+        ? [`EC2 has no capacity for more of its nodes until ${c.supply!.shortOfCapacity!.nextProbeAt}`]
+        : []),
+      ...(idle ? [`${idle} of its nodes take no pods`] : []),
+    ].join('; ');
+    return {
+      ...c,
+      spec: { ...c.spec, nodeGroup: { ...c.spec.nodeGroup, maxNodes: slots } },
+      fewerNodesBecause: because,
+    };
   });
 }
 

@@ -1,4 +1,5 @@
 import { restoreHeadroom } from '../../../lambdas/domain/admission-world';
+import { PlacementHeadroom } from '../../../lambdas/domain/placement';
 import { ScopeTree } from '../../../lambdas/domain/quota';
 import {
   admissibleComputes,
@@ -126,6 +127,19 @@ describe('nodes that take no pods (issue 32 §1)', () => {
     } as never;
     const tree = new ScopeTree([]);
     expect(restoreHeadroom([pool] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(2);
+    // The refusal of a replica that no longer fits says why the compute has fewer nodes than its maxNodes.
+    const headroom = PlacementHeadroom.create(admissibleComputes([idle]) as never);
+    const profile = { name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'pool' };
+    expect(headroom.place({ id: 'a', model: 'chat', profiles: [profile] as never, replicas: 1 }).ok).toBe(
+      true,
+    );
+    const refused = headroom.place({ id: 'b', model: 'chat', profiles: [profile] as never, replicas: 1 });
+    expect(refused).toMatchObject({
+      ok: false,
+      message: expect.stringContaining(
+        'pool is at the 1 nodes it can have now (1 of its nodes take no pods)',
+      ),
+    });
     expect(restoreHeadroom([idle] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(1);
   });
 });
