@@ -33,6 +33,16 @@ export function nameOf(item: Item): string {
 
 const specOf = (item: Item): Item => item?.spec ?? item ?? {};
 
+/** `short 4m` while EC2 has no capacity for the compute, `2 idle` with nodes that take no pods, else `ok`. */
+function capacityText(s: Item): string {
+  const idle = Array.isArray(s.idleNodes) ? s.idleNodes.length : 0;
+  const parts = [
+    ...(s.shortOfCapacity ? [`short ${age(s.shortOfCapacity.since) ?? ''}`.trim()] : []),
+    ...(idle ? [`${idle} idle`] : []),
+  ];
+  return parts.length ? parts.join(', ') : 'ok';
+}
+
 function gpuText(gpu: Item | undefined): string | undefined {
   if (!gpu) return undefined;
   return `${gpu.count ?? 1}×${gpu.type ?? 'GPU'}`;
@@ -56,6 +66,7 @@ const compute: Kind = {
     'READY',
     'NEEDED',
     'MAX',
+    'CAPACITY',
     '$/H',
     'OWNER',
     ...(wide ? ['NODEGROUP NAME', 'MESSAGE'] : []),
@@ -73,9 +84,11 @@ const compute: Kind = {
       s.desiredNodes === undefined ? undefined : `${s.readyNodes ?? 0}/${s.desiredNodes}`,
       s.neededNodes,
       c.spec?.nodeGroup?.maxNodes,
+      // Issue 32: whether EC2 has the nodes (short since when), and how many nodes take no pods.
+      capacityText(s),
       c.spec?.cost?.perHour,
       c.metadata?.owner ?? (c.metadata?.builtin ? 'built-in' : undefined),
-      ...(wide ? [s.nodegroupName, s.statusMessage] : []),
+      ...(wide ? [s.nodegroupName, s.shortOfCapacity?.message ?? s.statusMessage] : []),
     ];
   },
   async describe(c) {
@@ -121,6 +134,19 @@ const compute: Kind = {
         ['Message', s.statusMessage ?? ''],
         // Nodes an AWS quota holds back (docs/operations.md, Quotas of the account and the cluster).
         ['Pending', s.pendingReason],
+        // Issue 32 (docs/operations.md, Capacity that exists).
+        [
+          'Idle nodes',
+          Array.isArray(s.idleNodes) && s.idleNodes.length
+            ? `${s.idleNodes.map((n: Item) => `${n.node} (${n.why})`).join(', ')}; ${s.replacementNodes ?? 0} replacing them`
+            : undefined,
+        ],
+        [
+          'Short of capacity',
+          s.shortOfCapacity
+            ? `since ${s.shortOfCapacity.since}, next launch attempt at ${s.shortOfCapacity.nextProbeAt}: ${s.shortOfCapacity.message}`
+            : undefined,
+        ],
         ['Status since', s.lastReconciledAt],
       ]),
     ];

@@ -40,7 +40,10 @@ export interface AlarmTransition {
   alarmName: string;
   /** Same as alarmName: one key per alarm. */
   key: string;
-  /** CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, ReconcileFailures, WorkflowFailed. */
+  /**
+   * CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, ReconcileFailures, ReplicasUnscheduled,
+   * WorkflowFailed.
+   */
   kind: string;
   /** The scope, compute or workflow kind the alarm is about; the stage for stage-wide alarms. */
   subject: string;
@@ -82,6 +85,11 @@ export interface ControlPlaneOptions {
    * times the simulator's time scale, so the back-off keeps its proportion to the simulated EKS durations.
    */
   createRetrySeconds?: number;
+  /**
+   * How long a node may be NotReady or a node group fail to launch before llmcap stops counting on it
+   * (LLMCAP_SUPPLY_GRACE_SECONDS); default 300 s times the simulator's time scale.
+   */
+  supplyGraceSeconds?: number;
   /**
    * The share of their time the AWS SDK's retry backoff and adaptive rate limiter wait in llmcap's clients
    * (LLMCAP_SDK_RETRY_TIME_SCALE); default 1, the SDK's own. A test of throttling can set the simulator's time
@@ -238,6 +246,9 @@ async function start(
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
     LLMCAP_CREATE_RETRY_SECONDS: String(
       opts.createRetrySeconds ?? process.env.LLMCAP_CREATE_RETRY_SECONDS ?? 300 * timeScale,
+    ),
+    LLMCAP_SUPPLY_GRACE_SECONDS: String(
+      opts.supplyGraceSeconds ?? process.env.LLMCAP_SUPPLY_GRACE_SECONDS ?? 300 * timeScale,
     ),
     LLMCAP_SDK_RETRY_TIME_SCALE: String(
       opts.sdkRetryTimeScale ?? process.env.LLMCAP_SDK_RETRY_TIME_SCALE ?? 1,

@@ -33,9 +33,12 @@ export const STAR_RESOURCE_ACTIONS: Record<string, string | null> = {
   'logs:DescribeResourcePolicies': null,
   'logs:DescribeLogGroups': null,
   'autoscaling:DescribeAutoScalingGroups': null,
+  'autoscaling:DescribeScalingActivities': null,
   // The API resolves every compute write against what AWS says an instance type is and costs.
   'ec2:DescribeInstanceTypes': null,
   'pricing:GetProducts': null,
+  // A quota with no applied value is read as AWS's default (lambdas/aws/quotas.ts).
+  'servicequotas:GetAWSDefaultServiceQuota': null,
   // The Service Authorization Reference lists the alarm resource type, but IAM authorizes a DescribeAlarms that
   // names no alarm on arn:...:alarm:*, which a prefix-scoped grant does not match (AccessDenied).
   'cloudwatch:DescribeAlarms':

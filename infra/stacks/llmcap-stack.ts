@@ -147,7 +147,13 @@ export class LlmcapStack extends Stack {
       inline: catalogInline,
       // Compute writes are resolved against EC2's instance types and the Price List (lambdas/aws/hardware.ts);
       // GET /v1/alarms reads the stage's alarms (DescribeAlarms has no resource-level permissions).
-      anyResourceActions: ['cloudwatch:DescribeAlarms', 'ec2:DescribeInstanceTypes', 'pricing:GetProducts'],
+      // A quota with no applied value is read as AWS's default (GetAWSDefaultServiceQuota has no resource type).
+      anyResourceActions: [
+        'cloudwatch:DescribeAlarms',
+        'ec2:DescribeInstanceTypes',
+        'pricing:GetProducts',
+        'servicequotas:GetAWSDefaultServiceQuota',
+      ],
     });
     this.table.grant(this.apiFunction, ...TABLE_ITEM_ACTIONS);
     // A compute write is checked against the cluster's quotas (Service Quotas, lambdas/aws/quotas.ts).
@@ -255,9 +261,12 @@ export class LlmcapStack extends Stack {
       // Each pass loads the built-ins resolved against EC2's instance types and the Price List (hardware.ts).
       anyResourceActions: [
         'autoscaling:DescribeAutoScalingGroups',
+        // A group short of instances: its newest launch, and EC2's reason when it failed (issue 32 §3).
+        'autoscaling:DescribeScalingActivities',
         'cloudwatch:DescribeAlarms',
         'ec2:DescribeInstanceTypes',
         'pricing:GetProducts',
+        'servicequotas:GetAWSDefaultServiceQuota',
       ],
       // Passes are safe to overlap, but one at a time is all a schedule needs and keeps AWS calls predictable.
       extra: { reservedConcurrentExecutions: 1 },

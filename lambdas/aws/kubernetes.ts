@@ -3,6 +3,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { DescribeClusterCommand } from '@aws-sdk/client-eks';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { DRAIN_FIELD_MANAGER } from '../domain/drain';
 import { FIELD_MANAGER, type K8sMeta, type K8sObject } from '../domain/workloads';
 import { eksClient } from '../shared/clients';
 import { config } from '../shared/config';
@@ -120,7 +121,7 @@ const described = (kind: string, namespace: string | undefined, name?: string) =
   name ? `${kind} ${namespace ? `${namespace}/` : ''}${name}` : namespace ? `${kind} in ${namespace}` : kind;
 
 /** The field manager of the drain's merge patches (cordons, surges, deletion costs). */
-export const DRAIN_MANAGER = 'llmcap-drain';
+export const DRAIN_MANAGER = DRAIN_FIELD_MANAGER;
 
 interface Resource {
   /** `/api/v1` or `/apis/<group>/<version>`. */

@@ -1,11 +1,13 @@
 import {
   DescribeAutoScalingGroupsCommand,
+  DescribeScalingActivitiesCommand,
   TerminateInstanceInAutoScalingGroupCommand,
 } from '@aws-sdk/client-auto-scaling';
 import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
 import { needsObservation } from '../domain/compute-changes';
 import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
+import type { LaunchActivity } from '../domain/supply';
 import { autoScalingClient, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 
@@ -23,6 +25,11 @@ export interface Observation {
   /** True when the node group was expected but EKS no longer knows it (deleted out of band). */
   vanished: boolean;
   calls: number;
+  /**
+   * The newest launch of its Auto Scaling group, read only while the group has fewer instances than it wants
+   * (a launch may be failing: issue 32 §3), so a steady pass makes no extra call.
+   */
+  launch?: LaunchActivity;
 }
 
 const MAX_CONCURRENCY = 8;
@@ -102,14 +109,22 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
   }
   const asgName = ng.resources?.autoScalingGroups?.[0]?.name;
   let ready = 0;
+  let launch: LaunchActivity | undefined;
   if (asgName) {
     calls++;
     const out = await autoScalingClient().send(
       new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [asgName] }),
     );
-    ready = (out.AutoScalingGroups?.[0]?.Instances ?? []).filter(
+    const group = out.AutoScalingGroups?.[0];
+    const instances = group?.Instances ?? [];
+    ready = instances.filter(
       (i) => i.LifecycleState === 'InService' && i.HealthStatus !== 'Unhealthy',
     ).length;
+    const live = instances.filter((i) => !i.LifecycleState?.startsWith('Terminat')).length;
+    if (live < (group?.DesiredCapacity ?? 0)) {
+      calls++;
+      launch = await newestLaunch(asgName);
+    }
   }
   const health = healthMessage(ng);
   return {
@@ -117,6 +132,7 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
     vanished: false,
     calls,
     maxSize: ng.scalingConfig?.maxSize,
+    ...(launch ? { launch } : {}),
     status: {
       nodegroupStatus: (ng.status ?? 'ACTIVE') as NodegroupStatus,
       desiredNodes: ng.scalingConfig?.desiredSize ?? 0,
@@ -125,6 +141,26 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
       healthIssues: health.issues,
       ...(health.message ? { statusMessage: health.message } : {}),
     },
+  };
+}
+
+/**
+ * The newest launch among the group's latest scaling activities (newest first): whether it succeeded, failed
+ * (with EC2's StatusMessage: InsufficientInstanceCapacity, ...) or is still going.
+ */
+async function newestLaunch(asgName: string): Promise<LaunchActivity | undefined> {
+  const out = await autoScalingClient().send(
+    new DescribeScalingActivitiesCommand({ AutoScalingGroupName: asgName, MaxRecords: 10 }),
+  );
+  const a = (out.Activities ?? []).find((x) => x.Description?.startsWith('Launching a new EC2 instance'));
+  if (!a) return undefined;
+  const code = a.StatusCode;
+  const status: LaunchActivity['status'] =
+    code === 'Successful' || code === 'Failed' || code === 'InProgress' ? code : 'Other';
+  return {
+    status,
+    at: (a.EndTime ?? a.StartTime ?? new Date()).toISOString(),
+    ...(a.StatusMessage ? { message: a.StatusMessage } : {}),
   };
 }
 

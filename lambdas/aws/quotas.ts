@@ -4,7 +4,8 @@ import { logger } from '../shared/logger';
 
 /**
  * The values of the account's and cluster's AWS quotas, from Service Quotas GetServiceQuota (the applied value,
- * increases included). Cached per container for QUOTA_TTL_MS: quotas change when someone raises one, rarely, and
+ * increases included), or GetAWSDefaultServiceQuota where the quota has no applied value (GetServiceQuota then
+ * answers NoSuchResourceException, and the default is what AWS enforces). Cached per container for QUOTA_TTL_MS: quotas change when someone raises one, rarely, and
  * a pass or a create reads a handful. A quota Service Quotas does not answer (no permission, not offered in the
  * region, throttled) is undefined, which limits nothing: AWS still enforces it, as before llmcap read it.
  */
@@ -24,12 +25,21 @@ export async function quotaValue(q: AwsQuota, now = Date.now()): Promise<number 
   const hit = cache.get(key);
   if (hit && now - hit.at < QUOTA_TTL_MS) return hit.value;
   // Required on first use, like the client: the API's cold start loads no SDK it does not call.
-  const { GetServiceQuotaCommand } =
+  const { GetServiceQuotaCommand, GetAWSDefaultServiceQuotaCommand } =
     require('@aws-sdk/client-service-quotas') as typeof import('@aws-sdk/client-service-quotas');
-  const value = serviceQuotasClient()
-    .send(new GetServiceQuotaCommand({ ServiceCode: q.serviceCode, QuotaCode: q.code }))
+  const input = { ServiceCode: q.serviceCode, QuotaCode: q.code };
+  const client = serviceQuotasClient();
+  const value = client
+    .send(new GetServiceQuotaCommand(input))
     .then(
       (out) => out.Quota?.Value,
+      (e: Error) => {
+        if (e.name !== 'NoSuchResourceException') throw e;
+        return client.send(new GetAWSDefaultServiceQuotaCommand(input)).then((out) => out.Quota?.Value);
+      },
+    )
+    .then(
+      (v) => v,
       (e: Error) => {
         logger.warn('Service Quotas did not answer; the quota is not checked', {
           quota: key,

@@ -14,6 +14,7 @@ import {
   ScopeTree,
 } from './quota';
 import { unitProfile } from './resources';
+import { admissibleComputes } from './supply';
 
 /**
  * Admission over the stored world (docs/reference/quota-semantics.md §7): the headroom restored from what is
@@ -22,6 +23,10 @@ import { unitProfile } from './resources';
  */
 
 export interface World {
+  /**
+   * As stored, with what the last pass saw of their supply (`Compute.supply`, domain/supply.ts): the headroom
+   * gives a compute only the node slots it can really have (admissibleComputes).
+   */
   computes: Compute[];
   models: Model[];
   scopes: Scope[];
@@ -36,15 +41,18 @@ export interface World {
 
 /**
  * The cluster as admitted so far: every unit put back where it was placed. A unit that no longer fits there
- * (its compute was removed or shrunk) is dropped from the admission, so the pass places it again.
+ * (its compute was removed or shrunk, has idle nodes it cannot replace within maxNodes, or cannot launch the
+ * nodes it lacks past the grace, at `now`) is dropped from the admission, so the pass places it again: on the
+ * next profile or compute the model allows, or pending.
  */
 export function restoreHeadroom(
   computes: readonly Compute[],
   admissions: readonly ModelAdmission[],
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,
+  now?: string,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
-  const headroom = PlacementHeadroom.create(computes);
+  const headroom = PlacementHeadroom.create(admissibleComputes(computes, now));
   const byModel = new Map(models.map((m) => [m.name, m]));
   const kept = admissions.map((a) => {
     const m = byModel.get(a.model);
@@ -61,7 +69,7 @@ export function restoreHeadroom(
 /** One decision over the world; `only` restricts it to some models' requests. */
 export function decideWorld(world: World, now: string, only?: string[]): Decision {
   const tree = new ScopeTree(world.scopes);
-  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree);
+  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree, now);
   return decide(
     {
       scopes: tree,
@@ -98,7 +106,7 @@ export function checkCatalogChange(
     );
   }
   if (!after && !opts.preview) return undefined;
-  const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree);
+  const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree, now);
   const input = {
     scopes: tree,
     quotas: world.quotas,

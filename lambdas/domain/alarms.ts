@@ -23,6 +23,10 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from './telemetry';
  * - ReconcileErrors: errors a pass reported, the Lambda's Errors (crash, timeout) and Throttles, in 3 of the last
  *   5 periods. FILL makes a period without any of them count as 0; a dead reconciler is ReconcileStale's page.
  * - WorkflowFailed (per state machine): a failed execution in the last 45 minutes, for the same retry cycle.
+ * - ReplicasUnscheduled: admitted replicas whose pods the scheduler cannot place (UnscheduledReplicas, each pass
+ *   with workloads deployed) in every pass of the last UNSCHEDULED_MINUTES. A pod waits a few minutes while its
+ *   node boots, which is not worth a page; one that waits longer is stuck on capacity llmcap cannot add (maxNodes,
+ *   a quota, nodes that take no pods). Missing data is `ignore`, as for the per-scope alarms.
  * - ReconcileFailures: a record in the reconciler's failure queue (Lambda's on-failure destination and the
  *   schedule's dead-letter queue), visible or in flight, in the last minute. Reading a record to investigate it
  *   does not clear the alarm; deleting (or purging) does. An empty queue nobody touches stops reporting, so
@@ -31,6 +35,8 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from './telemetry';
 
 export const RUNBOOK = 'docs/operations.md';
 export const FAILURE_WINDOW_MINUTES = 45;
+/** How long admitted replicas may stay unscheduled before ReplicasUnscheduled pages (node boot is ~2-3 min). */
+export const UNSCHEDULED_MINUTES = 10;
 
 export type ComparisonOperator =
   | 'GreaterThanOrEqualToThreshold'
@@ -213,6 +219,20 @@ export function stageAlarms(i: StageAlarmInput): AlarmDefinition[] {
       Threshold: 1,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       TreatMissingData: 'notBreaching',
+    },
+    {
+      AlarmName: alarmName(i.stage, 'ReplicasUnscheduled'),
+      AlarmDescription: `Admitted replicas stayed unscheduled (their pods Pending, Unschedulable) in every reconcile pass of the last ${UNSCHEDULED_MINUTES} minutes: they hold quota and serve nothing. Check: llmcap get pods --ready false -o wide, and llmcap get computes. ${runbook('replicasunscheduled')}.`,
+      Namespace: METRICS_NAMESPACE,
+      MetricName: 'UnscheduledReplicas',
+      Dimensions: llmcapDims(i.stage),
+      Statistic: 'Minimum',
+      Period: period,
+      EvaluationPeriods: Math.max(1, Math.ceil(UNSCHEDULED_MINUTES / i.rateMinutes)),
+      DatapointsToAlarm: Math.max(1, Math.ceil(UNSCHEDULED_MINUTES / i.rateMinutes)),
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'ignore',
     },
     ...(['provision', 'scale', 'delete'] as const).map(
       (kind): AlarmDefinition => ({

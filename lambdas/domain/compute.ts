@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { retryMessage } from './create-retry';
 import { asSent, labelValue } from './names';
 import { COMPUTE_ID_PATTERN, incarnation, nodegroupNameOf } from './nodegroup';
+import { type ComputeSupply, supplyStatus } from './supply';
 
 export { nodegroupName } from './nodegroup';
 
@@ -227,6 +228,8 @@ export interface Compute {
   declaredAs?: string;
   /** What nodes of the compute's instance type report as allocatable, once one has been seen (nodeAllocatable). */
   allocatable?: ObservedAllocatable;
+  /** Which nodes take pods and whether the group can launch more, as the last pass saw (domain/supply.ts). */
+  supply?: ComputeSupply;
   workflow?: { executionName: string; kind: string; state: string; startedAt: string; finishedAt?: string };
 }
 
@@ -482,6 +485,7 @@ export function toManifest(stage: string, c: Compute) {
           }
         : {}),
       ...derived(stage, c),
+      ...supplyStatus(c.supply),
       cost: costStatus(c),
       ...(c.workflow ? { workflow: c.workflow } : {}),
     },

@@ -14,6 +14,12 @@ export interface DrainNode {
   pods: number;
 }
 
+/**
+ * The field manager of the drain's merge patches (cordons, surges, deletion costs): a node whose
+ * spec.unschedulable it owns was cordoned by llmcap's scale-down, not by an operator (domain/supply.ts).
+ */
+export const DRAIN_FIELD_MANAGER = 'llmcap-drain';
+
 export function chooseNodesToRemove(nodes: readonly DrainNode[], count: number): DrainNode[] {
   if (count <= 0) return [];
   return [...nodes]

@@ -146,6 +146,8 @@ export interface ComputeReport {
   actionNote?: string;
   /** Nodes needed that an AWS quota keeps from being asked for: the quota, its value, how to raise it. */
   pendingReason?: string;
+  /** Launches fail for lack of EC2 capacity since then (domain/supply.ts); the compute's status says more. */
+  shortOfCapacitySince?: string;
 }
 
 /** A pass's summary: what it saw, decided and started; stored with the pass and published as metrics. */

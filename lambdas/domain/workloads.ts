@@ -634,6 +634,8 @@ export interface WorkloadsReport {
   running: number;
   /** Models with a replica that does not serve, and why (the first reason of each). */
   notRunning: { model: string; reason: string; message: string; replicas: number }[];
+  /** Pods of admitted replicas the scheduler cannot place (reason Unschedulable): ReplicasUnscheduled's figure. */
+  unscheduled: number;
   /** Pod items written (changed or removed); the per-pass observation stamp is not counted. */
   storeWrites: number;
 }

@@ -37,6 +37,8 @@ export function publishMetrics(s: ReconcileSummary, at: Date = new Date()): void
     m.addMetric('ReconcilePasses', MetricUnit.Count, 1);
     m.addMetric('ReconcileErrors', MetricUnit.Count, s.errors.length);
     m.addMetric('ReconcileDuration', MetricUnit.Milliseconds, s.durationMs);
+    // Only where llmcap runs the pods and so sees them: ReplicasUnscheduled's figure.
+    if (s.workloads) m.addMetric('UnscheduledReplicas', MetricUnit.Count, s.workloads.unscheduled);
   });
 }
 

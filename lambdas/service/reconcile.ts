@@ -12,6 +12,7 @@ import {
   FAILED_NODEGROUP_STATUSES,
   labels,
   nodegroupExists,
+  type ObservedStatus,
   type Sizing,
   sameObservation,
 } from '../domain/compute';
@@ -19,9 +20,21 @@ import { costInputs, splitCost } from '../domain/cost';
 import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-retry';
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { computeEvents, computeFailure, driftEvents, type ResourceEvent } from '../domain/events';
+import { labelValue } from '../domain/names';
 import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
+import {
+  type ComputeSupply,
+  holdsLaunches,
+  type LaunchActivity,
+  nextShortage,
+  nodesByCompute,
+  replacementNodes,
+  type SupplyNode,
+  sameSupply,
+  withReplacements,
+} from '../domain/supply';
 import { type EnginesConfig, namespacesOf, type WorkloadsReport } from '../domain/workloads';
 import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
@@ -214,12 +227,16 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    * included): one List of Nodes a pass, not counted as AWS calls. Without cluster access (workloads not deployed) a failure
    * is only logged: planning keeps the formula.
    */
-  async function observeNodeRoom(computes: readonly Compute[], now: string, errors: string[]): Promise<void> {
+  async function observeNodeRoom(
+    computes: readonly Compute[],
+    now: string,
+    errors: string[],
+  ): Promise<SupplyNode[] | undefined> {
     try {
       const client = await deps.cluster();
       const nodes = (await client.list('v1', 'Node', undefined, {
         labelSelector: COMPUTE_LABEL,
-      })) as unknown as NodeView[];
+      })) as unknown as (NodeView & SupplyNode)[];
       const gpuResource = new Map(
         computes.flatMap((c) =>
           c.spec.node.gpu ? [[c.spec.node.instanceType, c.spec.node.gpu.resource] as const] : [],
@@ -236,11 +253,52 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         if (seen && !sameRoom(c.allocatable, seen))
           await store.computes.recordComputeAllocatable(c.name, seen);
       }
+      return nodes;
     } catch (e) {
       const message = `observing nodes' allocatable: ${(e as Error).message}`;
       if (deps.config().deployWorkloads) errors.push(message);
       else logger.warn(message);
+      return undefined;
     }
+  }
+
+  /**
+   * Which nodes of each compute take pods (issue 32 §1), from the Nodes observeNodeRoom listed: cordoned and
+   * long-NotReady nodes are idle, and the group is grown to replace those within its desired size. Written
+   * only when it changed. Without the Nodes (no cluster access) the stored supply stands.
+   */
+  async function observeSupply(
+    computes: readonly Compute[],
+    nodes: readonly SupplyNode[] | undefined,
+    observed: ReadonlyMap<
+      string,
+      { desiredNodes: number; launch?: LaunchActivity; healthIssues?: ObservedStatus['healthIssues'] }
+    >,
+    now: string,
+  ): Promise<Map<string, ComputeSupply | undefined>> {
+    const out = new Map<string, ComputeSupply | undefined>();
+    const graceMs = deps.config().supplyGraceSeconds * 1000;
+    const seen = nodes ? nodesByCompute(nodes, COMPUTE_LABEL, now, graceMs) : undefined;
+    for (const c of computes) {
+      const o = observed.get(c.name);
+      const s = seen?.get(labelValue(c.name));
+      // Without the Nodes (no cluster access) what the last pass saw of them stands.
+      const idle = seen ? (s?.idle ?? []) : (c.supply?.idleNodes ?? []);
+      const replacements = seen
+        ? s
+          ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
+          : 0
+        : (c.supply?.replacementNodes ?? 0);
+      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs);
+      const next: ComputeSupply = {
+        ...(idle.length ? { idleNodes: idle } : {}),
+        ...(replacements ? { replacementNodes: replacements } : {}),
+        ...(short ? { shortOfCapacity: short } : {}),
+      };
+      out.set(c.name, next);
+      if (!sameSupply(c.supply, next)) await store.computes.recordSupply(c.name, next);
+    }
+    return out;
   }
 
   return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
@@ -267,12 +325,25 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       }
     }
     computes = await store.computes.listComputes();
-    const observed = new Map<string, { maxSize?: number }>();
+    const observed = new Map<
+      string,
+      {
+        maxSize?: number;
+        desiredNodes: number;
+        launch?: LaunchActivity;
+        healthIssues?: ObservedStatus['healthIssues'];
+      }
+    >();
     const stored = new Map(computes.map((c) => [c.name, c.status]));
     try {
       for (const o of await deps.nodegroups.observeAll(computes, now)) {
         awsCalls += o.calls;
-        observed.set(o.compute, { maxSize: o.maxSize });
+        observed.set(o.compute, {
+          maxSize: o.maxSize,
+          desiredNodes: o.status.desiredNodes,
+          ...(o.launch ? { launch: o.launch } : {}),
+          ...(o.status.healthIssues ? { healthIssues: o.status.healthIssues } : {}),
+        });
         // Only what changed is written: a steady pass over 200 computes made 200 writes of the same status.
         const was = stored.get(o.compute);
         if (!was || !sameObservation(was, o.status))
@@ -284,7 +355,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     }
 
     // 2b. The room nodes really have: what each instance type's nodes report replaces EKS's formula (issue 32 §2).
-    await observeNodeRoom(computes, now, errors);
+    const nodes = await observeNodeRoom(computes, now, errors);
+    // 2c. Nodes that take no pods (issue 32 §1): cordoned, drained or NotReady nodes are replaced.
+    // 2d. Launches that fail for lack of capacity (issue 32 §3), from the groups' scaling activities.
+    const supply = await observeSupply(computes, nodes, observed, now);
+    const target = (c: Compute, needed: number) =>
+      withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 
     // 3. The admitter decides every pending request (it alone writes admissions); then placement of what it admitted.
     let admitted: AdmitterSummary | undefined;
@@ -302,7 +378,20 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       units,
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
-    const caps = await quotaCaps(all, sized);
+    const byName = new Map(all.map((c) => [c.name, c]));
+    const caps = await quotaCaps(
+      all,
+      new Map(
+        plan.computes.map((p) => [
+          p.compute,
+          {
+            neededNodes: byName.has(p.compute)
+              ? target(byName.get(p.compute)!, p.neededNodes)
+              : p.neededNodes,
+          },
+        ]),
+      ),
+    );
 
     // 4. Act: one workflow per compute whose node group differs from what is needed.
     const reports: ComputeReport[] = [];
@@ -329,14 +418,22 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       const sizing: Sizing = cap ? { ...rest, pendingReason: cap.reason } : rest;
       if (next.changed || c.sizing?.pendingReason !== sizing.pendingReason)
         await store.computes.recordSizing(c.name, sizing);
-      const action = decideAction({
+      // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
+      const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
+      let action = decideAction({
         compute: c,
-        needed: cap ? Math.min(sizing.neededNodes, cap.allowedNodes) : sizing.neededNodes,
+        needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,
         observedMax: observed.get(c.name)?.maxSize,
         retry,
         now: started,
       });
       let note = action.kind === 'none' || action.kind === 'delete' ? action.why : undefined;
+      // EC2 had no capacity for these nodes: asked again only at the next probe (issue 32 §3).
+      const short = supply.get(c.name)?.shortOfCapacity;
+      if (action.kind === 'scale' && action.desired > c.status.readyNodes && holdsLaunches(short, now)) {
+        action = { kind: 'none', why: `short of capacity; next launch attempt at ${short!.nextProbeAt}` };
+        note = action.why;
+      }
       try {
         if (action.kind === 'remove-item') {
           await store.computes.removeDeletedCompute(c.name);
@@ -368,9 +465,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         deps.config().deployWorkloads &&
         c.status.nodegroupStatus === 'ACTIVE' &&
         planned &&
-        planned.neededNodes < c.status.desiredNodes
+        target(c, planned.neededNodes) < c.status.desiredNodes
       )
-        shrinks.push({ compute: c, keep: planned.neededNodes, cordon: false });
+        shrinks.push({ compute: c, keep: target(c, planned.neededNodes), cordon: false });
       reports.push({
         compute: c.name,
         status: c.status.nodegroupStatus,
@@ -382,7 +479,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         // FOREIGN too: the compute gets no nodes until someone renames it or deletes the other group.
         // A held create failure counts until a create succeeds, so the alarm does not clear while the failed
         // group is deleted and created again.
-        failed: FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus) || retry !== undefined,
+        // A group DEGRADED only because EC2 has no capacity is nobody's to fix: it is reported as short of
+        // capacity (below) and its replicas move elsewhere, instead of paging (issue 32 §3).
+        failed:
+          (FAILED_NODEGROUP_STATUSES.includes(c.status.nodegroupStatus) &&
+            !(c.status.nodegroupStatus === 'DEGRADED' && short)) ||
+          retry !== undefined,
         ...(retry && c.status.nodegroupStatus !== 'CREATE_FAILED'
           ? { statusMessage: retryMessage(retry) }
           : c.status.statusMessage
@@ -392,6 +494,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         action: action.kind,
         ...(note ? { actionNote: note } : {}),
         ...(cap ? { pendingReason: cap.reason } : {}),
+        ...(short ? { shortOfCapacitySince: short.since } : {}),
       });
     }
 

@@ -237,6 +237,7 @@ export async function reconcileWorkloads(input: {
       calls: k.calls - before,
       running: [...statuses.values()].reduce((n, s) => n + s.running, 0),
       notRunning,
+      unscheduled: pods.filter((p) => !p.ready && p.reason === 'Unschedulable').length,
       storeWrites,
     },
     pods,

@@ -74,6 +74,11 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
   /** The first wait before a failed node group create is tried again; it doubles per failure (domain/create-retry.ts). */
   LLMCAP_CREATE_RETRY_SECONDS: z.coerce.number().min(0).max(3600).default(300),
+  /**
+   * How long a node may be NotReady, or a node group fail to launch for lack of capacity, before llmcap stops
+   * counting on it (domain/supply.ts): a booting node is NotReady for a minute or two.
+   */
+  LLMCAP_SUPPLY_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(300),
   /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** The admitter Lambda each reconcile pass runs before placing (name or ARN); set on the reconcile Lambda only. */
@@ -117,6 +122,7 @@ export interface RuntimeConfig {
   subnetIds: string[];
   cooldownSeconds: number;
   createRetrySeconds: number;
+  supplyGraceSeconds: number;
   reconcileFunction?: string;
   admitterFunction?: string;
   reconcileRateMinutes: number;
@@ -153,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
     createRetrySeconds: e.LLMCAP_CREATE_RETRY_SECONDS,
+    supplyGraceSeconds: e.LLMCAP_SUPPLY_GRACE_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     ...(e.LLMCAP_ADMITTER_FUNCTION ? { admitterFunction: e.LLMCAP_ADMITTER_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,

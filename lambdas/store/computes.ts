@@ -10,6 +10,7 @@ import {
 import type { StoredCompute } from '../domain/compute-changes';
 import { conflict, versionMismatch } from '../domain/errors';
 import { isTwinKey, TWIN_MARK } from '../domain/names';
+import type { ComputeSupply } from '../domain/supply';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import type { TxItem } from './commit';
@@ -406,6 +407,27 @@ export async function recordNodeAllocatable(a: ObservedAllocatable): Promise<voi
   await documentClient().send(
     new PutCommand({ TableName: table(), Item: { ...keys.nodeType(a.instanceType), ...a } }),
   );
+}
+
+/**
+ * What a pass saw of a compute's supply (domain/supply.ts): written only when it changed, removed when there is
+ * nothing to say. No version bump: an observation. A compute deleted meanwhile is left alone.
+ */
+export async function recordSupply(name: string, supply: ComputeSupply | undefined): Promise<void> {
+  const empty = !supply || Object.keys(supply).length === 0;
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.compute(name),
+        UpdateExpression: empty ? 'REMOVE supply' : 'SET supply = :s',
+        ConditionExpression: 'attribute_exists(pk)',
+        ...(empty ? {} : { ExpressionAttributeValues: { ':s': supply } }),
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+  }
 }
 
 /**

@@ -84,10 +84,13 @@ export interface CloudSimAdmin {
   createNodegroup(spec: OutOfBandNodegroup): SimStateView['nodegroups'][number];
   /** Forgets every node group, update and token; faults go back to the configured ones. */
   reset(): void;
-  /** The Service Quotas values answered, by quota code (docs/cloud-sim.md). */
-  getQuotas(): Record<string, number>;
-  /** Sets some of them; the EKS ones are also the limits the simulated EKS enforces. */
-  setQuotas(values: Record<string, number>): void;
+  /** The Service Quotas values answered, by quota code, null where none is applied (docs/cloud-sim.md). */
+  getQuotas(): Record<string, number | null>;
+  /**
+   * Sets some of them, null for "no applied value" (only the default is answered); the EKS ones are also the
+   * limits the simulated EKS enforces.
+   */
+  setQuotas(values: Record<string, number | null>): void;
 }
 
 export interface CloudSim {
@@ -391,7 +394,7 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     if (route === 'GET /faults') return [200, admin.getFaults()];
     if (route === 'GET /quotas') return [200, admin.getQuotas()];
     if (route === 'PATCH /quotas') {
-      admin.setQuotas(body as Record<string, number>);
+      admin.setQuotas(body as Record<string, number | null>);
       return [200, admin.getQuotas()];
     }
     if (route === 'PUT /faults') {

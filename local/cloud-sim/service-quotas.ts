@@ -1,8 +1,10 @@
 import type { Limits } from './config';
 
 /**
- * Service Quotas (JSON 1.1, X-Amz-Target `ServiceQuotasV20190624.<Operation>`): GetServiceQuota for the quotas
- * llmcap reads (docs/cloud-sim.md). The two EKS quotas are the limits the simulated EKS enforces (Limits), so
+ * Service Quotas (JSON 1.1, X-Amz-Target `ServiceQuotasV20190624.<Operation>`): GetServiceQuota and
+ * GetAWSDefaultServiceQuota for the quotas llmcap reads (docs/cloud-sim.md). A quota set to `null` has no applied
+ * value: GetServiceQuota answers NoSuchResourceException for it, as AWS does ("if the applied quota value is not
+ * available for a quota, the quota is not retrieved"), and GetAWSDefaultServiceQuota its default. The two EKS quotas are the limits the simulated EKS enforces (Limits), so
  * setting one changes both the answer and CreateNodegroup's refusal. Shapes as botocore's service-quotas model
  * and moto 5.2.1 (which models only vpc): `{"Quota": {...}}`, errors `{"__type", "Message"}` with HTTP 400.
  */
@@ -83,6 +85,8 @@ export class ServiceQuotasError extends Error {
 
 export class ServiceQuotasService {
   private readonly values = new Map<string, number>();
+  /** Codes with no applied value (set to null): only their AWS default is answered. */
+  private readonly unapplied = new Set<string>();
   constructor(
     private readonly opts: { region: string; accountId: string; limits: Limits },
     initial: Record<string, number> = {},
@@ -90,24 +94,34 @@ export class ServiceQuotasService {
     this.set(initial);
   }
 
-  /** Every quota with the value it is answered with (admin GET /_sim/quotas). */
-  list(): Record<string, number> {
-    return Object.fromEntries(DEFAULT_QUOTAS.map((q) => [q.quotaCode, this.value(q)]));
+  /** Every quota with the value it is answered with, null where none is applied (admin GET /_sim/quotas). */
+  list(): Record<string, number | null> {
+    return Object.fromEntries(
+      DEFAULT_QUOTAS.map((q) => [q.quotaCode, this.unapplied.has(q.quotaCode) ? null : this.value(q)]),
+    );
   }
 
-  /** Sets quotas by code; an unknown code or a value that is not a number ≥ 0 is refused, nothing set. */
+  /**
+   * Sets quotas by code; null removes the applied value (the default still holds, and is what the simulated EKS
+   * enforces). An unknown code or a value that is neither null nor a number ≥ 0 is refused, nothing set.
+   */
   set(values: Record<string, unknown>): void {
     for (const [code, v] of Object.entries(values)) {
       if (!DEFAULT_QUOTAS.some((q) => q.quotaCode === code))
         throw new Error(
           `unknown quota code ${code}: the simulator answers ${DEFAULT_QUOTAS.map((q) => q.quotaCode).join(', ')}`,
         );
-      if (typeof v !== 'number' || !(v >= 0)) throw new Error(`quota ${code} must be a number >= 0`);
+      if (v !== null && (typeof v !== 'number' || !(v >= 0)))
+        throw new Error(`quota ${code} must be a number >= 0, or null for no applied value`);
     }
-    for (const [code, v] of Object.entries(values) as [string, number][]) {
+    for (const [code, v] of Object.entries(values) as [string, number | null][]) {
+      const def = DEFAULT_QUOTAS.find((q) => q.quotaCode === code)!;
+      if (v === null) this.unapplied.add(code);
+      else this.unapplied.delete(code);
+      const value = v ?? def.value;
       const limit = LIMIT_OF[code];
-      if (limit) this.opts.limits[limit] = v;
-      else this.values.set(code, v);
+      if (limit) this.opts.limits[limit] = value;
+      else this.values.set(code, value);
     }
   }
 
@@ -117,10 +131,10 @@ export class ServiceQuotasService {
   }
 
   handle(operation: string, body: Record<string, unknown>): unknown {
-    if (operation !== 'GetServiceQuota')
+    if (operation !== 'GetServiceQuota' && operation !== 'GetAWSDefaultServiceQuota')
       throw new ServiceQuotasError(
         'UnknownOperationException',
-        `The simulator answers GetServiceQuota only, not ${operation}.`,
+        `The simulator answers GetServiceQuota and GetAWSDefaultServiceQuota only, not ${operation}.`,
       );
     const serviceCode = body.ServiceCode;
     const quotaCode = body.QuotaCode;
@@ -135,15 +149,22 @@ export class ServiceQuotasService {
         'NoSuchResourceException',
         'This service is not available in the current Region. Choose a different Region or a different service.',
       );
+    const isDefault = operation === 'GetAWSDefaultServiceQuota';
+    if (!isDefault && this.unapplied.has(q.quotaCode))
+      throw new ServiceQuotasError(
+        'NoSuchResourceException',
+        `The request failed because the specified quota has no applied value: ${q.serviceCode}/${q.quotaCode}. Use GetAWSDefaultServiceQuota for its default.`,
+      );
     const { region, accountId } = this.opts;
     return {
       Quota: {
         ServiceCode: q.serviceCode,
         ServiceName: SERVICE_NAMES[q.serviceCode],
-        QuotaArn: `arn:aws:servicequotas:${region}:${accountId}:${q.serviceCode}/${q.quotaCode}`,
+        // AWS's default quotas are named without the account (arn:aws:servicequotas:<region>::<service>/<code>).
+        QuotaArn: `arn:aws:servicequotas:${region}:${isDefault ? '' : accountId}:${q.serviceCode}/${q.quotaCode}`,
         QuotaCode: q.quotaCode,
         QuotaName: q.quotaName,
-        Value: this.value(q),
+        Value: isDefault ? q.value : this.value(q),
         Unit: 'None',
         Adjustable: true,
         GlobalQuota: false,

@@ -80,6 +80,20 @@ export async function namespaceOf(cp: Pick<ControlPlane, 'apiUrl'>, scope: strin
   return r.body.status.namespace as string;
 }
 
+/**
+ * The vCPUs of the node groups of computes whose instance type matches `family` (`/^g/`: the G and VT quota), as
+ * the computes' status says: what a test sets a vCPU quota against, so that no more node can be launched.
+ */
+export async function vcpusInUse(cp: Pick<ControlPlane, 'apiUrl'>, family: RegExp): Promise<number> {
+  const items = (await httpApi(cp)('GET', '/v1/computes')).body.items as {
+    spec: { node: { instanceType: string; cpu: number } };
+    status: { desiredNodes: number };
+  }[];
+  return items
+    .filter((c) => family.test(c.spec.node.instanceType))
+    .reduce((n, c) => n + c.spec.node.cpu * c.status.desiredNodes, 0);
+}
+
 /** A JSON call to the control plane's API over HTTP, as the default local caller (local-admin) or `as`. */
 export function httpApi(cp: Pick<ControlPlane, 'apiUrl'>) {
   return async (method: string, path: string, body?: unknown, as?: string) => {

@@ -86,6 +86,8 @@ type Call = [action: string, resource: string, context?: Record<string, string |
 const QUOTA_CALLS: Call[] = ['eks/L-6D54EA21', 'eks/L-BD136A63', 'ec2/L-DB2E81BA', 'ec2/L-417A185B'].map(
   (q) => ['servicequotas:GetServiceQuota', arn('servicequotas', q)],
 );
+/** A quota with no applied value is read as its default; the action has no resource type, so "*". */
+const DEFAULT_QUOTA_CALLS: Call[] = [['servicequotas:GetAWSDefaultServiceQuota', '*']];
 
 /**
  * Every SDK command each Lambda's code sends, and the authorizations AWS checks for it. The scan below fails
@@ -128,6 +130,7 @@ function lambdaCalls(
       'client-cloudwatch:DescribeAlarmsCommand': [['cloudwatch:DescribeAlarms', '*']],
       // A compute write checks the cluster's quotas (managed node groups per cluster, nodes per group).
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
+      'client-service-quotas:GetAWSDefaultServiceQuotaCommand': DEFAULT_QUOTA_CALLS,
     },
     reconcile: {
       // Each pass runs the admitter synchronously before it places (aws/lambda.ts invokeAdmitter).
@@ -136,6 +139,7 @@ function lambdaCalls(
       ],
       // Nodes are asked for within the cluster's and the account's quotas (node groups, vCPUs per class).
       'client-service-quotas:GetServiceQuotaCommand': QUOTA_CALLS,
+      'client-service-quotas:GetAWSDefaultServiceQuotaCommand': DEFAULT_QUOTA_CALLS,
       ...documentClient,
       // Loading the built-ins: what EC2 says each instance type is, and its price.
       'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
@@ -145,6 +149,10 @@ function lambdaCalls(
       ],
       'client-auto-scaling:DescribeAutoScalingGroupsCommand': [
         ['autoscaling:DescribeAutoScalingGroups', '*'],
+      ],
+      // A group short of instances: why its newest launch failed.
+      'client-auto-scaling:DescribeScalingActivitiesCommand': [
+        ['autoscaling:DescribeScalingActivities', '*'],
       ],
       // The cluster's endpoint and CA, for its Kubernetes API (lambdas/aws/kubernetes.ts).
       'client-eks:DescribeClusterCommand': [

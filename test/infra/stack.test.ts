@@ -119,6 +119,7 @@ describe('the reconciler and on-call', () => {
       'llmcap-dev-ReconcileErrors',
       'llmcap-dev-ReconcileFailures',
       'llmcap-dev-ReconcileStale',
+      'llmcap-dev-ReplicasUnscheduled',
       'llmcap-dev-WorkflowFailed-delete',
       'llmcap-dev-WorkflowFailed-provision',
       'llmcap-dev-WorkflowFailed-scale',

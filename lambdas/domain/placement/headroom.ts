@@ -318,9 +318,11 @@ export class PlacementHeadroom implements Headroom {
   ): string {
     const parts = cands.slice(0, NAMED_IN_MESSAGE).map((c, i) => {
       const r = room[i] ?? 0;
-      return r === 0
-        ? `${c.name} is at its maxNodes ${c.maxNodes}`
-        : `${c.name} has room for ${r} within its maxNodes ${c.maxNodes}`;
+      // A compute with fewer nodes than its maxNodes says why (domain/supply.ts).
+      const max = c.fewerNodesBecause
+        ? `the ${c.maxNodes} nodes it can have now (${c.fewerNodesBecause})`
+        : `its maxNodes ${c.maxNodes}`;
+      return r === 0 ? `${c.name} is at ${max}` : `${c.name} has room for ${r} within ${max}`;
     });
     if (cands.length > NAMED_IN_MESSAGE)
       parts.push(`and ${cands.length - NAMED_IN_MESSAGE} more computes are full`);

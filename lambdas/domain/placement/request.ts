@@ -18,6 +18,11 @@ export interface ComputeLike {
   };
   /** What nodes of its instance type reported, once one was seen; EKS's formula until then (compute.ts). */
   allocatable?: ObservedAllocatable;
+  /**
+   * Why maxNodes is lower than the spec's (domain/supply.ts admissibleComputes: nodes that take no pods, launches
+   * that fail for lack of capacity), for the refusal's words.
+   */
+  fewerNodesBecause?: string;
 }
 
 /**
@@ -71,6 +76,7 @@ export interface ComputeInfo {
   perHour: number;
   gpuType?: string;
   owner?: string;
+  fewerNodesBecause?: string;
 }
 
 /** The allocatable placement plans with, without where it comes from (the status shows that). */
@@ -88,6 +94,7 @@ export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
     perHour: c.spec.cost.perHour,
     gpuType: c.spec.node.gpu?.type,
     ...(c.owner ? { owner: c.owner } : {}),
+    ...(c.fewerNodesBecause ? { fewerNodesBecause: c.fewerNodesBecause } : {}),
   }));
 }
 

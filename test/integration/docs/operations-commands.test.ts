@@ -1,4 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ControlPlane } from '../../../local/control-plane';
 import { reconcileUntil, testControlPlane } from '../../helpers/control-plane';
@@ -114,6 +117,9 @@ const opOf = (cmd: string) => {
         StatusCode: 'Successful',
       }),
     'stepfunctions list-executions': (out) => expect(out).not.toMatch(/error/i),
+    // The compute's nodes, as ReplicasUnscheduled's runbook lists them: the built-in's node is there.
+    'kubectl get': (out) =>
+      expect(JSON.parse(out).items[0].metadata.labels).toMatchObject({ 'llmcap.dev/compute': 'gpu-l4-1x' }),
     'stepfunctions describe-execution': (out) =>
       expect(JSON.parse(out)).toMatchObject({ status: 'SUCCEEDED' }),
     'dynamodb get-item': () => undefined,
@@ -122,6 +128,9 @@ const opOf = (cmd: string) => {
   it('run as written against the local control plane, each showing what its runbook reads', async () => {
     const stage = 'local';
     const region = cp.sim.region;
+    // kubectl reaches the simulated cluster as an operator's would reach EKS (eks update-kubeconfig).
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'ops-runbooks-')), 'kubeconfig');
+    cp.sim.kubernetes!.writeKubeconfig(kubeconfig);
     const account = cp.sfn.stateMachineArns.provision.split(':')[4]!;
     const cluster = cp.sim.clusterName;
     const gpu = cp.sim.admin.state().nodegroups.find((ng) => ng.name.endsWith('gpu-l4-1x'))!;
@@ -147,6 +156,7 @@ const opOf = (cmd: string) => {
       TABLE: cp.table,
       SM: `arn:aws:states:${region}:${account}:stateMachine:llmcap-${stage}-provision-nodegroup`,
       USER: 'runbook-test',
+      KUBECONFIG: kubeconfig,
     };
     expect(env.SM).toBe(cp.sfn.stateMachineArns.provision);
     // What the stack does for the stage config's onCall.emails.

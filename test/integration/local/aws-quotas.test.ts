@@ -1,4 +1,8 @@
-import { GetServiceQuotaCommand, ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
+import {
+  GetAWSDefaultServiceQuotaCommand,
+  GetServiceQuotaCommand,
+  ServiceQuotasClient,
+} from '@aws-sdk/client-service-quotas';
 import { resetQuotaCache } from '../../../lambdas/aws/quotas';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
@@ -18,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => cp.stop());
 
-const setQuotas = (values: Record<string, number>) => {
+const setQuotas = (values: Record<string, number | null>) => {
   cp.sim.admin.setQuotas(values);
   // The API and the reconciler run in this process: their cached values go with the change, as after the TTL.
   resetQuotaCache();
@@ -113,5 +117,35 @@ describe('quotas of the account and the cluster', () => {
     setQuotas({ 'L-DB2E81BA': 768 });
     await reconcileUntil(cp, async () => (await status()).readyNodes === needed);
     expect((await status()).pendingReason).toBeUndefined();
+  });
+  it("reads AWS's default for a quota with no applied value, where GetServiceQuota answers NoSuchResource", async () => {
+    setQuotas({ 'L-6D54EA21': null });
+    const sq = new ServiceQuotasClient({ endpoint: cp.sim.endpoint, region: 'us-east-1' });
+    const input = { ServiceCode: 'eks', QuotaCode: 'L-6D54EA21' };
+    await expect(sq.send(new GetServiceQuotaCommand(input))).rejects.toMatchObject({
+      name: 'NoSuchResourceException',
+    });
+    expect((await sq.send(new GetAWSDefaultServiceQuotaCommand(input))).Quota).toMatchObject({
+      QuotaArn: 'arn:aws:servicequotas:us-east-1::eks/L-6D54EA21',
+      Value: 30,
+    });
+    sq.destroy();
+    // The default still binds, as EKS enforces it: the 31st compute is refused.
+    const manifest = (name: string) => ({
+      apiVersion: 'llmcap/v1',
+      kind: 'Compute',
+      metadata: { name },
+      spec: { node: { instanceType: 'm7i.xlarge' } },
+    });
+    const existing = (await call('GET', '/v1/computes')).body.items.length;
+    const added = Array.from({ length: 30 - existing }, (_, i) => `filler-${i}`);
+    for (const name of added) expect((await call('POST', '/v1/computes', manifest(name))).status).toBe(201);
+    const before = await dumpTable();
+    const r = await call('POST', '/v1/computes', manifest('thirty-first'));
+    expect(r.status).toBe(409);
+    expect(r.body.detail).toContain('"Managed node groups per cluster" (L-6D54EA21) of 30');
+    expect(await dumpTable()).toEqual(before);
+    for (const name of added) expect((await call('DELETE', `/v1/computes/${name}`)).status).toBeLessThan(300);
+    setQuotas({ 'L-6D54EA21': 30 });
   });
 });

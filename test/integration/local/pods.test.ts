@@ -1,4 +1,5 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { resetQuotaCache } from '../../../lambdas/aws/quotas';
 import type { ControlPlane } from '../../../local/control-plane';
 import { createTenancy } from '../../../soak/lib/fixture';
 import {
@@ -7,6 +8,7 @@ import {
   reconcileUntil,
   TWO_TENANTS,
   testControlPlane,
+  vcpusInUse,
 } from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
@@ -144,6 +146,10 @@ it('says the pods were observed by the latest pass, even one that rewrote nothin
 
 it('shows a pod that cannot schedule with the scheduler’s message in get pods and describe model', async () => {
   const chat = JSON.parse((await cli(['get', 'pods', '--model', 'chat', '-o', 'json'])).stdout).items;
+  // The account's G vCPUs are all in use, so llmcap cannot add the node that would replace a cordoned one
+  // (issue 32 §1): the replacement pod stays where the scheduler left it.
+  cp.sim.admin.setQuotas({ 'L-DB2E81BA': await vcpusInUse(cp, /^g/) });
+  resetQuotaCache();
   // A person cordons a node and its pod goes: the replacement has nowhere to run.
   const victim = chat[0];
   await core.patchNode({
@@ -171,4 +177,6 @@ it('shows a pod that cannot schedule with the scheduler’s message in get pods 
     new RegExp(`^  ${stuck[0]!.NAME}\\s+<none>\\s+l4-pods\\s+l4\\s+0/1\\s+Unschedulable`, 'm'),
   );
   expect(d).toMatch(/^Not ready:\n {2}1 pod\(s\) Unschedulable: 0\/\d+ nodes are available: /m);
+  cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
+  resetQuotaCache();
 });

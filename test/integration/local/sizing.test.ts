@@ -95,8 +95,18 @@ describe('a node group create that keeps failing', () => {
   it('pages once, backs off between creates and keeps the failure in the status until the models go to 0', async () => {
     // EKS fails a create whose instances cannot launch after it has run for a while (about 35 minutes in AWS;
     // 17 simulated minutes here, 1 s at time scale 0.001): the create is seen CREATING for a few passes first.
+    // A vCPU limit, which only a person can lift: for lack of EC2 capacity llmcap places the replicas elsewhere
+    // instead of retrying (supply.test.ts, issue 32 §3).
     await cp.sim.admin.patchFaults({
-      launchFailures: [{ instanceType: 'g5.2xlarge', code: 'AsgInstanceLaunchFailures', afterMs: 1_000_000 }],
+      launchFailures: [
+        {
+          instanceType: 'g5.2xlarge',
+          code: 'AsgInstanceLaunchFailures',
+          afterMs: 1_000_000,
+          message:
+            'Could not launch On-Demand Instances. VcpuLimitExceeded - You have requested more vCPU capacity than your current vCPU limit of 0 allows for the instance bucket that the specified instance type belongs to. Launching EC2 instance failed.',
+        },
+      ],
     } as any);
     expect((await call('POST', '/v1/models', model('a10', 'gpu-a10g-1x', 1, 'A10G'))).status).toBe(201);
     const alarm = 'llmcap-local-NodegroupFailed-gpu-a10g-1x';

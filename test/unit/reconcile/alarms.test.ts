@@ -83,6 +83,7 @@ describe('what an alarm says', () => {
         'reconcilestale',
         'reconcileerrors',
         'reconcilefailures',
+        'replicasunscheduled',
         'workflowfailed',
       ]),
     );

@@ -10,12 +10,25 @@ import { computeReport, passSummary, prodStageAlarms, scopeReport } from '../../
  * reads them (one metric per name and inner Dimensions array), not the objects the code meant to emit.
  */
 
-const summary = passSummary({
-  scopes: [scopeReport('team:ml', 4, 4), scopeReport('org:acme', 4)],
-  computes: [computeReport('gpu-l4-1x', true), computeReport('cpu-small', false)],
-  atLimit: ['team:ml'],
-  errors: ['observing: boom'],
-});
+const summary = {
+  ...passSummary({
+    scopes: [scopeReport('team:ml', 4, 4), scopeReport('org:acme', 4)],
+    computes: [computeReport('gpu-l4-1x', true), computeReport('cpu-small', false)],
+    atLimit: ['team:ml'],
+    errors: ['observing: boom'],
+  }),
+  // A pass that runs the pods: two admitted replicas the scheduler cannot place.
+  workloads: {
+    applied: [],
+    removed: [],
+    repaired: [],
+    calls: 3,
+    running: 1,
+    notRunning: [],
+    unscheduled: 2,
+    storeWrites: 0,
+  },
+};
 
 const at = new Date();
 
@@ -78,8 +91,9 @@ describe('the EMF the reconciler prints', () => {
 
   it('publishes one pass heartbeat and the error count under {service, stage}', () => {
     const ms = identities();
-    for (const name of ['ReconcilePasses', 'ReconcileErrors', 'ReconcileDuration'])
+    for (const name of ['ReconcilePasses', 'ReconcileErrors', 'ReconcileDuration', 'UnscheduledReplicas'])
       expect(ms.filter((m) => m.name === name).map(dims)).toEqual([{ service: 'llmcap', stage: 'prod' }]);
+    expect(ms.find((m) => m.name === 'UnscheduledReplicas')!.values).toEqual([2]);
     expect(ms.find((m) => m.name === 'ReconcilePasses')!.values).toEqual([1]);
     expect(ms.find((m) => m.name === 'ReconcileErrors')!.values).toEqual([1]);
   });

@@ -1,0 +1,253 @@
+import { DRAIN_FIELD_MANAGER } from './drain';
+
+/**
+ * Capacity that exists (issue 32 §1, §3): which of a compute's nodes take pods, and whether its node group can
+ * launch more. The reconcile pass observes both (Nodes from the cluster, scaling activities from Auto Scaling),
+ * records them on the compute as `supply`, grows the group to replace nodes that take no pods, asks again for
+ * nodes EC2 had no capacity for only at backed-off probes, and admission counts on a compute only the nodes it
+ * can really have (`admissibleComputes`). Pure.
+ */
+
+/** A node of the group that takes no pods, and why in words (`cordoned`, `NotReady since …`). */
+export interface IdleNode {
+  node: string;
+  why: string;
+}
+
+/** What a pass observed of a compute's supply, stored on the compute (absent: all nodes take pods, launches work). */
+export interface ComputeSupply {
+  /** Nodes that take no pods: cordoned or drained by someone else than llmcap, or NotReady for long. */
+  idleNodes?: IdleNode[];
+  /** Nodes the group is grown by to replace them (within maxNodes), so that the needed nodes take pods. */
+  replacementNodes?: number;
+  /** Launches fail for lack of EC2 capacity (issue 32 §3); absent once a launch succeeds again. */
+  shortOfCapacity?: CapacityShortage;
+}
+
+/** The newest launch of the group's Auto Scaling group, from DescribeScalingActivities. */
+export interface LaunchActivity {
+  status: 'Successful' | 'Failed' | 'InProgress' | 'Other';
+  /** When it ended (or started, while in progress). */
+  at: string;
+  /** EC2's words for a failed launch (its StatusMessage). */
+  message?: string;
+}
+
+/** A compute whose node group cannot launch nodes for lack of capacity. */
+export interface CapacityShortage {
+  /** When a launch first failed for lack of capacity. */
+  since: string;
+  /** EC2's message, as the failed launch (or the node group's health issue) gives it. */
+  message: string;
+  /** The newest failed launch seen. */
+  lastFailureAt: string;
+  /** Launches asked for again since (probes); the wait before the next doubles with each. */
+  probes: number;
+  /** No launch is asked for before then: EC2 has no capacity, and asking each pass only fails each pass. */
+  nextProbeAt: string;
+  /**
+   * From then until nextProbeAt admission counts on no node the group does not already have, so replicas placed
+   * here move to the next compute their model allows (admissibleComputes): the grace after the first failure,
+   * or after the probe that failed. From nextProbeAt it counts on the compute again, so the next replica placed
+   * here is the probe.
+   */
+  countedUntil: string;
+}
+
+/** EC2's errors for capacity it does not have, On-Demand or Spot (not quotas, not configuration). */
+const CAPACITY_ERRORS =
+  /InsufficientInstanceCapacity|InsufficientCapacity|UnfulfillableCapacity|capacity-not-available|no Spot capacity available|InsufficientHostCapacity/i;
+
+export function isCapacityFailure(message: string | undefined): boolean {
+  return message !== undefined && CAPACITY_ERRORS.test(message);
+}
+
+/** Probes wait the grace, then twice as long after each failed one, at most this. */
+const MAX_PROBE_WAIT_MS = 60 * 60_000;
+
+const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOString();
+
+/**
+ * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
+ * when newer than the last failure); a launch that succeeded after the last failure ends it; a health issue
+ * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was.
+ */
+export function nextShortage(
+  prev: CapacityShortage | undefined,
+  seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
+  now: string,
+  graceMs: number,
+): CapacityShortage | undefined {
+  const launch = seen.launch;
+  if (launch?.status === 'Successful' && (!prev || launch.at > prev.lastFailureAt)) return undefined;
+  const failed =
+    launch?.status === 'Failed' && isCapacityFailure(launch.message)
+      ? { at: launch.at, message: launch.message! }
+      : undefined;
+  const issue = seen.healthIssues?.find((i) => isCapacityFailure(i.message));
+  const failure = failed ?? (issue ? { at: prev?.lastFailureAt ?? now, message: issue.message } : undefined);
+  if (!failure) return prev;
+  if (prev && failure.at <= prev.lastFailureAt) return prev;
+  const probes = prev ? prev.probes + 1 : 0;
+  const since = prev?.since ?? failure.at;
+  // A failure within a probe (after nextProbeAt) gives the probe's replicas the grace too.
+  const graceFrom = prev && prev.nextProbeAt <= failure.at ? prev.nextProbeAt : since;
+  return {
+    since,
+    message: failure.message,
+    lastFailureAt: failure.at,
+    probes,
+    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
+    countedUntil: prev && graceFrom === since ? prev.countedUntil : plus(graceFrom, graceMs),
+  };
+}
+
+/** True while the pass must not ask the group for nodes it lacks: short of capacity, before the next probe. */
+export function holdsLaunches(s: CapacityShortage | undefined, now: string): boolean {
+  return s !== undefined && now < s.nextProbeAt;
+}
+
+/**
+ * True while admission counts on no node the group lacks: past the grace after a failure, until the next probe.
+ */
+export function cannotLaunch(s: CapacityShortage | undefined, now: string | undefined): boolean {
+  return s !== undefined && now !== undefined && now >= s.countedUntil && now < s.nextProbeAt;
+}
+
+/** The fields of a Node this reads. */
+export interface SupplyNode {
+  metadata: {
+    name: string;
+    labels?: Record<string, string>;
+    creationTimestamp?: unknown;
+    deletionTimestamp?: unknown;
+    managedFields?: { manager?: string; fieldsV1?: unknown }[];
+  };
+  spec?: { unschedulable?: boolean };
+  status?: { conditions?: { type: string; status: string; lastTransitionTime?: unknown }[] };
+}
+
+function isoOf(t: unknown): string | undefined {
+  const d = t instanceof Date ? t : typeof t === 'string' ? new Date(t) : undefined;
+  return d && !Number.isNaN(d.getTime()) ? d.toISOString() : undefined;
+}
+
+/** True when llmcap's own drain set spec.unschedulable (its merge patches carry DRAIN_FIELD_MANAGER). */
+function cordonedByLlmcap(n: SupplyNode): boolean {
+  return (n.metadata.managedFields ?? []).some((f) => {
+    if (f.manager !== DRAIN_FIELD_MANAGER) return false;
+    const spec = (f.fieldsV1 as Record<string, Record<string, unknown>> | undefined)?.['f:spec'];
+    return spec !== undefined && 'f:unschedulable' in spec;
+  });
+}
+
+/**
+ * Why a node takes no pods, or undefined when it does: cordoned (`kubectl cordon`, `kubectl drain`) by anyone
+ * but llmcap's own scale-down drain, whose nodes are on their way out already; NotReady for longer than
+ * `graceMs` since its Ready condition last changed (a booting node is NotReady for a minute or two). A node
+ * being deleted is leaving, not idle.
+ */
+export function idleReason(n: SupplyNode, now: string, graceMs: number): string | undefined {
+  if (n.metadata.deletionTimestamp) return undefined;
+  if (n.spec?.unschedulable && !cordonedByLlmcap(n)) return 'cordoned';
+  const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status === 'True') return undefined;
+  const since = isoOf(ready?.lastTransitionTime) ?? isoOf(n.metadata.creationTimestamp);
+  if (!since || Date.parse(now) - Date.parse(since) < graceMs) return undefined;
+  return `NotReady since ${since}`;
+}
+
+/** Per compute (by its node label): its nodes, and those that take no pods. */
+export function nodesByCompute(
+  nodes: readonly SupplyNode[],
+  computeLabel: string,
+  now: string,
+  graceMs: number,
+): Map<string, { nodes: number; idle: IdleNode[] }> {
+  const out = new Map<string, { nodes: number; idle: IdleNode[] }>();
+  for (const n of nodes) {
+    const compute = n.metadata.labels?.[computeLabel];
+    if (!compute) continue;
+    const entry = out.get(compute) ?? { nodes: 0, idle: [] };
+    out.set(compute, entry);
+    if (n.metadata.deletionTimestamp) continue;
+    entry.nodes++;
+    const why = idleReason(n, now, graceMs);
+    if (why) entry.idle.push({ node: n.metadata.name, why });
+  }
+  for (const e of out.values()) e.idle.sort((a, b) => a.node.localeCompare(b.node));
+  return out;
+}
+
+/**
+ * How many nodes to add so that the needed ones take pods: one per idle node, except idle nodes beyond the
+ * group's desired size, which are already on their way out (EKS or llmcap removing them), so replacing them
+ * would only undo the scale-down.
+ */
+export function replacementNodes(idle: number, nodes: number, desiredNodes: number): number {
+  return Math.max(0, idle - Math.max(0, nodes - desiredNodes));
+}
+
+/** The nodes to ask the group for: those needed plus the replacements, within maxNodes. */
+export function withReplacements(needed: number, replacements: number, maxNodes: number): number {
+  if (needed <= 0) return needed;
+  return Math.max(needed, Math.min(maxNodes, needed + replacements));
+}
+
+/** A compute as admission's headroom reads it: maxNodes is how many node slots placement may fill. */
+interface SuppliedCompute {
+  spec: { nodeGroup: { maxNodes: number } };
+  status?: { readyNodes: number };
+  supply?: ComputeSupply;
+}
+
+/**
+ * The seam into admission (World.computes → PlacementHeadroom): each compute with maxNodes lowered to the nodes
+ * it can really have. An idle node still counts against the group's maxNodes but takes no pods, so it is one
+ * slot fewer; a compute that cannot launch (short of capacity past its grace, at `now`) has only the nodes it
+ * runs. Computes with nothing to say are returned as they are; without `now` no shortage is applied.
+ */
+export function admissibleComputes<C extends SuppliedCompute>(
+  computes: readonly C[],
+  now?: string,
+): (C & { fewerNodesBecause?: string })[] {
+  return computes.map((c) => {
+    const slots = admissibleNodes(c, now);
+    if (slots === c.spec.nodeGroup.maxNodes) return c;
+    const idle = c.supply?.idleNodes?.length ?? 0;
+    const because = [
+      ...(cannotLaunch(c.supply?.shortOfCapacity, now)
+        ? [`EC2 has no capacity for more of its nodes until ${c.supply!.shortOfCapacity!.nextProbeAt}`]
+        : []),
+      ...(idle ? [`${idle} of its nodes take no pods`] : []),
+    ].join('; ');
+    return {
+      ...c,
+      spec: { ...c.spec, nodeGroup: { ...c.spec.nodeGroup, maxNodes: slots } },
+      fewerNodesBecause: because,
+    };
+  });
+}
+
+/** The node slots admission may fill on a compute (at least 0). */
+export function admissibleNodes(c: SuppliedCompute, now?: string): number {
+  const idle = c.supply?.idleNodes?.length ?? 0;
+  const nodes = cannotLaunch(c.supply?.shortOfCapacity, now)
+    ? Math.min(c.spec.nodeGroup.maxNodes, c.status?.readyNodes ?? 0)
+    : c.spec.nodeGroup.maxNodes;
+  return Math.max(0, nodes - idle);
+}
+
+/** What a compute's status says of its supply (toManifest): only what there is to say. */
+export function supplyStatus(s: ComputeSupply | undefined) {
+  return {
+    ...(s?.idleNodes?.length ? { idleNodes: s.idleNodes } : {}),
+    ...(s?.replacementNodes ? { replacementNodes: s.replacementNodes } : {}),
+    ...(s?.shortOfCapacity ? { shortOfCapacity: s.shortOfCapacity } : {}),
+  };
+}
+
+/** True when two observations say the same (so a steady pass writes nothing). */
+export function sameSupply(a: ComputeSupply | undefined, b: ComputeSupply | undefined): boolean {
+  return JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
+}

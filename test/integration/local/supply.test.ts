@@ -1,0 +1,214 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resetQuotaCache } from '../../../lambdas/aws/quotas';
+import { UNSCHEDULED_MINUTES } from '../../../lambdas/domain/alarms';
+import type { ControlPlane } from '../../../local/control-plane';
+import { httpApi, reconcileUntil, testControlPlane, vcpusInUse } from '../../helpers/control-plane';
+import { llmcap } from '../cli/run';
+
+/**
+ * Capacity that exists (issue 32 §1) on the local control plane, driven as an operator would with the real
+ * kubectl against the simulated cluster: a cordoned and drained node takes no pods, so llmcap says so on the
+ * compute, shows the stuck replica's scheduler message on the model, grows the group to replace the node within
+ * maxNodes, and pages when replicas stay unscheduled.
+ */
+
+let cp: ControlPlane;
+let dir: string;
+let call: ReturnType<typeof httpApi>;
+
+const kubectl = (...args: string[]) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+    execFile(
+      'kubectl',
+      ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), ...args],
+      { timeout: 30_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+
+const model = (name: string, compute: string, replicas: number) => ({
+  apiVersion: 'llmcap/v1',
+  kind: 'Model',
+  metadata: { name },
+  spec: {
+    source: `hf://org/${name}-8b`,
+    engine: 'vllm',
+    profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute }],
+    scaling: { min: replicas, max: replicas },
+  },
+});
+
+const compute = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body.status;
+const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
+const nodesOf = async (c: string) =>
+  JSON.parse((await kubectl('get', 'nodes', '-l', `llmcap.dev/compute=${c}`, '-o', 'json')).stdout).items as {
+    metadata: { name: string };
+    spec?: { unschedulable?: boolean };
+  }[];
+
+beforeAll(async () => {
+  cp = await testControlPlane('supply');
+  call = httpApi(cp);
+  dir = mkdtempSync(join(tmpdir(), 'supply-'));
+  cp.sim.kubernetes!.writeKubeconfig(join(dir, 'kubeconfig'));
+});
+afterAll(async () => {
+  await cp.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('nodes that take no pods', () => {
+  it('replaces a cordoned and drained node within maxNodes, showing the stuck replica meanwhile', async () => {
+    expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-pool' })).status).toBe(201);
+    expect((await call('POST', '/v1/models', model('chat', 'l4-pool', 2))).status).toBe(201);
+    await reconcileUntil(cp, async () => (await status('chat')).running === 2);
+    expect(await compute('l4-pool')).toMatchObject({ desiredNodes: 2, neededNodes: 2 });
+
+    // An operator takes one node out: cordon, then drain (evicting the replica on it).
+    const [first] = (await nodesOf('l4-pool')).map((n) => n.metadata.name);
+    expect((await kubectl('cordon', first!)).stdout.trim()).toBe(`node/${first} cordoned`);
+    const drained = await kubectl(
+      'drain',
+      first!,
+      '--ignore-daemonsets',
+      '--delete-emptydir-data',
+      '--timeout=20s',
+    );
+    expect(drained).toMatchObject({ code: 0, stdout: expect.stringContaining(`node/${first} drained`) });
+
+    // The evicted replica's replacement has nowhere to go, as the scheduler says.
+    for (let i = 0; ; i++) {
+      const pending = await kubectl(
+        'get',
+        'pods',
+        '-A',
+        '--field-selector=status.phase=Pending',
+        '-o',
+        'json',
+      );
+      const stuck = JSON.parse(pending.stdout).items.filter(
+        (p: { status: { conditions?: { reason?: string }[] } }) =>
+          p.status.conditions?.some((c) => c.reason === 'Unschedulable'),
+      );
+      if (stuck.length === 1) break;
+      if (i > 100) throw new Error(`no Unschedulable pod after the drain: ${pending.stdout}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The next pass sees the node idle, the replica Unschedulable with the scheduler's words, and wants one node
+    // more. (The G vCPU quota holds that node back for this pass only, so the pod is still where the scheduler
+    // left it when the pass reads it: at time scale 0.001 a node joins within the pass.)
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': await vcpusInUse(cp, /^g/) });
+    resetQuotaCache();
+    const pass = await cp.reconcile();
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
+    resetQuotaCache();
+    const s = await compute('l4-pool');
+    expect(s.idleNodes).toEqual([{ node: first, why: 'cordoned' }]);
+    expect(s.replacementNodes).toBe(1);
+    expect((await status('chat')).podReasons).toEqual([
+      expect.objectContaining({
+        reason: 'Unschedulable',
+        replicas: 1,
+        message: expect.stringMatching(/^0\/\d+ nodes are available: .*1 node\(s\) were unschedulable/),
+      }),
+    ]);
+    expect(pass.workloads?.unscheduled).toBe(1);
+
+    // The new node joins and the replica runs there; the cordoned node stays, idle, until someone acts.
+    await reconcileUntil(cp, async () => (await status('chat')).running === 2);
+    expect(await compute('l4-pool')).toMatchObject({ desiredNodes: 3, neededNodes: 2, replacementNodes: 1 });
+    expect((await nodesOf('l4-pool')).filter((n) => !n.spec?.unschedulable)).toHaveLength(2);
+
+    // Uncordoned, it takes pods again: the group goes back to what the replicas need (llmcap drains one).
+    expect((await kubectl('uncordon', first!)).code).toBe(0);
+    await reconcileUntil(cp, async () => (await compute('l4-pool')).desiredNodes === 2);
+    const after = await compute('l4-pool');
+    expect(after.idleNodes).toBeUndefined();
+    expect(after.replacementNodes).toBeUndefined();
+    await reconcileUntil(cp, async () => (await status('chat')).running === 2);
+  });
+
+  it('pages when admitted replicas stay unscheduled longer than UNSCHEDULED_MINUTES', async () => {
+    // A G vCPU quota with room for one more g6.2xlarge: llmcap admits two replicas but asks for one node, so one
+    // never schedules.
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': (await vcpusInUse(cp, /^g/)) + 8 });
+    resetQuotaCache();
+    expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-held' })).status).toBe(201);
+    expect((await call('POST', '/v1/models', model('held', 'l4-held', 2))).status).toBe(201);
+    const firing = () =>
+      cp.transitions.find((t) => t.alarmName === 'llmcap-local-ReplicasUnscheduled' && t.to === 'ALARM');
+    let unscheduledPasses = 0;
+    for (let i = 0; i < 3 * UNSCHEDULED_MINUTES && !firing(); i++) {
+      const pass = await cp.reconcile();
+      await cp.sfn.waitForIdle(10_000);
+      unscheduledPasses = (pass.workloads?.unscheduled ?? 0) > 0 ? unscheduledPasses + 1 : 0;
+    }
+    expect(firing()).toBeDefined();
+    // Not before the replica had been unscheduled for the whole window (one pass per minute).
+    expect(unscheduledPasses).toBeGreaterThanOrEqual(UNSCHEDULED_MINUTES);
+    expect((await status('held')).podReasons).toEqual([
+      expect.objectContaining({ reason: 'Unschedulable', replicas: 1 }),
+    ]);
+    cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
+    resetQuotaCache();
+    await reconcileUntil(cp, async () => (await status('held')).running === 2);
+  });
+});
+
+describe('GPUs that cannot be had', () => {
+  it('marks a compute short of capacity from its failed launch, and places the replica on the next profile', async () => {
+    expect((await call('POST', '/v1/computes/gpu-l4-1x/clone', { name: 'l4-first' })).status).toBe(201);
+    expect((await call('POST', '/v1/computes/gpu-a10g-1x/clone', { name: 'a10g-next' })).status).toBe(201);
+    const profiles = [
+      { name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'l4-first' },
+      { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 16, compute: 'a10g-next' },
+    ];
+    const m = model('two-kinds', 'l4-first', 1);
+    expect((await call('POST', '/v1/models', { ...m, spec: { ...m.spec, profiles } })).status).toBe(201);
+    await reconcileUntil(cp, async () => (await status('two-kinds')).running === 1);
+
+    // EC2 runs out of g6.2xlarge; the model wants a second replica, which its first profile prefers.
+    cp.sim.admin.patchFaults({ unavailableInstanceTypes: ['g6.2xlarge'] });
+    // One replica more beyond min: a unit of its own, placed by the first profile that has room.
+    expect((await call('PUT', '/v1/models/two-kinds/scaling', { min: 1, max: 2, target: 2 })).status).toBe(
+      200,
+    );
+    const reports: { failed: boolean }[] = [];
+    await reconcileUntil(cp, async () => {
+      return (await compute('l4-first')).shortOfCapacity !== undefined;
+    });
+    const short = (await compute('l4-first')).shortOfCapacity;
+    expect(short.message).toMatch(
+      /InsufficientInstanceCapacity - We currently do not have sufficient g6\.2xlarge/,
+    );
+    expect(Date.parse(short.nextProbeAt)).toBeGreaterThan(Date.parse(short.since));
+    const listed = await llmcap(['get', 'computes', 'l4-first', '-o', 'wide'], { endpoint: cp.apiUrl });
+    expect(listed.stdout).toMatch(/\bshort \d+[smhd]\b/);
+    expect(listed.stdout).toContain('InsufficientInstanceCapacity');
+
+    // Past the grace, admission no longer counts the node that cannot be launched: the replica goes to the
+    // next profile's compute, and runs there.
+    await reconcileUntil(cp, async () => {
+      const pass = await cp.reconcile();
+      const r = pass.computes.find((c) => c.compute === 'l4-first');
+      if (r) reports.push(r);
+      return (await status('two-kinds')).running === 2;
+    });
+    const pods = (await status('two-kinds')).pods.map((p: { compute: string }) => p.compute).sort();
+    expect(pods).toEqual(['a10g-next', 'l4-first']);
+    await reconcileUntil(cp, async () => (await compute('l4-first')).desiredNodes === 1);
+    // Nobody can fix EC2's capacity: the DEGRADED group is reported short, not failed (no NodegroupFailed page).
+    expect(reports.length).toBeGreaterThan(0);
+    expect(reports.every((r) => !r.failed)).toBe(true);
+    expect(
+      cp.transitions.filter(
+        (t) => t.kind === 'NodegroupFailed' && t.subject === 'l4-first' && t.to === 'ALARM',
+      ),
+    ).toEqual([]);
+    cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
+  });
+});

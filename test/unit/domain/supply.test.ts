@@ -1,0 +1,223 @@
+import { restoreHeadroom } from '../../../lambdas/domain/admission-world';
+import { PlacementHeadroom } from '../../../lambdas/domain/placement';
+import { ScopeTree } from '../../../lambdas/domain/quota';
+import {
+  admissibleComputes,
+  admissibleNodes,
+  cannotLaunch,
+  holdsLaunches,
+  idleReason,
+  nextShortage,
+  nodesByCompute,
+  replacementNodes,
+  type SupplyNode,
+  withReplacements,
+} from '../../../lambdas/domain/supply';
+import { builtin } from '../../helpers/computes';
+
+const NOW = '2026-12-06T03:00:00.000Z';
+const MIN = 60_000;
+const GRACE = 5 * MIN;
+const ago = (ms: number) => new Date(Date.parse(NOW) - ms).toISOString();
+
+const node = (
+  name: string,
+  over: Partial<SupplyNode> & { ready?: boolean; since?: string } = {},
+): SupplyNode => ({
+  metadata: {
+    name,
+    labels: { 'llmcap.dev/compute': 'pool' },
+    creationTimestamp: ago(60 * MIN),
+    ...over.metadata,
+  },
+  ...(over.spec ? { spec: over.spec } : {}),
+  status: {
+    conditions: [
+      {
+        type: 'Ready',
+        status: over.ready === false ? 'False' : 'True',
+        lastTransitionTime: over.since ?? ago(50 * MIN),
+      },
+    ],
+  },
+});
+
+const unit = (id: string) => ({
+  id,
+  kind: 'extra',
+  replicas: 1,
+  profile: 'l4',
+  resources: { gpus: 1, cores: 4, memoryGb: 16 },
+  placements: [{ compute: 'pool', profile: 'l4', replicas: 1 }],
+  admittedAt: NOW,
+  borrowed: false,
+});
+
+describe('nodes that take no pods (issue 32 §1)', () => {
+  it('counts a node cordoned by a person, not one cordoned by llmcap’s own scale-down drain', () => {
+    expect(idleReason(node('a', { spec: { unschedulable: true } }), NOW, GRACE)).toBe('cordoned');
+    const ours = node('b', {
+      spec: { unschedulable: true },
+      metadata: {
+        name: 'b',
+        managedFields: [{ manager: 'llmcap-drain', fieldsV1: { 'f:spec': { 'f:unschedulable': {} } } }],
+      },
+    });
+    expect(idleReason(ours, NOW, GRACE)).toBeUndefined();
+    // kubectl's cordon owns the field under its own manager.
+    const kubectl = node('c', {
+      spec: { unschedulable: true },
+      metadata: {
+        name: 'c',
+        managedFields: [{ manager: 'kubectl-cordon', fieldsV1: { 'f:spec': { 'f:unschedulable': {} } } }],
+      },
+    });
+    expect(idleReason(kubectl, NOW, GRACE)).toBe('cordoned');
+  });
+
+  it('counts a NotReady node only after the grace (a booting node is NotReady for a minute or two)', () => {
+    expect(idleReason(node('boot', { ready: false, since: ago(2 * MIN) }), NOW, GRACE)).toBeUndefined();
+    expect(idleReason(node('dead', { ready: false, since: ago(6 * MIN) }), NOW, GRACE)).toBe(
+      `NotReady since ${ago(6 * MIN)}`,
+    );
+    expect(idleReason(node('ok'), NOW, GRACE)).toBeUndefined();
+    const leaving = node('gone', { spec: { unschedulable: true } });
+    leaving.metadata.deletionTimestamp = ago(MIN);
+    expect(idleReason(leaving, NOW, GRACE)).toBeUndefined();
+  });
+
+  it('groups nodes by compute label, idle ones named', () => {
+    const other = node('x');
+    other.metadata.labels = { 'llmcap.dev/compute': 'other' };
+    const seen = nodesByCompute(
+      [node('b', { spec: { unschedulable: true } }), node('a'), other],
+      'llmcap.dev/compute',
+      NOW,
+      GRACE,
+    );
+    expect(seen.get('pool')).toEqual({ nodes: 2, idle: [{ node: 'b', why: 'cordoned' }] });
+    expect(seen.get('other')).toEqual({ nodes: 1, idle: [] });
+  });
+
+  it('replaces idle nodes within maxNodes, but not those already beyond the desired size (leaving)', () => {
+    expect(replacementNodes(1, 2, 2)).toBe(1);
+    // A scale-down from 3 to 2 whose removed node is cordoned: nothing to replace.
+    expect(replacementNodes(1, 3, 2)).toBe(0);
+    expect(withReplacements(2, 1, 4)).toBe(3);
+    expect(withReplacements(4, 1, 4)).toBe(4);
+    // Nothing needed: an idle node of an empty pool is not replaced.
+    expect(withReplacements(0, 1, 4)).toBe(0);
+  });
+
+  it('gives admission one node slot fewer per idle node, so a unit that no longer fits is placed again', () => {
+    const pool = { ...builtin('gpu-l4-1x'), name: 'pool' };
+    pool.spec = { ...pool.spec, nodeGroup: { ...pool.spec.nodeGroup, maxNodes: 2 } };
+    const idle = { ...pool, supply: { idleNodes: [{ node: 'n1', why: 'cordoned' }] } };
+    expect(admissibleComputes([idle])[0]!.spec.nodeGroup.maxNodes).toBe(1);
+    expect(admissibleComputes([pool])[0]).toBe(pool);
+    const model = {
+      name: 'chat',
+      spec: {
+        profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'pool' }],
+      },
+    } as never;
+    const admission = {
+      model: 'chat',
+      units: [unit('chat#min'), unit('chat#2')],
+    } as never;
+    const tree = new ScopeTree([]);
+    expect(restoreHeadroom([pool] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(2);
+    // The refusal of a replica that no longer fits says why the compute has fewer nodes than its maxNodes.
+    const headroom = PlacementHeadroom.create(admissibleComputes([idle]) as never);
+    const profile = { name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'pool' };
+    expect(headroom.place({ id: 'a', model: 'chat', profiles: [profile] as never, replicas: 1 }).ok).toBe(
+      true,
+    );
+    const refused = headroom.place({ id: 'b', model: 'chat', profiles: [profile] as never, replicas: 1 });
+    expect(refused).toMatchObject({
+      ok: false,
+      message: expect.stringContaining(
+        'pool is at the 1 nodes it can have now (1 of its nodes take no pods)',
+      ),
+    });
+    expect(restoreHeadroom([idle] as never, [admission], [model], tree).admissions[0]!.units).toHaveLength(1);
+  });
+});
+
+describe('GPUs that cannot be had (issue 32 §3)', () => {
+  const ICE =
+    'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.2xlarge capacity in the Availability Zone you requested (us-east-1a).';
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+
+  it('starts a shortage at a launch that failed for lack of capacity, not at any failure', () => {
+    const s = nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(0), message: ICE } },
+      at(0),
+      GRACE,
+    );
+    expect(s).toEqual({
+      since: at(0),
+      message: ICE,
+      lastFailureAt: at(0),
+      probes: 0,
+      nextProbeAt: at(5),
+      countedUntil: at(5),
+    });
+    const quota =
+      'Could not launch On-Demand Instances. VcpuLimitExceeded - You have requested more vCPU capacity';
+    expect(
+      nextShortage(undefined, { launch: { status: 'Failed', at: at(0), message: quota } }, at(0), GRACE),
+    ).toBe(undefined);
+    // The node group's health issue says it too, before (or without) an activity to date it.
+    expect(
+      nextShortage(
+        undefined,
+        { healthIssues: [{ code: 'AsgInstanceLaunchFailures', message: ICE }] },
+        at(1),
+        GRACE,
+      )?.since,
+    ).toBe(at(1));
+  });
+
+  it('backs off each failed probe, and ends at a launch that succeeded after the last failure', () => {
+    let s = nextShortage(undefined, { launch: { status: 'Failed', at: at(0), message: ICE } }, at(0), GRACE);
+    // The same failure seen again changes nothing; the next one (a probe) doubles the wait.
+    expect(nextShortage(s, { launch: { status: 'Failed', at: at(0), message: ICE } }, at(2), GRACE)).toBe(s);
+    s = nextShortage(s, { launch: { status: 'Failed', at: at(6), message: ICE } }, at(6), GRACE);
+    expect(s).toMatchObject({ since: at(0), probes: 1, nextProbeAt: at(16), countedUntil: at(10) });
+    s = nextShortage(s, { launch: { status: 'Failed', at: at(17), message: ICE } }, at(17), GRACE);
+    expect(s).toMatchObject({ probes: 2, nextProbeAt: at(37), countedUntil: at(21) });
+    // An older success says nothing; a newer one ends it.
+    expect(nextShortage(s, { launch: { status: 'Successful', at: at(3) } }, at(18), GRACE)).toBe(s);
+    expect(nextShortage(s, { launch: { status: 'Successful', at: at(18) } }, at(18), GRACE)).toBeUndefined();
+    // Nothing seen (the group has all it wants, so no activity was read): it stands.
+    expect(nextShortage(s, {}, at(20), GRACE)).toBe(s);
+  });
+
+  it('holds launches until the probe, and gives admission only the running nodes past the grace', () => {
+    const s = nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(0), message: ICE } },
+      at(0),
+      GRACE,
+    )!;
+    expect(holdsLaunches(s, at(4))).toBe(true);
+    expect(holdsLaunches(s, at(5))).toBe(false);
+    const c = {
+      spec: { nodeGroup: { maxNodes: 4 } },
+      status: { readyNodes: 1 },
+      supply: { shortOfCapacity: s },
+    };
+    // Within the grace the compute counts as before; past it only its running node, until the probe is due.
+    expect(cannotLaunch(s, at(4))).toBe(false);
+    expect(admissibleNodes(c, at(4))).toBe(4);
+    const later = { ...s, nextProbeAt: at(20) };
+    const short = { ...c, supply: { shortOfCapacity: later } };
+    expect(admissibleNodes(short, at(6))).toBe(1);
+    expect(admissibleComputes([short], at(6))[0]!.spec.nodeGroup.maxNodes).toBe(1);
+    // Without `now` (a caller that does not know the time) nothing changes; at the probe it counts again.
+    expect(admissibleNodes(short)).toBe(4);
+    expect(admissibleNodes(short, at(20))).toBe(4);
+  });
+});
