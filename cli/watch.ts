@@ -152,7 +152,7 @@ const replicas = (n: number) => `${n} replica${n === 1 ? '' : 's'}`;
 /**
  * Whether the model answer `m` shows the decision on the version applied: its status is of that version (when
  * the API says which version its status is of) and no replica waits with reason Queued, which is how a write
- * whose admission is decided later says so. A write decided at once is decided on the first read.
+ * whose admission the admitter has not decided yet says so.
  */
 export function decidedState(m: Item, version: number | undefined): Waited {
   const s = m.status ?? {};

@@ -181,7 +181,7 @@ class Pass implements RoomHost {
       this.byName.set(m.name, ms);
       const units = prev?.units ?? [];
       if (!ms.active) {
-        // Left exactly as stored: the API decides one model without touching the others' state.
+        // Left exactly as stored: a preview (?dryRun=All) decides one model without touching the others' state.
         ms.pending = prev?.pending.map((p) => ({ ...p })) ?? [];
         for (const u of units) this.hold(ms, u, false);
         continue;
