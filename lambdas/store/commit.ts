@@ -56,8 +56,8 @@ export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions =
       // Something the decision read changed before it landed (its item, a guard, a checked item): decide again
       // on what is there now, so the rules answer (a version asked for that no longer matches, a name now taken).
       if (attempt < attempts) {
-        // Jittered and growing, so that racers do not collide again.
-        await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 10)));
+        // Full jitter, growing to 250 ms: many writers of one item spread out instead of colliding again.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 5 * 2 ** attempt)));
         continue;
       }
       const own = failed.find((i) => i >= guards.length);
