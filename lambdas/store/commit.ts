@@ -27,8 +27,11 @@ export type TxItem = NonNullable<TransactWriteCommandInput['TransactItems']>[num
 export interface CommitOptions {
   /** The guards the decision's rules read (keys.guard), bumped with its commit. */
   guards?: readonly string[];
-  /** Decisions made before giving up with 409 when others keep changing what this one read; default 40. */
-  attempts?: number;
+  /**
+   * How long to keep deciding again while others keep changing what this one read, before 409; default 15 s,
+   * half the API's 29 s budget. Time, not a count: 64 writers of one item need some 64 rounds between them.
+   */
+  budgetMs?: number;
   /** One of the decision's own items (its index in `items`) still failed its condition at the last attempt. */
   onItemConflict?: (index: number) => Error;
 }
@@ -38,7 +41,7 @@ export type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
 /** Decides and commits, deciding again when a guard moved meanwhile; what the decision answers once it committed. */
 export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions = {}): Promise<T> {
   const guards = opts.guards ?? [];
-  const attempts = opts.attempts ?? 40;
+  const until = Date.now() + (opts.budgetMs ?? 15_000);
   for (let attempt = 1; ; attempt++) {
     // The guards first: a write that lands after this read moves them, so a decision on stale reads cannot commit.
     const versions = await Promise.all(guards.map(guardVersion));
@@ -55,7 +58,7 @@ export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions =
       if (!lostRace(e, failed)) throw e;
       // Something the decision read changed before it landed (its item, a guard, a checked item): decide again
       // on what is there now, so the rules answer (a version asked for that no longer matches, a name now taken).
-      if (attempt < attempts) {
+      if (Date.now() < until) {
         // Full jitter, growing to 250 ms: many writers of one item spread out instead of colliding again.
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 5 * 2 ** attempt)));
         continue;
