@@ -61,11 +61,14 @@ function instrument(): void {
           start,
           wire,
         });
-        if (command === 'TransactWriteItems') lastTx = (args.input as { TransactItems: Tx }).TransactItems;
-        // A write of one item commits as a plain conditional write (store/commit.ts): its shape is that one item.
-        const single = { PutItem: 'Put', UpdateItem: 'Update', DeleteItem: 'Delete' }[command];
-        if (single && (args.input as { ConditionExpression?: string }).ConditionExpression)
-          lastTx = [{ [single]: args.input }] as Tx;
+        // The write's own commit, the one that stores the model (the admitter runs in this process too, and
+        // commits admissions behind its fence). One item goes as a plain conditional write (store/commit.ts).
+        const isModel = (it: { Put?: { Item?: { pk?: unknown } } }) => it.Put?.Item?.pk === 'MODEL';
+        if (command === 'TransactWriteItems') {
+          const items = (args.input as { TransactItems: Tx }).TransactItems;
+          if (items.some((it) => isModel(it as never))) lastTx = items;
+        }
+        if (command === 'PutItem' && isModel({ Put: args.input as never })) lastTx = [{ Put: args.input }] as Tx;
       }
     },
     { step: 'initialize', name: 'benchCalls', override: true },
