@@ -3,7 +3,7 @@ import type { Compute } from './compute';
 import { conflict } from './errors';
 import type { ReplicaUnit } from './headroom';
 import type { Model } from './model';
-import { PlacementHeadroom } from './placement';
+import { type ComputeLike, PlacementHeadroom } from './placement';
 import {
   checkStart,
   type Decision,
@@ -34,7 +34,7 @@ export interface World {
  * (its compute was removed or shrunk) is dropped from the admission, so the pass places it again.
  */
 export function restoreHeadroom(
-  computes: readonly Compute[],
+  computes: readonly ComputeLike[],
   admissions: readonly ModelAdmission[],
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,
