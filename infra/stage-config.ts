@@ -52,6 +52,34 @@ export const StageConfigSchema = z.strictObject({
   /** Minutes a compute must need fewer nodes before it scales down. */
   scaleDownCooldown: z.number().int().min(0).max(1440).default(10),
   /**
+   * Consolidation (docs/design.md §3.5, lambdas/domain/consolidation.ts): replicas move to a cheaper placement
+   * only when it saves at least both the share of the pool's cost per hour and the dollars per hour; at most
+   * `movesPerModelPerHour` replicas of a model move in any hour, and critical models not inside the windows.
+   */
+  consolidation: z
+    .strictObject({
+      minSavingShare: z.number().min(0).max(1).default(0.05),
+      minSavingPerHour: z.number().min(0).default(1),
+      movesPerModelPerHour: z.number().int().min(0).max(1000).default(2),
+      protectedWindows: z
+        .array(
+          z.strictObject({
+            days: z.array(z.number().int().min(0).max(6)).min(1).optional(),
+            from: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time of day in UTC such as 08:00'),
+            to: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time of day in UTC such as 18:00'),
+          }),
+        )
+        .default([]),
+      readyTimeoutMinutes: z.number().int().min(1).max(1440).default(30),
+    })
+    .default({
+      minSavingShare: 0.05,
+      minSavingPerHour: 1,
+      movesPerModelPerHour: 2,
+      protectedWindows: [],
+      readyTimeoutMinutes: 30,
+    }),
+  /**
    * API Gateway throttling per route, in requests per second and the burst above it: writes (POST, PUT, PATCH,
    * DELETE) take DynamoDB transactions and may start workflows, so they default tighter than reads.
    */
