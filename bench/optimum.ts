@@ -62,7 +62,7 @@ const GPU_KINDS = [
 
 // CPU-only model servers: the placement bench's (llama.cpp, embedders, rerankers), and memory-heavy ones (large
 // contexts, q8 weights) that make the kind choice between m7i and r7i matter.
-const CPU_PROFILES: Profile[] = [
+export const CPU_PROFILES: Profile[] = [
   ...PLACEMENT_CPU_PROFILES,
   { name: 'cpu-8b-longctx', gpus: 0, cpuCores: 2, minMemoryGb: 20 },
   { name: 'cpu-14b-q8', gpus: 0, cpuCores: 3, minMemoryGb: 24 },
@@ -95,7 +95,7 @@ export interface OptimumMix {
 const pick = <T>(r: () => number, xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
 
 /** Real instance types as computes (maxNodes 100, so the cap never binds), resolved as the built-ins are. */
-function kindComputes(types: readonly string[]): ComputeLike[] {
+export function kindComputes(types: readonly string[]): ComputeLike[] {
   return resolveBuiltins(
     types.map((t) => ({
       name: t.replace('.', '-'),

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { ConsolidationPolicySchema, DEFAULT_CONSOLIDATION } from '../lambdas/domain/consolidation';
 import { FORMS_SENTENCE, parsePrincipal } from '../lambdas/domain/principal';
 
 /** The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days. */
@@ -56,29 +57,7 @@ export const StageConfigSchema = z.strictObject({
    * only when it saves at least both the share of the pool's cost per hour and the dollars per hour; at most
    * `movesPerModelPerHour` replicas of a model move in any hour, and critical models not inside the windows.
    */
-  consolidation: z
-    .strictObject({
-      minSavingShare: z.number().min(0).max(1).default(0.05),
-      minSavingPerHour: z.number().min(0).default(1),
-      movesPerModelPerHour: z.number().int().min(0).max(1000).default(2),
-      protectedWindows: z
-        .array(
-          z.strictObject({
-            days: z.array(z.number().int().min(0).max(6)).min(1).optional(),
-            from: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time of day in UTC such as 08:00'),
-            to: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a time of day in UTC such as 18:00'),
-          }),
-        )
-        .default([]),
-      readyTimeoutMinutes: z.number().int().min(1).max(1440).default(30),
-    })
-    .default({
-      minSavingShare: 0.05,
-      minSavingPerHour: 1,
-      movesPerModelPerHour: 2,
-      protectedWindows: [],
-      readyTimeoutMinutes: 30,
-    }),
+  consolidation: ConsolidationPolicySchema.default(DEFAULT_CONSOLIDATION),
   /**
    * API Gateway throttling per route, in requests per second and the burst above it: writes (POST, PUT, PATCH,
    * DELETE) take DynamoDB transactions and may start workflows, so they default tighter than reads.

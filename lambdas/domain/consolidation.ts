@@ -1,3 +1,4 @@
+import * as z from 'zod';
 import { restoreHeadroom, unitsOf, type World } from './admission-world';
 import type { ReplicaUnit, UnitPlacement } from './headroom';
 import type { Model } from './model';
@@ -59,6 +60,26 @@ export const DEFAULT_CONSOLIDATION: ConsolidationPolicy = {
   protectedWindows: [],
   readyTimeoutMinutes: 30,
 };
+
+const timeOfDay = (example: string) =>
+  z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, `a time of day in UTC such as ${example}`);
+
+/** The policy as the stage config (and LLMCAP_CONSOLIDATION) gives it; each field defaults to DEFAULT_CONSOLIDATION's. */
+export const ConsolidationPolicySchema = z.strictObject({
+  minSavingShare: z.number().min(0).max(1).default(DEFAULT_CONSOLIDATION.minSavingShare),
+  minSavingPerHour: z.number().min(0).default(DEFAULT_CONSOLIDATION.minSavingPerHour),
+  movesPerModelPerHour: z.number().int().min(0).max(1000).default(DEFAULT_CONSOLIDATION.movesPerModelPerHour),
+  protectedWindows: z
+    .array(
+      z.strictObject({
+        days: z.array(z.number().int().min(0).max(6)).min(1).optional(),
+        from: timeOfDay('08:00'),
+        to: timeOfDay('18:00'),
+      }),
+    )
+    .default([]),
+  readyTimeoutMinutes: z.number().int().min(1).max(1440).default(DEFAULT_CONSOLIDATION.readyTimeoutMinutes),
+});
 
 /** Ready replicas observed in the cluster, per model and per compute (absent: none Ready). */
 export type ReadyReplicas = Readonly<Record<string, Readonly<Record<string, number>>>>;
@@ -209,13 +230,16 @@ export function planConsolidation(
   /** The fresh plan (the held models' replicas where they are, when `pinHeld`), and the moves it implies. */
   function plan(pinHeld: boolean) {
     const units: ReplicaUnit[] = [];
+    // Where each unit runs now: the fresh plan improves on it, so replicas move only where that saves.
+    const start = new Map<string, readonly UnitPlacement[]>();
     const movable: { model: string; unit: AdmittedUnit; key: string }[] = [];
     for (const a of sorted) {
       const m = models.get(a.model);
       const reach = tree.reach(m?.owner);
       for (const u of a.units) {
         if ((pinHeld && held.has(a.model)) || u.takeBack) {
-          for (const pl of u.placements)
+          for (const pl of u.placements) {
+            start.set(`${u.id}@${pl.compute}`, [pl]);
             units.push({
               id: `${u.id}@${pl.compute}`,
               model: a.model,
@@ -223,10 +247,12 @@ export function planConsolidation(
               replicas: pl.replicas,
               reach,
             });
+          }
           continue;
         }
         const profile = unitProfile(m?.spec.profiles, u);
         units.push({ id: u.id, model: a.model, profiles: [profile], replicas: u.replicas, reach });
+        start.set(u.id, u.placements);
         // Replicas of the same request, pin and reach are interchangeable: moves are netted per such kind.
         const key = JSON.stringify([
           profile.gpus,
@@ -239,7 +265,12 @@ export function planConsolidation(
         movable.push({ model: a.model, unit: u, key });
       }
     }
-    const target = planPlacement(world.computes, units);
+    // Improved from where things run (few moves), unless placing afresh saves more than the threshold on top:
+    // the improvement alone stops in local optima a fresh plan gets out of.
+    const warm = planPlacement(world.computes, units, { start });
+    const fresh = planPlacement(world.computes, units);
+    const threshold = Math.max(policy.minSavingShare * current.totals.costPerHour, policy.minSavingPerHour);
+    const target = fresh.totals.costPerHour < warm.totals.costPerHour - threshold + 1e-9 ? fresh : warm;
     const targetOf = new Map(target.placements.map((p) => [p.unitId, p.placements]));
     const wouldMove = new Map<string, number>();
     const byKind = new Map<string, typeof movable>();
@@ -412,4 +443,90 @@ function shift(placements: readonly UnitPlacement[], compute: string, by: number
   return out
     .filter((x) => x.replicas > 0)
     .sort((a, b) => (a.compute < b.compute ? -1 : a.compute > b.compute ? 1 : 0));
+}
+
+/** Who reads a plan: the API's Caller (domain/quota/telling.ts's Reader). */
+export interface PlanReader {
+  readonly isPlatformAdmin: boolean;
+  canSee(scope: string | undefined): boolean;
+}
+
+/** A plan as one caller may read it. */
+export interface ConsolidationView
+  extends Pick<
+    ConsolidationPlan,
+    | 'currentPerHour'
+    | 'plannedPerHour'
+    | 'savingPerHour'
+    | 'thresholdPerHour'
+    | 'acts'
+    | 'moves'
+    | 'inFlight'
+    | 'held'
+  > {
+  nodes: (ConsolidationPlan['nodes'][number] & { owner?: string })[];
+  /** What concerns models (and computes) the reader may not see: counted, never named. */
+  others: { moves: number; inFlight: number; held: number; computes: number };
+}
+
+/**
+ * The plan as `reader` may read it (docs/security.md, What names tell): moves, moves in flight and holds of
+ * models it can see, each model with its owner; those of others counted without names, as take-backs are
+ * told (domain/quota/telling.ts); computes it cannot see counted too. The pool's cost and saving are the
+ * cluster's totals, which every reader of the capacity view sees.
+ */
+export function consolidationView(
+  plan: ConsolidationPlan,
+  world: Pick<ConsolidationWorld, 'computes' | 'models'>,
+  reader: PlanReader,
+): ConsolidationView {
+  const ownerOf = new Map(world.models.map((m) => [m.name, m.owner]));
+  const computeOwner = new Map(world.computes.map((c) => [c.name, c.owner]));
+  const sees = (model: string) => reader.isPlatformAdmin || reader.canSee(ownerOf.get(model));
+  const withOwner = <T extends { model: string }>(x: T) => {
+    const owner = ownerOf.get(x.model);
+    return owner ? { ...x, owner } : x;
+  };
+  const split = <T extends { model: string }>(xs: readonly T[]) => {
+    const seen = xs.filter((x) => sees(x.model));
+    return { seen: seen.map(withOwner), hidden: xs.length - seen.length };
+  };
+  const moves = split(plan.moves);
+  const inFlight = split(plan.inFlight);
+  const held = split(plan.held);
+  const nodes = plan.nodes.filter(
+    (n) => reader.isPlatformAdmin || reader.canSee(computeOwner.get(n.compute)),
+  );
+  return {
+    currentPerHour: plan.currentPerHour,
+    plannedPerHour: plan.plannedPerHour,
+    savingPerHour: plan.savingPerHour,
+    thresholdPerHour: plan.thresholdPerHour,
+    acts: plan.acts,
+    moves: moves.seen,
+    inFlight: inFlight.seen,
+    held: held.seen,
+    nodes: nodes.map((n) => {
+      const owner = computeOwner.get(n.compute);
+      return owner ? { ...n, owner } : n;
+    }),
+    others: {
+      moves: moves.hidden,
+      inFlight: inFlight.hidden,
+      held: held.hidden,
+      computes: plan.nodes.length - nodes.length,
+    },
+  };
+}
+
+/** Every placed replica as Ready: what the API assumes, since it does not observe pods (the admitter does). */
+export function placedAsReady(admissions: readonly ModelAdmission[]): ReadyReplicas {
+  const out: Record<string, Record<string, number>> = {};
+  for (const a of admissions) {
+    const per: Record<string, number> = {};
+    for (const u of a.units)
+      for (const p of u.placements) per[p.compute] = (per[p.compute] ?? 0) + p.replicas;
+    out[a.model] = per;
+  }
+  return out;
 }

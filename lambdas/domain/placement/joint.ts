@@ -110,6 +110,65 @@ export function planJoint(
   return best && result(kinds, best, n);
 }
 
+/**
+ * The joint plan improved from a known assignment (each replica's compute, classes expanded in order) rather
+ * than made afresh: consolidation's target, so that what already runs moves only where that saves. Each
+ * compute's replicas are packed largest first onto its nodes, then only strictly cheaper changes are kept
+ * (ruin-and-recreate on small plans, the local moves beyond). Undefined when a replica has no start it may use.
+ */
+export function improveJoint(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  start: Int32Array,
+): JointPlan | undefined {
+  const n = start.length;
+  const cls = new Int32Array(n);
+  {
+    let i = 0;
+    classes.forEach((c, ci) => {
+      for (let r = 0; r < c.count; r++) cls[i++] = ci;
+    });
+  }
+  const order = Array.from({ length: n }, (_, i) => i);
+  const key = (i: number) => share(kinds, classes, cls[i]!, start[i]!);
+  for (let i = 0; i < n; i++)
+    if (start[i]! < 0 || !classes[cls[i]!]!.eligible.includes(start[i]!)) return undefined;
+  order.sort((a, b) => start[a]! - start[b]! || key(b) - key(a) || a - b);
+  const nodes: Node[] = [];
+  const byKind: number[][] = kinds.map(() => []);
+  for (const i of order) {
+    const k = start[i]!;
+    const { gpus: g, millicores: m, memoryMiB: mi } = classes[cls[i]!]!.request;
+    let chosen = byKind[k]!.find((x) => nodes[x]!.g >= g && nodes[x]!.m >= m && nodes[x]!.mi >= mi) ?? -1;
+    if (chosen < 0) {
+      const a = kinds[k]!.alloc;
+      if (g > a.gpus || m > a.millicores || mi > a.memoryMiB) return undefined;
+      chosen = nodes.length;
+      nodes.push({ kind: k, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
+      byKind[k]!.push(chosen);
+    }
+    const nd = nodes[chosen]!;
+    nd.g -= g;
+    nd.m -= m;
+    nd.mi -= mi;
+    nd.items.push(i);
+  }
+  if (n > SMALL) {
+    improve(kinds, classes, cls, nodes, Math.max(MIN_STEPS, Math.min(n, IMPROVE_MAX) * STEPS_PER_REPLICA));
+    return result(kinds, nodes, n);
+  }
+  const improved = ruinAndRecreate(
+    kinds,
+    classes,
+    cls,
+    nodes,
+    lcg(0x9e3779b9),
+    n * LNS_STEPS_PER_REPLICA,
+    true,
+  );
+  return result(kinds, improved, n);
+}
+
 /** A small linear congruential generator in [0, 1): deterministic restarts without module state. */
 function lcg(seed: number): () => number {
   let x = seed >>> 0;
@@ -534,6 +593,7 @@ function ruinAndRecreate(
   start: Node[],
   random: () => number,
   rounds: number,
+  strict = false,
 ): Node[] {
   const nodes = start.filter((nd) => nd.items.length).map((nd) => ({ ...nd, items: [...nd.items] }));
   const loadOf = (nd: Node) => {
@@ -677,7 +737,7 @@ function ruinAndRecreate(
         deltaSpread += spreadOf(nodes[x]!);
       }
     }
-    if (ok && (delta < -1e-9 || (delta <= 1e-9 && (deltaSpread >= -1e-12 || random() < WALK)))) {
+    if (ok && (delta < -1e-9 || (!strict && delta <= 1e-9 && (deltaSpread >= -1e-12 || random() < WALK)))) {
       // Kept: emptied nodes leave the list (their compute's count with them).
       let w = 0;
       for (let x = 0; x < nodes.length; x++) {
