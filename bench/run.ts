@@ -54,6 +54,12 @@ const sections: Section[] = [
     run: () => load('autoscaling', 'benchAutoscaling'),
   },
   {
+    title: 'Consolidation',
+    intro:
+      'Consolidation (issue 34 §3, lambdas/domain/consolidation.ts) after churn: passes until what is admitted costs within 3% of the optimum, with no Ready replica lost and no move from a plan whose saving is below its threshold.',
+    run: () => load('consolidation', 'benchConsolidation'),
+  },
+  {
     title: 'Reconcile',
     intro:
       'One reconcile pass at scale against DynamoDB Local, the local Step Functions and the cloud simulator.',

@@ -68,7 +68,8 @@ function instrument(): void {
           const items = (args.input as { TransactItems: Tx }).TransactItems;
           if (items.some((it) => isModel(it as never))) lastTx = items;
         }
-        if (command === 'PutItem' && isModel({ Put: args.input as never })) lastTx = [{ Put: args.input }] as Tx;
+        if (command === 'PutItem' && isModel({ Put: args.input as never }))
+          lastTx = [{ Put: args.input }] as Tx;
       }
     },
     { step: 'initialize', name: 'benchCalls', override: true },

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { ConsolidationPolicySchema, DEFAULT_CONSOLIDATION } from '../lambdas/domain/consolidation';
 import { FORMS_SENTENCE, parsePrincipal } from '../lambdas/domain/principal';
 
 /** The retention periods CloudWatch Logs accepts (PutRetentionPolicy), in days. */
@@ -51,6 +52,12 @@ export const StageConfigSchema = z.strictObject({
   reconcileRate: z.number().int().min(1).max(60).default(1),
   /** Minutes a compute must need fewer nodes before it scales down. */
   scaleDownCooldown: z.number().int().min(0).max(1440).default(10),
+  /**
+   * Consolidation (docs/design.md §3.5, lambdas/domain/consolidation.ts): replicas move to a cheaper placement
+   * only when it saves at least both the share of the pool's cost per hour and the dollars per hour; at most
+   * `movesPerModelPerHour` replicas of a model move in any hour, and critical models not inside the windows.
+   */
+  consolidation: ConsolidationPolicySchema.default(DEFAULT_CONSOLIDATION),
   /**
    * API Gateway throttling per route, in requests per second and the burst above it: writes (POST, PUT, PATCH,
    * DELETE) take DynamoDB transactions and may start workflows, so they default tighter than reads.

@@ -181,10 +181,69 @@ function generic(value: unknown): string {
   return toYaml(value);
 }
 
+/** `--consolidation`: the plan before it acts, as GET /v1/capacity?consolidation=true answers it. */
+function consolidationText(body: Item): string {
+  const money = (x: number) => `$${Number(x).toFixed(4)}/h`;
+  const out = [
+    `Now ${money(body.currentPerHour)}; placed afresh ${money(body.plannedPerHour)}: saves ${money(body.savingPerHour)} (acts at ${money(body.thresholdPerHour)} or more).`,
+    body.acts
+      ? 'Consolidation acts: each model moves one replica at a time, the new one Ready before the old one goes.'
+      : 'Consolidation does not act: the saving is below the threshold, or nothing would move.',
+  ];
+  // One row per (model, from, to), with how many replicas.
+  const group = (moves: Item[]) => {
+    const rows = new Map<string, Row>();
+    for (const m of moves) {
+      const key = `${m.model}\t${m.from}\t${m.to}`;
+      const row = rows.get(key) ?? [m.model, m.owner ?? 'shared', m.from, m.to, 0];
+      row[4] = Number(row[4]) + 1;
+      rows.set(key, row);
+    }
+    return [...rows.values()];
+  };
+  const head = ['MODEL', 'OWNER', 'FROM', 'TO', 'REPLICAS'];
+  if (body.moves?.length) out.push('', 'Moves:', indent(table(head, group(body.moves))));
+  if (body.inFlight?.length) out.push('', 'Moving now:', indent(table(head, group(body.inFlight))));
+  if (body.held?.length)
+    out.push(
+      '',
+      'Held where they are:',
+      indent(
+        table(
+          ['MODEL', 'OWNER', 'REPLICAS', 'WHY'],
+          body.held.map((h: Item) => [h.model, h.owner ?? 'shared', h.replicas, h.reason]),
+        ),
+      ),
+    );
+  if (body.nodes?.length)
+    out.push(
+      '',
+      'Nodes:',
+      indent(
+        table(
+          ['COMPUTE', 'NOW', 'AFTER', 'PER NODE'],
+          body.nodes.map((n: Item) => [n.compute, n.before, n.after, money(n.perHour)]),
+        ),
+      ),
+    );
+  const o = body.others ?? {};
+  const hidden = [
+    o.moves ? `${o.moves} move(s)` : '',
+    o.inFlight ? `${o.inFlight} moving now` : '',
+    o.held ? `${o.held} held model(s)` : '',
+    o.computes ? `${o.computes} compute(s)` : '',
+  ].filter(Boolean);
+  if (hidden.length) out.push('', `And ${hidden.join(', ')} of scopes you cannot read.`);
+  return out.join('\n');
+}
+
 export const capacity: Command = {
   name: 'capacity',
   summary: 'Capacity at a glance: usage against guarantee and limit per scope, and why replicas wait',
-  usage: ['capacity [SCOPE] [--resource gpus|cores|memory|all] [-o table|json|yaml]'],
+  usage: [
+    'capacity [SCOPE] [--resource gpus|cores|memory|all] [-o table|json|yaml]',
+    'capacity --consolidation [-o table|json|yaml]',
+  ],
   help: `One row per scope (children indented under their parents): a bar of usage against guarantee and
 limit, the figures used/guaranteed/limit (∞: no limit), whether the scope is at its limit, and its
 pending replicas by reason; then each pending replica with the reason it waits, and the cluster headroom.
@@ -195,12 +254,21 @@ Bars: ${BAR_LEGEND}
 Options:
   --resource R   gpus (default), cores, memory, a comma-separated list, or all
   --width N      bar width in characters (default 16, or 10 with several resources)
+  --consolidation
+                 what consolidation would move to a cheaper placement, before it acts: the saving
+                 per hour, the moves, the nodes freed (moves of scopes you cannot read are counted)
   -o json|yaml   the API's answer as it is
 
 Examples:
   llmcap capacity
-  llmcap capacity team:ml --resource all`,
-  options: { resource: { type: 'string' }, width: { type: 'string' }, ...OUTPUT_OPTION },
+  llmcap capacity team:ml --resource all
+  llmcap capacity --consolidation`,
+  options: {
+    resource: { type: 'string' },
+    width: { type: 'string' },
+    consolidation: { type: 'boolean' },
+    ...OUTPUT_OPTION,
+  },
   async run(ctx) {
     const [scope] = positionals(ctx.args, 0, 1, 'SCOPE');
     const f = format(ctx.args.values);
@@ -211,6 +279,12 @@ Examples:
       throw new UsageError(`--width must be a whole number from 4 to 80, not ${w}`);
     }
     const client = await ctx.client();
+    if (ctx.args.values.consolidation === true) {
+      if (scope) throw new UsageError('--consolidation shows the whole cluster: leave SCOPE out');
+      const plan = (await client.get('/v1/capacity?consolidation=true')).body;
+      ctx.out(f === 'json' ? toJson(plan) : f === 'yaml' ? toYaml(plan) : consolidationText(plan as Item));
+      return EXIT.ok;
+    }
     const body = (await client.get(scope ? `/v1/capacity/${seg(scope)}` : '/v1/capacity')).body;
     if (f === 'json') {
       ctx.out(toJson(body));

@@ -142,6 +142,7 @@ export class LlmcapStack extends Stack {
         LLMCAP_CLUSTER: cfg.clusterName,
         LLMCAP_SUBNETS: cfg.subnetIds.join(','),
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
+        LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
       },
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
       inline: catalogInline,
@@ -249,6 +250,7 @@ export class LlmcapStack extends Stack {
         LLMCAP_CLUSTER: cfg.clusterName,
         LLMCAP_SUBNETS: cfg.subnetIds.join(','),
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
+        LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
         LLMCAP_PROVISION_SM_ARN: this.workflows.provision.stateMachineArn,
         LLMCAP_SCALE_SM_ARN: this.workflows.scale.stateMachineArn,
         LLMCAP_DELETE_SM_ARN: this.workflows.delete.stateMachineArn,

@@ -3,7 +3,7 @@ import type { Compute } from './compute';
 import { conflict } from './errors';
 import type { ReplicaUnit } from './headroom';
 import type { Model } from './model';
-import { PlacementHeadroom } from './placement';
+import { type ComputeLike, PlacementHeadroom } from './placement';
 import {
   checkStart,
   type Decision,
@@ -46,7 +46,7 @@ export interface World {
  * next profile or compute the model allows, or pending.
  */
 export function restoreHeadroom(
-  computes: readonly Compute[],
+  computes: readonly ComputeLike[],
   admissions: readonly ModelAdmission[],
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,

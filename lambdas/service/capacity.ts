@@ -1,5 +1,6 @@
 import type { Caller } from '../domain/access';
 import { restoreHeadroom } from '../domain/admission-world';
+import { consolidationView, placedAsReady, planConsolidation } from '../domain/consolidation';
 import { capacityView, type ScopeTree } from '../domain/quota';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
@@ -11,10 +12,25 @@ import { requireVisibleScope } from './scopes';
  * pending by reason, from the stored admissions (no decision pass); and the cluster headroom as admitted.
  */
 export function capacityService(
-  _deps: Dependencies,
+  deps: Dependencies,
   svc: { catalog: CatalogService; admission: AdmissionService },
 ) {
   return {
+    /**
+     * What consolidation would do now (GET /v1/capacity?consolidation=true), before it acts: the moves, the
+     * saving per hour and the nodes freed, as the caller may read them. The API does not observe pods, so
+     * every placed replica counts as Ready here; the admitter plans with what it observes.
+     */
+    async consolidation(caller: Caller<ScopeTree>) {
+      const world = await svc.admission.loadWorld(await svc.catalog.load());
+      const plan = planConsolidation(
+        world,
+        placedAsReady(world.admissions),
+        deps.config().consolidation,
+        deps.clock().toISOString(),
+      );
+      return consolidationView(plan, world, caller);
+    },
     async view(caller: Caller<ScopeTree>, scope?: string) {
       if (scope) requireVisibleScope(caller, scope);
       const world = await svc.admission.loadWorld(await svc.catalog.load());

@@ -1,5 +1,10 @@
 import * as z from 'zod';
 import type { WorkflowKind } from '../domain/actions';
+import {
+  type ConsolidationPolicy,
+  ConsolidationPolicySchema,
+  DEFAULT_CONSOLIDATION,
+} from '../domain/consolidation';
 import { FORMS_SENTENCE, type Principal, parsePrincipal } from '../domain/principal';
 
 /**
@@ -72,6 +77,26 @@ export const RuntimeConfigSchema = z.object({
   LLMCAP_CLUSTER: z.string().min(1).default('llmcap-local'),
   LLMCAP_SUBNETS: csv,
   LLMCAP_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** The stage's consolidation policy as JSON (infra/stage-config.ts `consolidation`); absent: the defaults. */
+  LLMCAP_CONSOLIDATION: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      let raw: unknown = {};
+      try {
+        raw = s ? JSON.parse(s) : {};
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'JSON such as {"minSavingPerHour": 2}' });
+        return z.NEVER;
+      }
+      const r = ConsolidationPolicySchema.safeParse(raw);
+      if (!r.success) {
+        for (const i of r.error.issues)
+          ctx.addIssue({ code: 'custom', message: `${i.path.join('.')}: ${i.message}` });
+        return z.NEVER;
+      }
+      return r.data;
+    }),
   /** The first wait before a failed node group create is tried again; it doubles per failure (domain/create-retry.ts). */
   LLMCAP_CREATE_RETRY_SECONDS: z.coerce.number().min(0).max(3600).default(300),
   /**
@@ -136,6 +161,7 @@ export interface RuntimeConfig {
   configDir?: string;
   region: string;
   deployWorkloads: boolean;
+  consolidation: ConsolidationPolicy;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -158,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     cluster: e.LLMCAP_CLUSTER,
     subnetIds: e.LLMCAP_SUBNETS,
     cooldownSeconds: e.LLMCAP_COOLDOWN_SECONDS,
+    consolidation: e.LLMCAP_CONSOLIDATION ?? DEFAULT_CONSOLIDATION,
     createRetrySeconds: e.LLMCAP_CREATE_RETRY_SECONDS,
     supplyGraceSeconds: e.LLMCAP_SUPPLY_GRACE_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),

@@ -10,9 +10,17 @@ import { scopeNamespace } from '../../domain/workloads';
 import type { Services, StoredQuota, StoredScope } from '../../service';
 import { config } from '../../shared/config';
 import type { ApiRequest } from '../http';
-import { HttpError, json, parseBody, scopeKey, scopeKeyOf } from '../http';
+import { HttpError, json, parseBody, parseQuery, scopeKey, scopeKeyOf } from '../http';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
+
+/** GET /v1/capacity's query: `consolidation=true` answers the consolidation plan instead of the view. */
+export const CapacityQuery = z.strictObject({
+  consolidation: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe('true: the consolidation plan (moves, saving per hour, nodes freed) as the caller may read it'),
+});
 
 /** Scopes, members, quotas and the capacity view (docs/design.md §4, docs/reference/quota-semantics.md). */
 
@@ -304,11 +312,21 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     );
   };
 
-  router.add('GET', '/v1/capacity', (req) => capacity(req), {
-    summary:
-      'Per scope: guarantee, limit, usage, borrowed, atLimit, pending by reason; and the cluster headroom',
-    responses: { 200: 'the capacity view' },
-  });
+  router.add(
+    'GET',
+    '/v1/capacity',
+    async (req) => {
+      const q = parseQuery(CapacityQuery, req.query);
+      if (q.consolidation !== 'true') return capacity(req);
+      return json(200, await svc.capacity.consolidation(await callerOf(req)));
+    },
+    {
+      summary:
+        'Per scope: guarantee, limit, usage, borrowed, atLimit, pending by reason; and the cluster headroom. With consolidation=true: what consolidation would move, its saving per hour and the nodes it frees, before it acts',
+      query: CapacityQuery,
+      responses: { 200: 'the capacity view, or the consolidation plan' },
+    },
+  );
   router.add('GET', '/v1/capacity/{scope}', (req) => capacity(req, req.params.scope), {
     summary: 'The capacity view of one scope and its subtree',
     responses: { 200: 'the capacity view' },

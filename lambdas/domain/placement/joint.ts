@@ -45,6 +45,18 @@ const VICTIMS = 64;
 /** Plans this small (in replicas) are also tried from perturbed orders, and the cheapest plan kept. */
 const SMALL = 400;
 const RESTARTS = 24;
+/**
+ * Ruin-and-recreate rounds per replica on small plans. The restarts and local moves leave up to 11% on the
+ * table where the saving needs replicas of several nodes to trade places across kinds (a node of the dear
+ * kind half full of what the cheap kind could hold); emptying a few nodes at once and refilling them finds it.
+ */
+const LNS_STEPS_PER_REPLICA = 60;
+/**
+ * How often a round that costs the same but spreads the load more is kept anyway: a walk on the plateau of
+ * equal cost, without which the search sticks where every node is nearly full in one dimension (seeds 62 and
+ * 98 of the optimum bench, one kind: 5 nodes where 4 do).
+ */
+const WALK = 0.5;
 
 export function planJoint(
   kinds: readonly ComputeInfo[],
@@ -93,7 +105,68 @@ export function planJoint(
       best = nodes;
     }
   }
+  if (best && n <= SMALL)
+    best = ruinAndRecreate(kinds, classes, cls, best, random, n * LNS_STEPS_PER_REPLICA);
   return best && result(kinds, best, n);
+}
+
+/**
+ * The joint plan improved from a known assignment (each replica's compute, classes expanded in order) rather
+ * than made afresh: consolidation's target, so that what already runs moves only where that saves. Each
+ * compute's replicas are packed largest first onto its nodes, then only strictly cheaper changes are kept
+ * (ruin-and-recreate on small plans, the local moves beyond). Undefined when a replica has no start it may use.
+ */
+export function improveJoint(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  start: Int32Array,
+): JointPlan | undefined {
+  const n = start.length;
+  const cls = new Int32Array(n);
+  {
+    let i = 0;
+    classes.forEach((c, ci) => {
+      for (let r = 0; r < c.count; r++) cls[i++] = ci;
+    });
+  }
+  const order = Array.from({ length: n }, (_, i) => i);
+  const key = (i: number) => share(kinds, classes, cls[i]!, start[i]!);
+  for (let i = 0; i < n; i++)
+    if (start[i]! < 0 || !classes[cls[i]!]!.eligible.includes(start[i]!)) return undefined;
+  order.sort((a, b) => start[a]! - start[b]! || key(b) - key(a) || a - b);
+  const nodes: Node[] = [];
+  const byKind: number[][] = kinds.map(() => []);
+  for (const i of order) {
+    const k = start[i]!;
+    const { gpus: g, millicores: m, memoryMiB: mi } = classes[cls[i]!]!.request;
+    let chosen = byKind[k]!.find((x) => nodes[x]!.g >= g && nodes[x]!.m >= m && nodes[x]!.mi >= mi) ?? -1;
+    if (chosen < 0) {
+      const a = kinds[k]!.alloc;
+      if (g > a.gpus || m > a.millicores || mi > a.memoryMiB) return undefined;
+      chosen = nodes.length;
+      nodes.push({ kind: k, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
+      byKind[k]!.push(chosen);
+    }
+    const nd = nodes[chosen]!;
+    nd.g -= g;
+    nd.m -= m;
+    nd.mi -= mi;
+    nd.items.push(i);
+  }
+  if (n > SMALL) {
+    improve(kinds, classes, cls, nodes, Math.max(MIN_STEPS, Math.min(n, IMPROVE_MAX) * STEPS_PER_REPLICA));
+    return result(kinds, nodes, n);
+  }
+  const improved = ruinAndRecreate(
+    kinds,
+    classes,
+    cls,
+    nodes,
+    lcg(0x9e3779b9),
+    n * LNS_STEPS_PER_REPLICA,
+    true,
+  );
+  return result(kinds, improved, n);
 }
 
 /** A small linear congruential generator in [0, 1): deterministic restarts without module state. */
@@ -503,4 +576,189 @@ function result(kinds: readonly ComputeInfo[], nodes: Node[], n: number): JointP
     }
   }
   return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+}
+
+/**
+ * Large-neighbourhood search: empty a few nodes (one of the least loaded and some others), put their replicas
+ * back largest first (one round in four in a random order) into the best-fitting open node of a compute they
+ * may use, opening a node where its cost per share filled is lowest, and keep the result when it costs no
+ * more (on ties, when its load is more concentrated, which makes the next node easier to empty). A round
+ * that is not kept is undone from a log, so a round costs what it touches, not the plan's size.
+ * Deterministic: `random` is seeded.
+ */
+function ruinAndRecreate(
+  kinds: readonly ComputeInfo[],
+  classes: readonly JointClass[],
+  cls: Int32Array,
+  start: Node[],
+  random: () => number,
+  rounds: number,
+  strict = false,
+): Node[] {
+  const nodes = start.filter((nd) => nd.items.length).map((nd) => ({ ...nd, items: [...nd.items] }));
+  const loadOf = (nd: Node) => {
+    const a = kinds[nd.kind]!.alloc;
+    return Math.max(a.gpus > 0 ? 1 - nd.g / a.gpus : 0, 1 - nd.m / a.millicores, 1 - nd.mi / a.memoryMiB);
+  };
+  // What a node adds to the score: its price, and its price weighted by its load squared (the tie-break).
+  const spreadOf = (nd: Node) => (nd.items.length ? kinds[nd.kind]!.perHour * loadOf(nd) ** 2 : 0);
+  const priceOf = (nd: Node) => (nd.items.length ? kinds[nd.kind]!.perHour : 0);
+  // CPU-only replicas keep off GPU nodes when a CPU compute may take them, as the greedy does.
+  const allowed = classes.map((c) => {
+    const el = new Uint8Array(kinds.length);
+    const cpu = c.request.gpus === 0 && c.eligible.some((k) => kinds[k]!.alloc.gpus === 0);
+    for (const k of c.eligible) if (!cpu || kinds[k]!.alloc.gpus === 0) el[k] = 1;
+    return { list: c.eligible.filter((k) => el[k]), has: el };
+  });
+  const firstShare = classes.map((_, ci) =>
+    allowed[ci]!.list.length ? share(kinds, classes, ci, allowed[ci]!.list[0]!) : 0,
+  );
+  const count = new Int32Array(kinds.length);
+  for (const nd of nodes) count[nd.kind]!++;
+  // The undo log of a round: each touched node's state before it (items only ever appended, so their count).
+  const logNode: number[] = [];
+  const logState: { g: number; m: number; mi: number; len: number; items?: number[] }[] = [];
+  const touched = new Int32Array(start.length + classes.reduce((x, c) => x + c.count, 0) + 1).fill(-1);
+  let pool: number[] = [];
+  for (let round = 0; round < rounds && nodes.length > 1; round++) {
+    logNode.length = 0;
+    logState.length = 0;
+    const baseLen = nodes.length;
+    let delta = 0;
+    let deltaSpread = 0;
+    const touch = (x: number, keepItems: boolean) => {
+      if (touched[x] === round) return;
+      touched[x] = round;
+      const nd = nodes[x]!;
+      logNode.push(x);
+      logState.push({
+        g: nd.g,
+        m: nd.m,
+        mi: nd.mi,
+        len: nd.items.length,
+        ...(keepItems ? {} : { items: nd.items }),
+      });
+      delta -= priceOf(nd);
+      deltaSpread -= spreadOf(nd);
+    };
+    const a = Math.floor(random() * nodes.length);
+    const b = Math.floor(random() * nodes.length);
+    const victims = new Set([loadOf(nodes[a]!) <= loadOf(nodes[b]!) ? a : b]);
+    const extra = 1 + Math.floor(random() * 3);
+    for (let e = 0; e < extra && victims.size < nodes.length; e++)
+      victims.add(Math.floor(random() * nodes.length));
+    pool = [];
+    for (const v of victims) {
+      const nd = nodes[v]!;
+      touch(v, false);
+      pool.push(...nd.items);
+      const al = kinds[nd.kind]!.alloc;
+      nd.items = [];
+      nd.g = al.gpus;
+      nd.m = al.millicores;
+      nd.mi = al.memoryMiB;
+    }
+    const shuffled = random() < 0.25;
+    const key = new Map<number, number>();
+    for (const i of pool) key.set(i, shuffled ? random() : firstShare[cls[i]!]! * (0.6 + 0.8 * random()));
+    pool.sort((x, y) => key.get(y)! - key.get(x)! || x - y);
+    let ok = true;
+    for (let p = 0; p < pool.length; p++) {
+      const i = pool[p]!;
+      const ci = cls[i]!;
+      const { gpus: g, millicores: m, memoryMiB: mi } = classes[ci]!.request;
+      const el = allowed[ci]!;
+      let chosen = -1;
+      let slack = Number.POSITIVE_INFINITY;
+      for (let x = 0; x < nodes.length; x++) {
+        const nd = nodes[x]!;
+        // Emptied nodes are not refilled: the point is to find room elsewhere.
+        if (!nd.items.length || nd.g < g || nd.m < m || nd.mi < mi || !el.has[nd.kind]) continue;
+        const al = kinds[nd.kind]!.alloc;
+        const sl =
+          (al.gpus > 0 ? (nd.g - g) / al.gpus : 0) + (nd.m - m) / al.millicores + (nd.mi - mi) / al.memoryMiB;
+        if (sl < slack) {
+          slack = sl;
+          chosen = x;
+        }
+      }
+      if (chosen < 0) {
+        // A new node where this replica's share costs least once the rest of the pool that may go there fills it.
+        let best = -1;
+        let bestCost = Number.POSITIVE_INFINITY;
+        for (const k of el.list) {
+          if (count[k]! >= kinds[k]!.maxNodes) continue;
+          const al = kinds[k]!.alloc;
+          if (g > al.gpus || m > al.millicores || mi > al.memoryMiB) continue;
+          let fg = 0;
+          let fm = 0;
+          let fmi = 0;
+          for (let q = p; q < pool.length; q++) {
+            const cq = cls[pool[q]!]!;
+            if (!allowed[cq]!.has[k]) continue;
+            const r = classes[cq]!.request;
+            fg += r.gpus;
+            fm += r.millicores;
+            fmi += r.memoryMiB;
+          }
+          const fill = Math.min(
+            1,
+            Math.max(al.gpus > 0 ? fg / al.gpus : 0, fm / al.millicores, fmi / al.memoryMiB),
+          );
+          const sh = share(kinds, classes, ci, k);
+          const cost = (kinds[k]!.perHour * sh) / Math.max(fill, sh);
+          if (cost < bestCost - 1e-12) {
+            bestCost = cost;
+            best = k;
+          }
+        }
+        if (best < 0) {
+          ok = false;
+          break;
+        }
+        const al = kinds[best]!.alloc;
+        chosen = nodes.length;
+        nodes.push({ kind: best, g: al.gpus, m: al.millicores, mi: al.memoryMiB, items: [] });
+        count[best]!++;
+      } else if (chosen < baseLen) touch(chosen, true);
+      const nd = nodes[chosen]!;
+      nd.g -= g;
+      nd.m -= m;
+      nd.mi -= mi;
+      nd.items.push(i);
+    }
+    if (ok) {
+      for (const x of logNode) {
+        delta += priceOf(nodes[x]!);
+        deltaSpread += spreadOf(nodes[x]!);
+      }
+      for (let x = baseLen; x < nodes.length; x++) {
+        delta += priceOf(nodes[x]!);
+        deltaSpread += spreadOf(nodes[x]!);
+      }
+    }
+    if (ok && (delta < -1e-9 || (!strict && delta <= 1e-9 && (deltaSpread >= -1e-12 || random() < WALK)))) {
+      // Kept: emptied nodes leave the list (their compute's count with them).
+      let w = 0;
+      for (let x = 0; x < nodes.length; x++) {
+        const nd = nodes[x]!;
+        if (nd.items.length) nodes[w++] = nd;
+        else count[nd.kind]!--;
+      }
+      nodes.length = w;
+      continue;
+    }
+    for (let x = baseLen; x < nodes.length; x++) count[nodes[x]!.kind]!--;
+    nodes.length = baseLen;
+    logNode.forEach((x, j) => {
+      const nd = nodes[x]!;
+      const st = logState[j]!;
+      nd.g = st.g;
+      nd.m = st.m;
+      nd.mi = st.mi;
+      if (st.items) nd.items = st.items;
+      else nd.items.length = st.len;
+    });
+  }
+  return nodes;
 }

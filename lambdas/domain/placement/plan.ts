@@ -2,7 +2,7 @@ import type { Allocatable, Compute } from '../compute';
 import type { ReplicaUnit, UnitPlacement } from '../headroom';
 import { type ExactGroup, type ExactKind, type ExactNode, exactPlacement, type MipSolver } from './exact';
 import { PlacementHeadroom, type UnitRecord } from './headroom';
-import { type JointClass, planJoint } from './joint';
+import { improveJoint, type JointClass, planJoint } from './joint';
 import { makeItems, type Packing, pack, type Strategy } from './pack';
 import type { ComputeInfo, ComputeLike } from './request';
 
@@ -65,6 +65,12 @@ export interface PlanOptions {
   strategy?: Strategy;
   /** An exact solver for small plans (exact.ts); without it the heuristics' plan stands. */
   exact?: ExactOptions;
+  /**
+   * Where each unit's replicas run now, by unit id: the plan improves on it (joint.ts improveJoint) instead of
+   * planning afresh, so only what saves moves (consolidation's target). Without a usable start for every
+   * replica, the plan is made afresh.
+   */
+  start?: ReadonlyMap<string, readonly UnitPlacement[]>;
 }
 
 export interface ExactOptions {
@@ -148,8 +154,12 @@ export function planPlacement(
       }
       return { request: rec.request, eligible, count: rec.computes.length };
     });
-    const joint = planJoint(infos, classes);
-    if (total > REPACK_BOTH_MAX) {
+    const warm = options.start && warmStart(infos, records, options.start, classes);
+    const joint = warm ? undefined : planJoint(infos, classes);
+    if (warm) {
+      chosen = { compute: warm.compute, bin: warm.node };
+      best = packAll(infos, records, recOf, chosen, strategy);
+    } else if (total > REPACK_BOTH_MAX) {
       // Large plans pack only one candidate, to stay fast: the joint plan unless it costs more than
       // admission's own packing (repacking only lowers either).
       const admittedCost = assignmentCost(infos, admitted);
@@ -206,6 +216,26 @@ export function planPlacement(
     { replicas: 0, neededNodes: 0, lowerBoundNodes: 0, costPerHour: 0, lowerBoundCost: 0 },
   );
   return { placements, headroom, computes: plans, totals };
+}
+
+/** The joint plan improved from where the units run now; undefined when a replica's start is unusable. */
+function warmStart(
+  infos: readonly ComputeInfo[],
+  records: readonly UnitRecord[],
+  start: ReadonlyMap<string, readonly UnitPlacement[]>,
+  classes: readonly JointClass[],
+) {
+  const index = new Map(infos.map((i) => [i.name, i.index]));
+  const total = records.reduce((n, rec) => n + rec.computes.length, 0);
+  const at = new Int32Array(total).fill(-1);
+  let k = 0;
+  for (const rec of records) {
+    const list = (start.get(rec.unitId) ?? []).flatMap((p) =>
+      Array.from({ length: p.replicas }, () => index.get(p.compute) ?? -1),
+    );
+    for (let j = 0; j < rec.computes.length; j++, k++) at[k] = list[j] ?? -1;
+  }
+  return improveJoint(infos, classes, at);
 }
 
 /** Cost per hour of the nodes an assignment uses (its bins as numbered, before any repack). */

@@ -62,6 +62,14 @@ export interface AdmittedUnit {
    * is shown pending `PendingTakeBack`; its room is held for it all along, so nobody else can take it.
    */
   takeBack?: { victims: VictimRef[]; since: string };
+  /**
+   * Consolidation (domain/consolidation.ts) is moving one replica of this unit: a replica was placed on `to`
+   * beside the others (the placements then hold one more than `replicas`) and the one on `from` goes once it
+   * is Ready. Only consolidation sets or clears it.
+   */
+  moving?: { from: string; to: string; since: string };
+  /** ISO times of this unit's moves started within the last hour: the model's disruption budget. */
+  movedAt?: string[];
 }
 
 export interface PendingEntry {

@@ -246,6 +246,7 @@ describe('llmcap against the local control plane', () => {
       ['apply'],
       ['delete', 'compute'],
       ['capacity', '--resource', 'bananas'],
+      ['capacity', 'team:ml', '--consolidation'],
     ]) {
       expect([args, (await inProcess(args)).code]).toEqual([args, 1]);
     }
@@ -316,6 +317,29 @@ describe('llmcap against the local control plane', () => {
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/^team:cli\s+\[░{8}·{8}\] {2}0\/8\/16/m);
     expect(c.stdout).toMatch(/^ {2}project:cli-chat\s/m);
+  });
+
+  it('shows what consolidation would do before it acts (capacity --consolidation)', async () => {
+    const t = await run(['capacity', '--consolidation']);
+    expect(t.code).toBe(0);
+    expect(t.stdout).toMatch(
+      /^Now \$\d+\.\d{4}\/h; placed afresh \$\d+\.\d{4}\/h: saves \$-?\d+\.\d{4}\/h \(acts at \$\d+\.\d{4}\/h or more\)\.$/m,
+    );
+    const j = JSON.parse((await run(['capacity', '--consolidation', '-o', 'json'])).stdout);
+    expect(Object.keys(j).sort()).toEqual(
+      [
+        'acts',
+        'currentPerHour',
+        'held',
+        'inFlight',
+        'moves',
+        'nodes',
+        'others',
+        'plannedPerHour',
+        'savingPerHour',
+        'thresholdPerHour',
+      ].sort(),
+    );
   });
 
   it('exits 3 when the API cannot be reached', async () => {

@@ -119,4 +119,52 @@ describe('planPlacement: kinds chosen with the nodes', () => {
       { numRuns: 200 },
     );
   });
+
+  // Mixes of the optimum bench (bench/optimum.ts) where the restarts and local moves stopped short of the
+  // optimum HiGHS proves; each replica listed as [cores, GiB, count].
+  const mixOf = (rows: [number, number, number][]) =>
+    rows.map(([cpuCores, minMemoryGb, n], i) =>
+      unit(`u${i}`, n, { name: `p${i}`, gpus: 0, cpuCores, minMemoryGb }),
+    );
+
+  it('packs one kind as tightly as the optimum where every node is nearly full in one dimension', () => {
+    // Seed 98: 26 replicas on m7i.4xlarge; 4 nodes hold them (HiGHS), the plan used 5.
+    const m7i4 = kind('m7i-4xlarge', 16, 64, 0.8064);
+    const units = mixOf([
+      [4, 8, 4],
+      [2, 9, 3],
+      [0.5, 1.5, 4],
+      [2, 4.5, 6],
+      [2, 30, 2],
+      [4, 18, 4],
+      [3, 18, 1],
+      [0.5, 1, 2],
+    ]);
+    const plan = planPlacement([m7i4], units);
+    expect(plan.headroom).toEqual([]);
+    expect(plan.totals).toMatchObject({ replicas: 26, neededNodes: 4, costPerHour: 3.2256 });
+  });
+
+  it('puts cores-heavy replicas beside memory-heavy ones on r7i when the r7i nodes have the cores spare', () => {
+    // Seed 42: 27 replicas over c7i.2xlarge and r7i.2xlarge; the optimum is 2 c7i and 5 r7i nodes (3.36 $/h),
+    // the plan opened a c7i node for each 4-core replica beside r7i nodes full of cores (3.5574 $/h).
+    const c7i = kind('c7i-2xlarge', 8, 16, 0.357);
+    const units = [
+      ...mixOf([
+        [1, 6, 4],
+        [2, 4.5, 2],
+        [4, 9, 2],
+        [4, 8, 5],
+        [0.5, 1.5, 3],
+        [0.5, 0.75, 4],
+        [1, 4, 1],
+        [1, 2, 2],
+      ]),
+      // Too big for a c7i node's memory.
+      unit('r7i-only', 4, { name: 'big', gpus: 0, cpuCores: 2, minMemoryGb: 20 }),
+    ];
+    const plan = planPlacement([c7i, R7I], units);
+    expect(plan.headroom).toEqual([]);
+    expect(plan.totals.costPerHour).toBeLessThanOrEqual(3.36 * 1.01);
+  });
 });

@@ -1,0 +1,211 @@
+import { decideWorld } from '../../../lambdas/domain/admission-world';
+import {
+  type ConsolidationPolicy,
+  type ConsolidationWorld,
+  inProtectedWindow,
+  planConsolidation,
+  type ReadyReplicas,
+  stepConsolidation,
+} from '../../../lambdas/domain/consolidation';
+import type { ModelClass } from '../../../lambdas/domain/model';
+import type { ComputeLike } from '../../../lambdas/domain/placement';
+import type { ModelAdmission } from '../../../lambdas/domain/quota';
+
+/**
+ * Issue 34 §3: replicas admitted onto a dear compute move to a cheaper one added later, surge-first, within
+ * the policy. Admissions come from admission's own decision (decideWorld), as the admitter would store them.
+ */
+
+const kind = (name: string, cpu: number, memoryGb: number, perHour: number): ComputeLike => ({
+  name,
+  spec: { node: { cpu, memoryGb }, nodeGroup: { maxNodes: 20 }, cost: { perHour } },
+});
+const R7I = kind('r7i-2xlarge', 8, 64, 0.5292);
+const M7I = kind('m7i-2xlarge', 8, 32, 0.4032);
+
+// The fields admission and consolidation read of a model; the rest of a stored Model plays no part here.
+const model = (name: string, replicas: number, cls?: ModelClass) =>
+  ({
+    name,
+    createdAt: '2026-12-06T00:00:00.000Z',
+    spec: {
+      profiles: [{ name: 'cpu', gpus: 0, cpuCores: 2, minMemoryGb: 4 }],
+      scaling: { min: replicas, max: replicas },
+      ...(cls ? { class: cls } : {}),
+    },
+  }) as unknown as ConsolidationWorld['models'][number];
+
+const POLICY: ConsolidationPolicy = {
+  minSavingShare: 0.05,
+  minSavingPerHour: 0.1,
+  movesPerModelPerHour: 2,
+  protectedWindows: [],
+  readyTimeoutMinutes: 30,
+};
+
+/** Models admitted while only the dear compute existed; then the cheaper one is added. */
+function worldAfterCheaperAdded(models = [model('a', 4)]): ConsolidationWorld {
+  const d = decideWorld(
+    { computes: [R7I], models, scopes: [], quotas: [], admissions: [] } as never,
+    '2026-12-06T00:00:00.000Z',
+  );
+  return { computes: [R7I, M7I], models, scopes: [], admissions: d.admissions };
+}
+
+/** Every placed replica Ready, except those listed as not yet. */
+function readyOf(admissions: readonly ModelAdmission[], notYet: Record<string, string> = {}): ReadyReplicas {
+  const out: Record<string, Record<string, number>> = {};
+  for (const a of admissions) {
+    const per: Record<string, number> = {};
+    for (const u of a.units)
+      for (const p of u.placements) per[p.compute] = (per[p.compute] ?? 0) + p.replicas;
+    const lagging = notYet[a.model];
+    if (lagging && per[lagging]) per[lagging]--;
+    out[a.model] = per;
+  }
+  return out;
+}
+
+const placementsOf = (w: ConsolidationWorld, m: string) =>
+  w.admissions
+    .find((a) => a.model === m)!
+    .units.flatMap((u) => u.placements.map((p) => `${p.compute}:${p.replicas}`))
+    .sort();
+const apply = (w: ConsolidationWorld, changed: readonly ModelAdmission[]): ConsolidationWorld => ({
+  ...w,
+  admissions: w.admissions.map((a) => changed.find((c) => c.model === a.model) ?? a),
+});
+const at = (minutes: number) => new Date(Date.UTC(2026, 11, 6, 1, minutes)).toISOString();
+
+describe('planConsolidation', () => {
+  it('shows the moves, the saving per hour and the nodes freed when a cheaper compute can hold what runs', () => {
+    const w = worldAfterCheaperAdded();
+    expect(placementsOf(w, 'a')).toEqual(['r7i-2xlarge:4']);
+    const plan = planConsolidation(w, readyOf(w.admissions), POLICY, at(0));
+    // 4 replicas of 2 cores: 2 nodes either way, 0.5292 against 0.4032 $/h a node.
+    expect(plan).toMatchObject({
+      currentPerHour: 1.0584,
+      plannedPerHour: 0.8064,
+      savingPerHour: 0.252,
+      acts: true,
+    });
+    expect(plan.moves).toHaveLength(4);
+    expect(plan.moves.every((m) => m.from === 'r7i-2xlarge' && m.to === 'm7i-2xlarge')).toBe(true);
+    expect(plan.nodes).toEqual([
+      { compute: 'r7i-2xlarge', before: 2, after: 0, perHour: 0.5292 },
+      { compute: 'm7i-2xlarge', before: 0, after: 2, perHour: 0.4032 },
+    ]);
+  });
+
+  it('does not act when the saving is below either threshold', () => {
+    const w = worldAfterCheaperAdded();
+    const ready = readyOf(w.admissions);
+    // 0.252 $/h is 24% of 1.0584: below an absolute 0.30 $/h, and below a share of 25%.
+    for (const policy of [
+      { ...POLICY, minSavingPerHour: 0.3 },
+      { ...POLICY, minSavingShare: 0.25 },
+    ]) {
+      const plan = planConsolidation(w, ready, policy, at(0));
+      expect(plan.acts).toBe(false);
+      expect(plan.moves).toHaveLength(4);
+      const step = stepConsolidation(w, ready, policy, at(0));
+      expect(step.started).toEqual([]);
+      expect(step.admissions).toEqual([]);
+    }
+  });
+
+  it("keeps critical models where they are inside a protected window, and others' moves go on", () => {
+    const w = worldAfterCheaperAdded([model('crit', 4, 'critical'), model('std', 4)]);
+    const policy = { ...POLICY, protectedWindows: [{ from: '00:30', to: '02:00' }] };
+    const plan = planConsolidation(w, readyOf(w.admissions), policy, at(0));
+    expect(plan.held).toEqual([{ model: 'crit', replicas: 4, reason: 'protected-window' }]);
+    expect(plan.moves.every((m) => m.model === 'std')).toBe(true);
+    expect(plan.moves.length).toBeGreaterThan(0);
+    // Outside the window (02:00 on), the critical model moves too.
+    const later = planConsolidation(w, readyOf(w.admissions), policy, at(60));
+    expect(later.held).toEqual([]);
+    expect(later.moves.some((m) => m.model === 'crit')).toBe(true);
+  });
+
+  it('tells windows past midnight and by weekday', () => {
+    const night = [{ from: '22:00', to: '06:00', days: [5] }];
+    // 2026-12-04 is a Friday.
+    expect(inProtectedWindow(night, '2026-12-04T23:00:00Z')).toBe(true);
+    expect(inProtectedWindow(night, '2026-12-05T05:59:00Z')).toBe(true);
+    expect(inProtectedWindow(night, '2026-12-05T06:00:00Z')).toBe(false);
+    expect(inProtectedWindow(night, '2026-12-05T23:00:00Z')).toBe(false);
+  });
+});
+
+describe('stepConsolidation', () => {
+  it('moves surge-first: the old replica goes only once the new one is Ready, one at a time, within the budget', () => {
+    let w = worldAfterCheaperAdded();
+    let s = stepConsolidation(w, readyOf(w.admissions), POLICY, at(0));
+    expect(s.started).toEqual([{ model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' }]);
+    w = apply(w, s.admissions);
+    // The new replica is placed beside the four: five placed for a unit of four.
+    expect(placementsOf(w, 'a')).toEqual(['m7i-2xlarge:1', 'r7i-2xlarge:4']);
+    expect(w.admissions[0]!.units[0]!.replicas).toBe(4);
+
+    // Not Ready yet: nothing removed, nothing more started.
+    s = stepConsolidation(w, readyOf(w.admissions, { a: 'm7i-2xlarge' }), POLICY, at(1));
+    expect(s).toMatchObject({ started: [], finished: [] });
+    // The three still on r7i wait for it.
+    expect(s.plan.held).toEqual([{ model: 'a', replicas: 3, reason: 'in-flight' }]);
+
+    // Ready: the old one goes, and the second move (the budget is 2 an hour) starts.
+    s = stepConsolidation(w, readyOf(w.admissions), POLICY, at(2));
+    expect(s.finished).toHaveLength(1);
+    expect(s.started).toHaveLength(1);
+    w = apply(w, s.admissions);
+    expect(placementsOf(w, 'a')).toEqual(['m7i-2xlarge:2', 'r7i-2xlarge:3']);
+
+    // The second done, the budget is spent until an hour after the first move.
+    s = stepConsolidation(w, readyOf(w.admissions), POLICY, at(3));
+    w = apply(w, s.admissions);
+    expect(s.started).toEqual([]);
+    expect(placementsOf(w, 'a')).toEqual(['m7i-2xlarge:2', 'r7i-2xlarge:2']);
+    expect(s.plan.held).toEqual([{ model: 'a', replicas: 2, reason: 'budget' }]);
+
+    // An hour on, the rest moves; Ready replicas never fell below the unit's four.
+    let minute = 61;
+    for (let pass = 0; pass < 10 && placementsOf(w, 'a').some((p) => p.startsWith('r7i')); pass++) {
+      const ready = readyOf(w.admissions);
+      expect(Object.values(ready.a!).reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(4);
+      s = stepConsolidation(w, ready, POLICY, at(minute++));
+      w = apply(w, s.admissions);
+    }
+    expect(placementsOf(w, 'a')).toEqual(['m7i-2xlarge:4']);
+    expect(planConsolidation(w, readyOf(w.admissions), POLICY, at(minute)).moves).toEqual([]);
+  });
+
+  it('waits while any replica of the model is not Ready, so its disruption budget is never what gives way', () => {
+    const w = worldAfterCheaperAdded();
+    const degraded = readyOf(w.admissions, { a: 'r7i-2xlarge' });
+    const s = stepConsolidation(w, degraded, POLICY, at(0));
+    expect(s.started).toEqual([]);
+    expect(s.plan.held).toEqual([{ model: 'a', replicas: 4, reason: 'not-ready' }]);
+  });
+
+  it('gives up a move whose new replica is not Ready in time, keeping the old one', () => {
+    let w = worldAfterCheaperAdded();
+    const s = stepConsolidation(w, readyOf(w.admissions), POLICY, at(0));
+    w = apply(w, s.admissions);
+    const late = stepConsolidation(w, readyOf(w.admissions, { a: 'm7i-2xlarge' }), POLICY, at(31));
+    expect(late.abandoned).toEqual(s.started);
+    const after = apply(w, late.admissions);
+    expect(placementsOf(after, 'a').filter((p) => p.startsWith('r7i'))).toEqual(['r7i-2xlarge:4']);
+  });
+
+  it("leaves admission's next decision with the move as it was: the surge's room held, nothing re-placed", () => {
+    let w = worldAfterCheaperAdded();
+    w = apply(w, stepConsolidation(w, readyOf(w.admissions), POLICY, at(0)).admissions);
+    const d = decideWorld({ ...w, quotas: [] } as never, at(1));
+    const a = d.admissions.find((x) => x.model === 'a') ?? w.admissions[0]!;
+    expect(a.units[0]!.moving).toEqual({ from: 'r7i-2xlarge', to: 'm7i-2xlarge', since: at(0) });
+    expect(a.units[0]!.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
+      'm7i-2xlarge:1',
+      'r7i-2xlarge:4',
+    ]);
+  });
+});
