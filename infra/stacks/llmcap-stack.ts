@@ -311,7 +311,10 @@ export class LlmcapStack extends Stack {
     );
     // Only the unqualified function: a pass runs the admitter as deployed, never a version of it.
     this.reconcileFunction.addToRolePolicy(
-      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.admitterFunction.functionArn] }),
+      new PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [this.admitterFunction.functionArn],
+      }),
     );
     this.reconcileFunction.addEnvironment('LLMCAP_ADMITTER_FUNCTION', this.admitterFunction.functionName);
     this.workflows.grantStartWorkflows(this.reconcileFunction);
