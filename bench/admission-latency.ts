@@ -1,6 +1,7 @@
 import { loadavg } from 'node:os';
 import { startControlPlane } from '../local/control-plane';
 import { LOCAL_ADMIN } from '../local/identity';
+import { overHttp, type Send } from './write-path';
 
 /**
  * Admission latency (issue 31): from a write's answer (`PUT /v1/models/{name}/scaling`, stored as intent with
@@ -14,20 +15,6 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const EACH = 10;
 const POLL_MS = 10;
 const CLIENT_COUNTS = [1, 16, 64];
-
-type Send = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
-
-const overHttp =
-  (url: string): Send =>
-  async (method, path, body) => {
-    const r = await fetch(`${url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : undefined };
-  };
 
 const manifest = (name: string) => ({
   apiVersion: 'llmcap/v1',

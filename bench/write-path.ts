@@ -216,7 +216,7 @@ const manifest = (name: string) => ({
   spec: { ...MODEL_SPEC, source: `hf://org/${name}` },
 });
 
-type Send = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: unknown }>;
+export type Send = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 
 function event(method: string, path: string, body?: unknown) {
   return {
@@ -254,7 +254,8 @@ async function inProcess(): Promise<Send> {
   };
 }
 
-const overHttp =
+/** A client of the local control plane's HTTP API (also the admission-latency bench's). */
+export const overHttp =
   (url: string): Send =>
   async (method, path, body) => {
     const r = await fetch(`${url}${path}`, {
