@@ -10,6 +10,7 @@ import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup
 import type { LaunchActivity } from '../domain/supply';
 import { autoScalingClient, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { mapLimit } from '../shared/map-limit';
 
 /**
  * Observes what AWS runs for each compute: DescribeNodegroup (bounded concurrency; the SDK retries throttling)
@@ -33,19 +34,6 @@ export interface Observation {
 }
 
 const MAX_CONCURRENCY = 8;
-
-export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 function healthMessage(ng: Nodegroup): { message?: string; issues: { code: string; message: string }[] } {
   const issues = (ng.health?.issues ?? []).map((i) => ({

@@ -1,5 +1,4 @@
 import type { ClusterClient } from '../aws/kubernetes';
-import { mapLimit } from '../aws/nodegroups';
 import type { Caller } from '../domain/access';
 import {
   autoscale,
@@ -12,6 +11,7 @@ import {
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
 import { type EnginesConfig, engineFor, type PodView } from '../domain/workloads';
+import { mapLimit } from '../shared/map-limit';
 import type { Dependencies } from '.';
 import type { ModelService } from './models';
 

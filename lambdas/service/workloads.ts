@@ -1,5 +1,4 @@
 import { type ClusterClient, DRAIN_MANAGER, type ListedObject } from '../aws/kubernetes';
-import { mapLimit } from '../aws/nodegroups';
 import type { ModelLoad } from '../domain/autoscaling';
 import type { Compute } from '../domain/compute';
 import {
@@ -35,6 +34,7 @@ import {
   type WorkloadsReport,
   workloadStatus,
 } from '../domain/workloads';
+import { mapLimit } from '../shared/map-limit';
 
 /**
  * The workloads step of a pass (docs/workloads.md): apply what admission holds as model servers, remove what

@@ -204,6 +204,7 @@ function lambdaCalls(
       'client-cloudwatch:DescribeAlarmsCommand': [],
       'client-eks:DescribeClusterCommand': [],
       'client-service-quotas:GetServiceQuotaCommand': [],
+      'client-service-quotas:GetAWSDefaultServiceQuotaCommand': [],
     },
   };
 }
