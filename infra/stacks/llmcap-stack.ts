@@ -131,16 +131,21 @@ export class LlmcapStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // What every function of the stage reads first (lambdas/shared/config.ts).
+    const stageEnv = {
+      LLMCAP_STAGE: cfg.stage,
+      LLMCAP_TABLE: this.table.tableName,
+      LLMCAP_ADMINS: cfg.admins.join(','),
+      LLMCAP_CLUSTER: cfg.clusterName,
+      LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+    };
+
     this.apiFunction = new LlmcapFunction(this, 'ApiFunction', {
       entry: join(ROOT, 'lambdas', 'api', 'handler.ts'),
       description: 'llmcap HTTP API',
       logRetention,
       environment: {
-        LLMCAP_STAGE: cfg.stage,
-        LLMCAP_TABLE: this.table.tableName,
-        LLMCAP_ADMINS: cfg.admins.join(','),
-        LLMCAP_CLUSTER: cfg.clusterName,
-        LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+        ...stageEnv,
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
         LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
       },
@@ -244,11 +249,7 @@ export class LlmcapStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(RECONCILE_TIMEOUT_SECONDS),
       environment: {
-        LLMCAP_STAGE: cfg.stage,
-        LLMCAP_TABLE: this.table.tableName,
-        LLMCAP_ADMINS: cfg.admins.join(','),
-        LLMCAP_CLUSTER: cfg.clusterName,
-        LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+        ...stageEnv,
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
         LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
         LLMCAP_PROVISION_SM_ARN: this.workflows.provision.stateMachineArn,
@@ -286,11 +287,7 @@ export class LlmcapStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(ADMITTER_TIMEOUT_SECONDS),
       environment: {
-        LLMCAP_STAGE: cfg.stage,
-        LLMCAP_TABLE: this.table.tableName,
-        LLMCAP_ADMINS: cfg.admins.join(','),
-        LLMCAP_CLUSTER: cfg.clusterName,
-        LLMCAP_SUBNETS: cfg.subnetIds.join(','),
+        ...stageEnv,
       },
       inline: catalogInline,
       // The catalog it decides over includes the built-ins, resolved against EC2 and the Price List (hardware.ts).
