@@ -1,6 +1,13 @@
 import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api } from '@kubernetes/client-node';
+import { resetQuotaCache } from '../../../lambdas/aws/quotas';
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import {
+  httpApi,
+  namespaceOf,
+  reconcileUntil,
+  testControlPlane,
+  vcpusInUse,
+} from '../../helpers/control-plane';
 import { decided } from '../../helpers/passes';
 
 /**
@@ -110,6 +117,10 @@ it('makes no Kubernetes write in a steady pass, and restores its own fields afte
 
 it('shows a replica that cannot schedule with the scheduler’s own message', async () => {
   const s = await status();
+  // The account's G vCPUs are all in use, so llmcap cannot add the node that would replace a cordoned one
+  // (issue 32 §1): the replacement pod stays where the scheduler left it.
+  cp.sim.admin.setQuotas({ 'L-DB2E81BA': await vcpusInUse(cp, /^g/) });
+  resetQuotaCache();
   // A person cordons a node and its pod goes: the replacement has nowhere to run.
   const victim = s.pods[0];
   await core.patchNode({
@@ -128,6 +139,8 @@ it('shows a replica that cannot schedule with the scheduler’s own message', as
       replicas: 1,
     },
   ]);
+  cp.sim.admin.setQuotas({ 'L-DB2E81BA': 768 });
+  resetQuotaCache();
 });
 
 it('removes what llmcap no longer wants when the model goes', async () => {
