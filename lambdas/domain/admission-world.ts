@@ -18,8 +18,8 @@ import { admissibleComputes } from './supply';
 
 /**
  * Admission over the stored world (docs/reference/quota-semantics.md §7): the headroom restored from what is
- * admitted, a catalog change's admission (the API's), and every pending request (reconcile's). Pure: the
- * services load the world inside a ledger transaction and write what is decided in that same transaction.
+ * admitted, the API's check of a catalog change (and its preview), and the admitter's decision over every model
+ * with what it writes. Pure: the admitter loads the world once and commits what is decided behind its fence.
  */
 
 export interface World {
@@ -153,12 +153,6 @@ export function changePreview(change: ChangeResult, d: Decision): ChangePreview 
       message: v.message,
     })),
   };
-}
-
-/** What a decision writes: the admissions it changed, and those of models no longer in the catalog. */
-export function decisionWrites(d: Decision): { next: ModelAdmission[]; removed: string[] } {
-  const changed = new Set(d.changed);
-  return { next: d.admissions.filter((a) => changed.has(a.model)), removed: d.removed };
 }
 
 /**

@@ -26,7 +26,7 @@ export const REFUSAL_REASONS = [
   'CannotRun',
   /** The next catalog breaks a rule against other models or the computes (fallback, fit). */
   'CatalogRule',
-  /** Someone else's write got there first, or the ledger turn did not come: nothing was written, retry. */
+  /** Others kept changing what this write read for its whole budget: nothing was written, retry. */
   'ConcurrentUpdate',
   /** The model is declared in config/catalog.yaml, which wins. */
   'Declared',

@@ -21,7 +21,7 @@ import { sharedQuery } from './shared-read';
 
 /**
  * The compute repository: the only code that knows how a compute is laid out in the table. It reads, builds the
- * items a ledger transaction writes, and makes the single conditional writes that need no ledger; what may be
+ * items a guarded write commits (store/commit.ts), and makes the single conditional writes that need no guard; what may be
  * written is decided by domain/compute-changes.ts, through the compute service.
  */
 
@@ -104,7 +104,7 @@ const NO_GROUP_CONDITION = '#status.nodegroupStatus IN (:absent, :foreign)';
 const NO_GROUP_VALUES = { ':absent': 'ABSENT', ':foreign': 'FOREIGN' };
 
 /**
- * The write that creates a compute item, for a ledger transaction (the compute service decides its key there,
+ * The write that creates a compute item, committed under the computes' guard (the compute service decides its key there,
  * names per owner): it fails when an item of that key exists.
  */
 export function createItem(c: NewCompute, now: string): { item: TxItem; compute: StoredCompute } {
@@ -185,7 +185,7 @@ function replaceUpdate(r: ReplaceCompute, now: string) {
   };
 }
 
-/** A replace as one write of a ledger transaction: one that hands the compute to another owner (names per owner). */
+/** A replace as one guarded write: one that hands the compute to another owner (names per owner). */
 export function replaceItem(r: ReplaceCompute, now: string): TxItem {
   return { Update: replaceUpdate(r, now) };
 }

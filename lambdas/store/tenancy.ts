@@ -8,8 +8,8 @@ import { keys } from './keys';
 import { sharedQuery } from './shared-read';
 
 /**
- * Scopes and quotas: the repository of the tenancy tree. Tree and quota changes are written in ledger
- * transactions (admission reads both); members are written on their own, optimistic on the scope's version.
+ * Scopes and quotas: the repository of the tenancy tree. Tree and quota changes are written under the tenancy
+ * guard (store/commit.ts: the tree's rules span items); members are written on their own, optimistic on the scope's version.
  */
 
 const table = () => config().table;
@@ -61,7 +61,7 @@ export function scopeCreateItems(s: StoredScope): TxItem[] {
     },
   ];
   if (s.parent) {
-    // The parent must still exist when this commits (it cannot be deleted in between: the ledger orders both).
+    // The parent must still exist when this commits (it cannot be deleted in between: the tenancy guard orders both).
     items.push({
       ConditionCheck: {
         TableName: table(),

@@ -30,7 +30,7 @@ export async function listWorkloads(): Promise<StoredWorkload[]> {
   return (await queryPartition(keys.workloads().pk)).map(fromItem);
 }
 
-// Both items are written by reconcile outside the ledger, and every model answer reads the pass stamp: readers
+// Both items are written by reconcile alone, and every model answer reads the pass stamp: readers
 // that ask together share one GetItem (sharedRead), as fresh for each as its own, so 64 concurrent writes make
 // one read of the stamp per round trip rather than 64. Shared, so frozen.
 export function getWorkload(model: string): Promise<StoredWorkload | undefined> {

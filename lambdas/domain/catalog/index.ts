@@ -1,7 +1,7 @@
 /**
  * The model catalog (docs/design.md, The model catalog): declared models (config/catalog.yaml) plus models added at
- * runtime. Pure: the catalog service reads the state, calls a transition, and writes the one model it returns
- * together with the ledger bump, so the catalog in force is always one that validated as a whole.
+ * runtime. Pure: the model service reads the state, calls a transition, and writes the one model it returns,
+ * conditional on what the validation read (store/commit.ts), so the catalog in force validated as a whole.
  */
 export * from './declared';
 export * from './loading';

@@ -12,7 +12,7 @@ import { issuesError, newIssues, type ReachOf, validateCatalog } from './validat
 /**
  * The catalog's transitions: each verb takes the catalog in force and returns the whole next catalog, validated,
  * with the one model it changes before and after, or refuses (nothing is written). Pure: the catalog service
- * loads the state, calls a transition, and writes what it returns in one ledger transaction.
+ * loads the state, calls a transition, and writes what it returns in one conditional write (store/commit.ts).
  */
 
 export interface CatalogState {
