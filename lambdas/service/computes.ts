@@ -58,14 +58,24 @@ function replaced(current: StoredCompute, c: ComputeInput, by: string, at: strin
 export function computeService(deps: Dependencies, svc: { catalog: CatalogService }) {
   const store = deps.store.computes;
   const now = () => deps.clock().toISOString();
+  /** A compute given an owner commits with the owner's check: the scope exists and is not being deleted. */
+  const ownerChecks = (owner: string | undefined, at: string) =>
+    owner ? [deps.store.tenancy.ownerCheck(owner, at)] : [];
 
   /**
    * The key a compute of `name` owned by `owner` is stored under (domain/names.ts keyForNew): 409 when the name
-   * is taken on the owner's line. Called under the computes' guard, so two creates on one line cannot both pass.
+   * is taken on the owner's line, or when the owner is gone (deleted since the caller was read). Called under the
+   * computes' guard, so two creates on one line cannot both pass.
    */
   const keyFor = async (name: string, owner: string | undefined, except?: string) => {
     const [all, scopes] = await Promise.all([store.listComputes(), deps.store.tenancy.listScopes()]);
-    return keyForNew('compute', name, owner, all, new ScopeTree(scopes), {
+    const tree = new ScopeTree(scopes);
+    if (owner && !tree.has(owner))
+      throw conflict(
+        `scope ${owner} does not exist; create it (POST /v1/scopes) before it owns computes`,
+        'UnknownScope',
+      );
+    return keyForNew('compute', name, owner, all, tree, {
       except,
       hint: `use PUT /v1/computes/${name} to replace it, or choose another name`,
     });
@@ -83,8 +93,9 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
         const key = await keyFor(c.name, c.owner);
         const refusal = nodegroupQuotaRefusal((await store.listComputes()).length, groups);
         if (refusal) throw conflict(`compute ${c.name} cannot be created: ${refusal}`, 'AwsQuota');
-        const made = store.createItem({ ...c, name: key, builtin: false, by, uid: newComputeId() }, now());
-        return { items: [made.item], result: made.compute };
+        const at = now();
+        const made = store.createItem({ ...c, name: key, builtin: false, by, uid: newComputeId() }, at);
+        return { items: [made.item, ...ownerChecks(c.owner, at)], result: made.compute };
       }),
       {
         guards: [GUARDS.computes],
@@ -184,7 +195,11 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
         const compute = await deps.store.commit.commitDecision(
           committing(opts, async () => {
             await keyFor(c.name, c.owner, current!.name);
-            return { items: [store.replaceItem(next, now())], result: replaced(current!, write, by, now()) };
+            const at = now();
+            return {
+              items: [store.replaceItem(next, at), ...ownerChecks(c.owner, at)],
+              result: replaced(current!, write, by, at),
+            };
           }),
           {
             guards: [GUARDS.computes],

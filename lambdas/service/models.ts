@@ -87,7 +87,7 @@ export function modelService(
         const result = decision
           ? { ...r, preview: changePreview(r, decision) }
           : { ...r, admission: { after: stored } };
-        return { items: deps.store.models.changeItems(r, state.computes), result };
+        return { items: deps.store.models.changeItems(r, state.computes, now), result };
       }),
       {
         guards,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Caller, Role } from '../domain/access';
 import { conflict, DomainError, invalid, notFound, versionMismatch } from '../domain/errors';
 import { strandedComputes, unknownFamilyIssues } from '../domain/hardware';
@@ -121,19 +122,41 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
       );
     },
 
-    /** A scope with children or models cannot be deleted; an org's deletion needs a platform admin. */
+    /**
+     * A scope with children, models or computes cannot be deleted; an org's deletion needs a platform admin. The
+     * scope is marked first (store/tenancy.ts markScopeDeleting), so nothing is created under it while the
+     * deletion reads what it holds; the mark is taken back when the deletion does not happen.
+     */
     async remove(name: string, caller: Caller<ScopeTree>, by: string, opts?: WriteOptions): Promise<void> {
       requireVisibleScope(caller, name);
       caller.authorize(caller.tenancy.parent(name) ? 'delete-scope' : 'platform', name);
-      await commit.commitDecision(
-        committing(opts, async () => {
-          const tree = await loadTree();
-          if (!tree.has(name)) throw notFound(`scope ${name} does not exist`);
-          validateScopeDelete(tree, name, await svc.catalog.ownedBy(name));
-          return { items: tenancy.scopeDeleteItems(name), result: undefined };
-        }),
-        { guards: [GUARDS.tenancy] },
-      );
+      const token = randomUUID();
+      if (!opts?.dryRun && !(await tenancy.markScopeDeleting(name, token, now()))) {
+        if (!(await tenancy.getScope(name))) throw notFound(`scope ${name} does not exist`);
+        throw conflict(
+          `scope ${name} is being deleted by another request; retry in a few seconds`,
+          'ConcurrentUpdate',
+        );
+      }
+      try {
+        await commit.commitDecision(
+          committing(opts, async () => {
+            const tree = await loadTree();
+            if (!tree.has(name)) throw notFound(`scope ${name} does not exist`);
+            const [models, computes] = await Promise.all([
+              svc.catalog.ownedBy(name),
+              deps.store.computes.listComputes(),
+            ]);
+            const owned = computes.filter((c) => c.owner === name).map((c) => c.name);
+            validateScopeDelete(tree, name, models, owned);
+            return { items: tenancy.scopeDeleteItems(name, token), result: undefined };
+          }),
+          { guards: [GUARDS.tenancy] },
+        );
+      } catch (e) {
+        if (!opts?.dryRun) await tenancy.unmarkScopeDeleting(name, token);
+        throw e;
+      }
     },
 
     /** Grants `role` to a principal (another spelling of the same principal is replaced), or revokes it. */

@@ -5,6 +5,7 @@ import { config } from '../shared/config';
 import type { TxItem } from './commit';
 import { keys } from './keys';
 import { sharedQuery } from './shared-read';
+import { ownerCheck } from './tenancy';
 
 /**
  * The model rows: the models added at runtime, as stored (the catalog service builds the catalog in force from
@@ -31,6 +32,7 @@ function toItem(m: Model): Record<string, unknown> {
 export function changeItems(
   r: ChangeResult,
   computes: readonly Pick<Compute, 'name' | 'version'>[],
+  now: string,
 ): TxItem[] {
   const name = (r.after ?? r.before ?? r.replacesSkipped)!.name;
   const key = keys.model(name);
@@ -66,16 +68,8 @@ export function changeItems(
       },
     });
   }
-  // A new owner must still exist when this lands: a scope deleted meanwhile fails the write instead.
+  // A new owner must still exist, and not be being deleted, when this lands (store/tenancy.ts ownerCheck).
   const owner = r.after?.owner;
-  if (owner && owner !== (r.before ?? r.replacesSkipped)?.owner) {
-    items.push({
-      ConditionCheck: {
-        TableName: table(),
-        Key: keys.scope(owner),
-        ConditionExpression: 'attribute_exists(pk)',
-      },
-    });
-  }
+  if (owner && owner !== (r.before ?? r.replacesSkipped)?.owner) items.push(ownerCheck(owner, now));
   return items;
 }

@@ -73,10 +73,85 @@ export function scopeCreateItems(s: StoredScope): TxItem[] {
   return items;
 }
 
-/** A scope removed, with its quota: a deleted scope's quota would impose nothing, so nothing lingers. */
-export function scopeDeleteItems(name: string): TxItem[] {
+/**
+ * A scope's deletion runs in two steps so that nothing can be created under it in between (docs/security.md,
+ * "Deleting a scope"): it marks the scope first, then reads what the scope holds, then deletes it if it holds
+ * nothing, conditional on its own mark. A model or compute created under a scope checks in its own commit that
+ * the scope exists and is not marked (ownerCheck), so it either lands before the mark, and the deletion sees it,
+ * or fails its check. A mark outlives no request: one older than this (the API's budget is 29 s) was left by a
+ * request that died, and holds nothing back.
+ */
+export const SCOPE_DELETING_MS = 30_000;
+
+const DELETING = { '#d': 'deleting', '#since': 'deletingSince' };
+const lapsedBefore = (now: string) => new Date(Date.parse(now) - SCOPE_DELETING_MS).toISOString();
+
+/** Marks the scope as being deleted by `token`: false when it does not exist or another live deletion holds it. */
+export async function markScopeDeleting(name: string, token: string, now: string): Promise<boolean> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.scope(name),
+        UpdateExpression: 'SET #d = :token, #since = :now',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR #since < :lapsed)',
+        ExpressionAttributeNames: DELETING,
+        ExpressionAttributeValues: { ':token': token, ':now': now, ':lapsed': lapsedBefore(now) },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+    return false;
+  }
+}
+
+/** Takes back a deletion's mark (the scope still holds something, or the deletion failed); gone if not its own. */
+export async function unmarkScopeDeleting(name: string, token: string): Promise<void> {
+  try {
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: keys.scope(name),
+        UpdateExpression: 'REMOVE #d, #since',
+        ConditionExpression: '#d = :token',
+        ExpressionAttributeNames: { '#d': 'deleting', '#since': 'deletingSince' },
+        ExpressionAttributeValues: { ':token': token },
+      }),
+    );
+  } catch (e) {
+    if (!isConditionFailure(e)) throw e;
+  }
+}
+
+/** The check a create under `scope` commits with: the scope exists and no live deletion holds it. */
+export function ownerCheck(scope: string, now: string): TxItem {
+  return {
+    ConditionCheck: {
+      TableName: table(),
+      Key: keys.scope(scope),
+      ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR #since < :lapsed)',
+      ExpressionAttributeNames: DELETING,
+      ExpressionAttributeValues: { ':lapsed': lapsedBefore(now) },
+    },
+  };
+}
+
+/**
+ * A scope removed, with its quota (a deleted scope's quota would impose nothing, so nothing lingers), if the
+ * deletion that marked it still holds it.
+ */
+export function scopeDeleteItems(name: string, token: string): TxItem[] {
   return [
-    { Delete: { TableName: table(), Key: keys.scope(name), ConditionExpression: 'attribute_exists(pk)' } },
+    {
+      Delete: {
+        TableName: table(),
+        Key: keys.scope(name),
+        ConditionExpression: '#d = :token',
+        ExpressionAttributeNames: { '#d': 'deleting' },
+        ExpressionAttributeValues: { ':token': token },
+      },
+    },
     { Delete: { TableName: table(), Key: keys.quota(name) } },
   ];
 }

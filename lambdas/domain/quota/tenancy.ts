@@ -293,12 +293,18 @@ export function validateScopeCreate(tree: ScopeTree, s: { name: string; parent?:
 }
 
 /** A scope with children or models cannot be deleted: say which, so the caller knows what to move first. */
-export function validateScopeDelete(tree: ScopeTree, name: string, ownedModels: readonly string[]): void {
+export function validateScopeDelete(
+  tree: ScopeTree,
+  name: string,
+  ownedModels: readonly string[],
+  ownedComputes: readonly string[] = [],
+): void {
   const children = tree.children(name);
-  if (children.length > 0 || ownedModels.length > 0) {
+  if (children.length > 0 || ownedModels.length > 0 || ownedComputes.length > 0) {
     const parts: string[] = [];
     if (children.length > 0) parts.push(`scopes ${listed(children)}`);
     if (ownedModels.length > 0) parts.push(`models ${listed(ownedModels)}`);
+    if (ownedComputes.length > 0) parts.push(`computes ${listed(ownedComputes)}`);
     throw new DomainError(
       'conflict',
       `${name} still holds ${parts.join(' and ')}; move or delete them first`,

@@ -330,7 +330,19 @@ describe('idempotency', () => {
 });
 
 describe('visibility and roles', () => {
+  it('refuses a compute owned by a scope that does not exist, naming the scope', async () => {
+    const r = await api.call('POST', '/v1/computes', manifest('ml-l4', {}, { owner: 'team:ml' }));
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({
+      reason: 'UnknownScope',
+      detail: expect.stringMatching(/scope team:ml does not exist/),
+    });
+    expect((await api.call('GET', '/v1/computes/ml-l4')).status).toBe(404);
+  });
+
   it('hides a scope-owned compute from non-members and refuses writes by non-admins', async () => {
+    expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
     const r = await api.call('POST', '/v1/computes', manifest('ml-l4', {}, { owner: 'team:ml' }));
     expect(r.status).toBe(201);
     const stranger = api.as('arn:aws:iam::111111111111:role/stranger');

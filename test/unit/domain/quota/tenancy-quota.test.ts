@@ -57,6 +57,7 @@ describe('scope tree', () => {
       'team:ml still holds scopes project:chat, project:search; move or delete them first',
     );
     expect(() => validateScopeDelete(tree, 'project:chat', ['llama'])).toThrow(/holds models llama/);
+    expect(() => validateScopeDelete(tree, 'project:search', [], ['gpu-a'])).toThrow(/holds computes gpu-a/);
     expect(() => validateScopeDelete(tree, 'project:search', [])).not.toThrow();
   });
 
