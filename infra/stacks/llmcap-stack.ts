@@ -47,10 +47,12 @@ export interface LlmcapStackProps extends StackProps {
 
 /**
  * The item operations lambdas/store sends (a TransactWriteItems is authorized item by item, as Put, Update,
- * Delete and ConditionCheck); no Scan, batch, stream or table-level action.
+ * Delete and ConditionCheck; store/batch-get.ts reads point items in batches); no Scan, batch write, stream or
+ * table-level action.
  */
 const TABLE_ITEM_ACTIONS = [
   'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',

@@ -10,6 +10,7 @@ import {
   type Reader,
 } from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
+import type { StoredWorkload } from '../store/workloads';
 import type { Dependencies } from '.';
 import type { LoadedCatalog } from './catalog';
 
@@ -40,6 +41,16 @@ export function admissionService(deps: Dependencies) {
     loadRest,
 
     /**
+     * What the reconciler last saw of one model's pods, for a write to read beside its decision instead of after
+     * its commit (one round trip fewer); nothing where llmcap does not run the pods.
+     */
+    async podsOf(model: string): Promise<KnownStatus['pods']> {
+      if (!deps.config().deployWorkloads) return undefined;
+      const [w, lastObserved] = await Promise.all([workloads.getWorkload(model), workloads.lastObserved()]);
+      return { model, seen: w ? [w] : [], lastObserved };
+    },
+
+    /**
      * The API's check of one catalog change (domain checkCatalogChange): refuses a start that can never fit (409,
      * nothing stored); in a dry run, the decision the admitter would make for the changed model, to preview.
      */
@@ -64,13 +75,10 @@ export function admissionService(deps: Dependencies) {
      * and says nothing. `known` gives the admissions when the caller has them (a write's own decision). Each
      * tells `reader` only what it may read of other scopes' models (domain/quota/telling.ts).
      */
-    async summaries(
-      models: readonly Model[],
-      reader: Reader,
-      known?: { admissions: readonly ModelAdmission[] },
-    ) {
+    async summaries(models: readonly Model[], reader: Reader, known?: KnownStatus) {
       const deploy = deps.config().deployWorkloads;
       const one = models.length === 1 ? models[0]! : undefined;
+      const pods = one && known?.pods?.model === one.name ? known.pods : undefined;
       const [stored, seen, lastObserved] = await Promise.all([
         known
           ? known.admissions
@@ -79,10 +87,12 @@ export function admissionService(deps: Dependencies) {
             : admissions.listAdmissions(),
         !deploy
           ? []
-          : one
-            ? workloads.getWorkload(one.name).then((w) => (w ? [w] : []))
-            : workloads.listWorkloads(),
-        deploy ? workloads.lastObserved() : undefined,
+          : pods
+            ? pods.seen
+            : one
+              ? workloads.getWorkload(one.name).then((w) => (w ? [w] : []))
+              : workloads.listWorkloads(),
+        deploy ? (pods ? pods.lastObserved : workloads.lastObserved()) : undefined,
       ]);
       const byModel = new Map(stored.map((a) => [a.model, a]));
       const podsOf = new Map(seen.map((w) => [w.model, w]));
@@ -116,6 +126,12 @@ export function admissionService(deps: Dependencies) {
 }
 
 export type AdmissionService = ReturnType<typeof admissionService>;
+
+/** What a caller already read for a status: the admissions, and (a write's) one model's pods, read beside it. */
+export interface KnownStatus {
+  admissions: readonly ModelAdmission[];
+  pods?: { model: string; seen: readonly StoredWorkload[]; lastObserved: string | undefined };
+}
 
 /** The later of two ISO times, either possibly absent. */
 export function latest(a: string | undefined, b: string | undefined): string | undefined {

@@ -12,10 +12,9 @@ import {
 import { conflict, notFound } from '../domain/errors';
 import type { AdmissionSummary, Model } from '../domain/model';
 import { nameOf } from '../domain/names';
-import type { ModelAdmission } from '../domain/quota';
 import { GUARDS } from '../store/commit';
 import type { Dependencies } from '.';
-import type { AdmissionService } from './admission';
+import type { AdmissionService, KnownStatus } from './admission';
 import type { CatalogService } from './catalog';
 import { committing, type WriteOptions } from './writes';
 
@@ -45,6 +44,9 @@ function changeGuards(c: CatalogChange): string[] {
   return [...names].sort().map(GUARDS.modelName);
 }
 
+/** A change as committed (or previewed): the catalog's result, and what its answer's status needs. */
+type ChangeOutcome = ChangeResult & { preview?: ChangePreview; admission?: KnownStatus };
+
 export function modelService(
   deps: Dependencies,
   svc: { catalog: CatalogService; admission: AdmissionService },
@@ -60,11 +62,14 @@ export function modelService(
   async function change(
     c: CatalogChange,
     opts: { by: string; access?: CatalogAccess; owner?: string } & WriteOptions,
-  ): Promise<ChangeResult & { preview?: ChangePreview; admission?: { after: ModelAdmission | undefined } }> {
+  ): Promise<ChangeOutcome> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
     const guards = changeGuards(c);
-    return deps.store.commit.commitDecision(
+    // The answer's pods, read beside the decision rather than after the commit: one round trip fewer.
+    const pods = opts.dryRun || c.verb === 'remove' ? undefined : admission.podsOf(c.name);
+    pods?.catch(() => {}); // awaited below; a refused change never asks, and must not leave it unhandled
+    const r = await deps.store.commit.commitDecision<ChangeOutcome>(
       committing(opts, async () => {
         const [state, rest] = await Promise.all([catalog.load(), admission.loadRest()]);
         const now = deps.clock().toISOString();
@@ -86,7 +91,7 @@ export function modelService(
         const { decision, stored } = admission.check(state, rest, r, now, opts.dryRun === true);
         const result = decision
           ? { ...r, preview: changePreview(r, decision) }
-          : { ...r, admission: { after: stored } };
+          : { ...r, admission: { admissions: stored ? [stored] : [] } };
         return { items: deps.store.models.changeItems(r, state.computes, now), result };
       }),
       {
@@ -103,6 +108,8 @@ export function modelService(
               ),
       },
     );
+    if (r.admission) r.admission.pods = await pods;
+    return r;
   }
 
   return {
@@ -115,7 +122,7 @@ export function modelService(
     statusOf(
       models: readonly Model[],
       reader: Caller,
-      known?: { admissions: readonly ModelAdmission[] },
+      known?: KnownStatus,
     ): Promise<(AdmissionSummary | undefined)[]> {
       return admission.summaries(models, reader, known);
     },

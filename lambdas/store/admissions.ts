@@ -3,6 +3,7 @@ import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { ModelAdmission } from '../domain/quota';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { batchGet } from './batch-get';
 import type { TxItem } from './commit';
 import { keys } from './keys';
 import { ADMISSION_MAX_ITEMS } from './limits';
@@ -26,8 +27,8 @@ export async function listAdmissions(): Promise<ModelAdmission[]> {
 }
 
 export async function getAdmission(model: string): Promise<ModelAdmission | undefined> {
-  const out = await documentClient().send(new GetCommand({ TableName: table(), Key: keys.admission(model) }));
-  return out.Item ? strip(out.Item) : undefined;
+  const item = await batchGet(keys.admission(model));
+  return item ? strip(item) : undefined;
 }
 
 /** Transaction items that store the next admission of each changed model and drop those of removed models. */

@@ -10,6 +10,7 @@ import {
 import { conflict } from '../domain/errors';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { batchGet } from './batch-get';
 import { keys } from './keys';
 import { TRANSACTION_MAX_ITEMS } from './limits';
 
@@ -105,10 +106,8 @@ function lostRace(e: unknown, failed: number[]): boolean {
 }
 
 async function guardVersion(name: string): Promise<number> {
-  const out = await documentClient().send(
-    new GetCommand({ TableName: config().table, Key: keys.guard(name), ConsistentRead: true }),
-  );
-  return (out.Item?.version as number | undefined) ?? 0;
+  const item = await batchGet(keys.guard(name), { consistent: true });
+  return (item?.version as number | undefined) ?? 0;
 }
 
 function guardBump(name: string, version: number): TxItem {

@@ -5,6 +5,7 @@ import { deepFreeze } from '../domain/freeze';
 import { type WorkloadStatus, workloadStatus } from '../domain/workloads';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
+import { batchGet } from './batch-get';
 import { keys } from './keys';
 import { queryPartition } from './query';
 import { sharedRead } from './shared-read';
@@ -36,18 +37,16 @@ export async function listWorkloads(): Promise<StoredWorkload[]> {
 export function getWorkload(model: string): Promise<StoredWorkload | undefined> {
   const key = keys.workload(model);
   return sharedRead(`${key.pk}#${key.sk}`, async () => {
-    const out = await documentClient().send(new GetCommand({ TableName: config().table, Key: key }));
-    return out.Item ? deepFreeze(fromItem(out.Item)) : undefined;
+    const item = await batchGet(key);
+    return item ? deepFreeze(fromItem(item)) : undefined;
   });
 }
 
 /** When the reconciler last listed every pod of llmcap's namespaces; absent before its first such pass. */
 export function lastObserved(): Promise<string | undefined> {
   return sharedRead(keys.podsObserved().pk, async () => {
-    const out = await documentClient().send(
-      new GetCommand({ TableName: config().table, Key: keys.podsObserved() }),
-    );
-    return typeof out.Item?.observedAt === 'string' ? out.Item.observedAt : undefined;
+    const item = await batchGet(keys.podsObserved());
+    return typeof item?.observedAt === 'string' ? item.observedAt : undefined;
   });
 }
 

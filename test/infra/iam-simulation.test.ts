@@ -106,6 +106,7 @@ function lambdaCalls(
   const ddb = (...actions: string[]): Call[] => actions.map((a) => [`dynamodb:${a}`, table]);
   const documentClient = {
     'lib-dynamodb:GetCommand': ddb('GetItem'),
+    'lib-dynamodb:BatchGetCommand': ddb('BatchGetItem'),
     'lib-dynamodb:PutCommand': ddb('PutItem'),
     'lib-dynamodb:UpdateCommand': ddb('UpdateItem'),
     'lib-dynamodb:DeleteCommand': ddb('DeleteItem'),

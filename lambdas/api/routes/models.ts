@@ -3,8 +3,9 @@ import type { Caller } from '../../domain/access';
 import { scopeRef } from '../../domain/compute';
 import { eventsView } from '../../domain/events';
 import { CLASSES, type Model, ModelManifestInput, modelManifest, ScalingSchema } from '../../domain/model';
-import { admissionAsSeen, type ModelAdmission, modelStatus, takesBackAsSeen } from '../../domain/quota';
+import { admissionAsSeen, modelStatus, takesBackAsSeen } from '../../domain/quota';
 import type { Services } from '../../service';
+import type { KnownStatus } from '../../service/admission';
 import { type ApiResponse, json, nameFromPathIssues, ownerParam, parseBody, scopeKeyOf } from '../http';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
@@ -30,11 +31,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
   const changeCatalog = models.change;
 
   // A manifest's status carries the admission fields from the model's admission record.
-  const manifests = async (
-    ms: readonly Model[],
-    caller: Caller,
-    known?: { admissions: readonly ModelAdmission[] },
-  ) => {
+  const manifests = async (ms: readonly Model[], caller: Caller, known?: KnownStatus) => {
     const summaries = await models.statusOf(ms, caller, known);
     return ms.map((m, i) => modelManifest(m, summaries[i]));
   };
@@ -43,7 +40,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     m: Model,
     caller: Caller,
     extra: Record<string, string> = {},
-    known?: { admissions: readonly ModelAdmission[] },
+    known?: KnownStatus,
   ): Promise<ApiResponse> =>
     json(status, (await manifests([m], caller, known))[0], { etag: `"${m.version}"`, ...extra });
 
@@ -59,9 +56,8 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     extra: Record<string, string> = {},
   ): Promise<ApiResponse> => {
     if (!r.preview) {
-      // A committed change carries the model's admission as it wrote it: no read of the admission record.
-      const after = r.admission?.after;
-      return withEtag(status, r.after!, caller, extra, r.admission && { admissions: after ? [after] : [] });
+      // A committed change carries the model's admission as it read it, and its pods: no read after the commit.
+      return withEtag(status, r.after!, caller, extra, r.admission);
     }
     const m = r.after!;
     const a = r.preview.admission;

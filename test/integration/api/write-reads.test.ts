@@ -7,25 +7,42 @@ import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
  * What one PUT /v1/models/{name}/scaling reads through the real store on DynamoDB Local (issue 19's write
  * path): the answer's admission is the one the write's own decision committed, so no GetItem of the admission
  * record follows the commit; where llmcap runs the pods, the answer reads the model's pods and the pass stamp
- * (written by reconcile outside the ledger), and nothing else item by item; concurrent answers share the stamp's
- * read. The answer still says what a GET reads afterwards.
+ * (written by reconcile outside the ledger) in one BatchGetItem beside the decision's reads, and nothing else item
+ * by item; concurrent answers share the stamp's read. The answer still says what a GET reads afterwards.
  */
 
 let api: TestApi;
 const before = process.env.LLMCAP_WORKLOADS;
 
-/** The GetItem calls (by key) and Queries (by partition) the document client sent while `fn` ran. */
-async function reads(fn: () => Promise<unknown>): Promise<{ gets: string[]; queries: string[] }> {
+/**
+ * The point reads (by key; a GetItem, or one key of a BatchGetItem), the requests that carried them, and the
+ * Queries (by partition) the document client sent while `fn` ran.
+ */
+async function reads(
+  fn: () => Promise<unknown>,
+): Promise<{ gets: string[]; getRequests: string[][]; queries: string[] }> {
   const gets: string[] = [];
+  const getRequests: string[][] = [];
   const queries: string[] = [];
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as {
         Key?: { pk: string; sk: string };
+        RequestItems?: Record<string, { Keys: { pk: string; sk: string }[] }>;
         ExpressionAttributeValues?: Record<string, unknown>;
       };
       // The document client's middleware sees the low-level command names (GetItemCommand for a GetCommand).
-      if (context.commandName === 'GetItemCommand') gets.push(`${input.Key?.pk}/${input.Key?.sk}`);
+      const keys =
+        context.commandName === 'GetItemCommand'
+          ? [input.Key!]
+          : context.commandName === 'BatchGetItemCommand'
+            ? Object.values(input.RequestItems!).flatMap((r) => r.Keys)
+            : [];
+      if (keys.length) {
+        const named = keys.map((k) => `${k.pk}/${k.sk}`);
+        gets.push(...named);
+        getRequests.push(named);
+      }
       if (context.commandName === 'QueryCommand')
         queries.push(String(input.ExpressionAttributeValues?.[':pk']));
       return next(args);
@@ -37,7 +54,7 @@ async function reads(fn: () => Promise<unknown>): Promise<{ gets: string[]; quer
   } finally {
     documentClient().middlewareStack.remove('countReads');
   }
-  return { gets, queries };
+  return { gets, getRequests, queries };
 }
 
 beforeAll(async () => {
@@ -68,6 +85,10 @@ it('a scaling write reads no admission record after its commit, only what the re
   // The admitter this write wakes runs in this process meanwhile; its fence read is its own, not the write's.
   const mine = (gets: string[]) => gets.filter((k) => k !== 'ADMITTER/STATE');
   expect(mine(r.gets).sort()).toEqual(['WORKLOAD/chat', 'WORKLOAD_OBSERVED/LAST']);
+  // Both in one request, sent beside the decision's reads rather than after its commit.
+  expect(r.getRequests.filter((g) => mine(g).length > 0).map((g) => g.sort())).toEqual([
+    ['WORKLOAD/chat', 'WORKLOAD_OBSERVED/LAST'],
+  ]);
   // A change of replicas reads no instance types, prices or pods partition: only what the decision needs.
   expect(r.queries.filter((q) => !['SCOPE', 'COMPUTE', 'MODEL', 'QUOTA', 'ADMISSION'].includes(q))).toEqual(
     [],
@@ -88,7 +109,7 @@ it('a scaling write reads no admission record after its commit, only what the re
 
 it('answers asking together share one read of the pass stamp, and one asked after a pass sees it', async () => {
   const r = await reads(() => Promise.all(Array.from({ length: 20 }, () => lastObserved())));
-  expect(r.gets).toEqual(['WORKLOAD_OBSERVED/LAST']);
+  expect(r.gets.filter((k) => k !== 'ADMITTER/STATE')).toEqual(['WORKLOAD_OBSERVED/LAST']);
   await recordWorkloads(new Map(), '2026-01-05T10:16:02.000Z');
   expect(await lastObserved()).toBe('2026-01-05T10:16:02.000Z');
   const got = await api.call('GET', '/v1/models/chat');
