@@ -41,7 +41,7 @@ export interface AlarmTransition {
   /** Same as alarmName: one key per alarm. */
   key: string;
   /**
-   * CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, ReconcileFailures, ReplicasUnscheduled,
+   * CapacityAtLimit, NodegroupFailed, ReconcileStale, ReconcileErrors, ReconcileFailures, ReplicasUnscheduled, AdmitterErrors,
    * WorkflowFailed.
    */
   kind: string;
@@ -452,6 +452,7 @@ async function start(
         stage,
         rateMinutes: 1,
         reconcileFunctionName: reconcileFunction,
+        admitterFunctionName: admitterFunction,
         stateMachineArns: sfn.stateMachineArns,
         reconcileFailuresQueueName: failuresQueue,
       }))

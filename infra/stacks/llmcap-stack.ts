@@ -429,6 +429,7 @@ export class LlmcapStack extends Stack {
       stage: cfg.stage,
       rateMinutes: cfg.reconcileRate,
       reconcileFunctionName: this.reconcileFunction.functionName,
+      admitterFunctionName: this.admitterFunction.functionName,
       stateMachineArns: {
         provision: this.workflows.provision.stateMachineArn,
         scale: this.workflows.scale.stateMachineArn,

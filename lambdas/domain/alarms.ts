@@ -159,6 +159,8 @@ export interface StageAlarmInput {
   rateMinutes: number;
   /** The reconcile Lambda's FunctionName dimension (a CDK token in the stack). */
   reconcileFunctionName: string;
+  /** The admitter Lambda's FunctionName dimension. */
+  admitterFunctionName: string;
   /** StateMachineArn of each node group workflow (CDK tokens in the stack). */
   stateMachineArns: Record<'provision' | 'scale' | 'delete', string>;
   /** The QueueName dimension of the reconciler's failure queue (a CDK token in the stack). */
@@ -214,6 +216,20 @@ export function stageAlarms(i: StageAlarmInput): AlarmDefinition[] {
         stat('fails', 'AWS/Lambda', 'Errors', fn),
         stat('throttles', 'AWS/Lambda', 'Throttles', fn),
       ],
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 3,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    },
+    {
+      AlarmName: alarmName(i.stage, 'AdmitterErrors'),
+      AlarmDescription: `The admitter failed (Lambda Errors: a crash, a timeout or a commit it could not make) in at least 3 of the last 5 periods (${5 * i.rateMinutes} min): writes answered Queued may wait for their decision. ${runbook('admittererrors')}.`,
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: i.admitterFunctionName }],
+      Statistic: 'Sum',
+      Period: period,
       EvaluationPeriods: 5,
       DatapointsToAlarm: 3,
       Threshold: 1,

@@ -58,6 +58,7 @@ export const prodStageAlarms = () =>
     stage: 'prod',
     rateMinutes: 1,
     reconcileFunctionName: 'llmcap-prod-reconcile',
+    admitterFunctionName: 'llmcap-prod-admitter',
     stateMachineArns: { provision: 'p', scale: 's', delete: 'd' },
     reconcileFailuresQueueName: 'llmcap-prod-ReconcileFailures',
   });

@@ -116,6 +116,7 @@ describe('the reconciler and on-call', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
     const names = alarms.map((a) => a.Properties.AlarmName).sort();
     expect(names).toEqual([
+      'llmcap-dev-AdmitterErrors',
       'llmcap-dev-ReconcileErrors',
       'llmcap-dev-ReconcileFailures',
       'llmcap-dev-ReconcileStale',
@@ -141,6 +142,7 @@ describe('the reconciler and on-call', () => {
         stage: 'dev',
         rateMinutes: 1,
         reconcileFunctionName: stack.reconcileFunction.functionName,
+        admitterFunctionName: stack.admitterFunction.functionName,
         stateMachineArns: {
           provision: stack.workflows.provision.stateMachineArn,
           scale: stack.workflows.scale.stateMachineArn,

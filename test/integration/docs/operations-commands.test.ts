@@ -153,6 +153,7 @@ const opOf = (cmd: string) => {
       ACCOUNT: account,
       TOPIC: cp.alarmTopicArn,
       FN: cp.reconcileFunction,
+      ADMITTER: cp.admitterFunction,
       TABLE: cp.table,
       SM: `arn:aws:states:${region}:${account}:stateMachine:llmcap-${stage}-provision-nodegroup`,
       USER: 'runbook-test',

@@ -78,6 +78,7 @@ describe('what an alarm says', () => {
     expect(linked.filter((x) => !anchors.has(x))).toEqual([]);
     expect(new Set(linked)).toEqual(
       new Set([
+        'admittererrors',
         'capacityatlimit',
         'nodegroupfailed',
         'reconcilestale',
