@@ -312,13 +312,22 @@ export function gaugeValue(text: string, name: string): number | undefined {
   return sum;
 }
 
-/** What one pod's /metrics say for the policy: its metric, and its requests running plus waiting. */
+/**
+ * What one pod's /metrics say for the policy: its metric, and its requests running plus waiting. A running
+ * gauge stops at the engine's batch limit (vLLM's --max-num-seqs), so at any overload it reads the same and
+ * the HPA's ratio can grow a model by only limit ÷ target per start: it counts the requests waiting beside it,
+ * those the server would run if it had room.
+ */
 export function podLoadFromText(engine: Engine, metric: string, text: string): Omit<PodLoad, 'ready'> {
-  const value = gaugeValue(text, metric);
+  const gauge = gaugeValue(text, metric);
   const running = engineMetric(engine, 'running');
   const waiting = engineMetric(engine, 'waiting');
   const r = running ? gaugeValue(text, running) : undefined;
   const w = waiting ? gaugeValue(text, waiting) : undefined;
+  const value =
+    gauge !== undefined && ENGINE_METRICS[engine][metric] === 'running' && w !== undefined
+      ? gauge + w
+      : gauge;
   return {
     ...(value !== undefined ? { value } : {}),
     ...(r !== undefined && w !== undefined ? { busy: r + w } : {}),

@@ -296,6 +296,17 @@ describe('reading /metrics', () => {
       value: 0,
     });
   });
+
+  test('a running gauge counts the requests waiting beside it: at its batch limit it would read the same at any overload', () => {
+    // issue 33's bench: a replica running its 16 with 104 more waiting read 16 against a target of 12, so the
+    // HPA asked for 2, then 3, 4, 6, 8, one start at a time, while requests waited for 40 minutes.
+    const text = 'vllm:num_requests_running 16\nvllm:num_requests_waiting 104\n';
+    const load = podLoadFromText('vllm', 'vllm:num_requests_running', text);
+    expect(load).toEqual({ value: 120, busy: 120 });
+    expect(hpaReplicas([{ ready: true, ...load }], 12, 1)).toBe(10);
+    // A waiting gauge reads as it is.
+    expect(podLoadFromText('vllm', 'vllm:num_requests_waiting', text).value).toBe(104);
+  });
 });
 
 describe('the demand seam of admission', () => {
