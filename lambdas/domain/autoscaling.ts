@@ -247,9 +247,15 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
   const raw = hpaReplicas(pods, policy.targetPerReplica, input.current);
   if (raw === undefined) {
     // Nothing to read: at zero stay there, otherwise keep the last answer (the HPA skips a pass without metrics).
-    const desired = prev.desired ?? input.current;
+    // Without one, load asks for nothing yet and admission keeps scaling.target: the pass reads load before
+    // admission, so a new model has no pod yet, and "0 running" is not an answer.
+    const desired = prev.desired;
     return {
-      state: { ...base, desired, ...(prev.value !== undefined ? { value: prev.value } : {}) },
+      state: {
+        ...base,
+        ...(desired !== undefined ? { desired } : {}),
+        ...(prev.value !== undefined ? { value: prev.value } : {}),
+      },
       why: pods.length ? 'no Ready pod served the metric yet' : 'no pod runs',
     };
   }
@@ -341,12 +347,28 @@ export interface ModelLoad extends AutoscaleState {
 
 /** The demand admission reads (World.demand): each autoscaled model's last desired replicas, by model. */
 export function demandOf(
-  workloads: readonly { model: string; autoscaling?: ModelLoad }[],
+  demands: readonly { model: string; desired: number }[],
 ): ReadonlyMap<string, number> {
-  const out = new Map<string, number>();
-  for (const w of workloads)
-    if (w.autoscaling?.desired !== undefined) out.set(w.model, w.autoscaling.desired);
-  return out;
+  return new Map(demands.map((d) => [d.model, d.desired]));
+}
+
+/**
+ * The demand items a pass writes: each autoscaled model's whose replicas asked for changed (or that has none),
+ * and the removal of those no longer autoscaled. A steady load writes nothing, so it wakes no admitter.
+ */
+export function demandChanges(
+  loads: ReadonlyMap<string, AutoscaleState>,
+  stored: readonly { model: string; desired: number; wokenAt?: string }[],
+): { put: { model: string; desired: number; wokenAt?: string }[]; remove: string[] } {
+  const before = new Map(stored.map((d) => [d.model, d]));
+  const put: { model: string; desired: number; wokenAt?: string }[] = [];
+  for (const [model, s] of loads) {
+    if (s.desired === undefined) continue;
+    const b = before.get(model);
+    if (b && b.desired === s.desired && b.wokenAt === s.wokenAt) continue;
+    put.push({ model, desired: s.desired, ...(s.wokenAt ? { wokenAt: s.wokenAt } : {}) });
+  }
+  return { put, remove: stored.filter((d) => !loads.has(d.model)).map((d) => d.model) };
 }
 
 /** The `autoscaling` part of a model's status: the load, what it asks for, what was admitted and why not more. */

@@ -31,8 +31,8 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      // What load asks of autoscaled models (the reconciler's WORKLOAD items), which the admitter decides on.
-      const [rest, demand] = await Promise.all([loadRest(), workloads.listWorkloads().then(demandOf)]);
+      // What load asks of autoscaled models (their DEMAND items, store/demand.ts), which the admitter decides on.
+      const [rest, demand] = await Promise.all([loadRest(), deps.store.demand.listDemands().then(demandOf)]);
       return { computes: catalog.computes, models: catalog.models, ...rest, demand };
     },
 

@@ -2,6 +2,7 @@ import type { ClusterClient } from '../aws/kubernetes';
 import type { Caller } from '../domain/access';
 import {
   autoscale,
+  demandChanges,
   type ModelLoad,
   type PodLoad,
   podLoadFromText,
@@ -10,10 +11,18 @@ import {
 } from '../domain/autoscaling';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
-import { type EnginesConfig, engineFor, type PodView } from '../domain/workloads';
+import {
+  type EnginesConfig,
+  engineFor,
+  type NamespaceOf,
+  type PodLike,
+  type PodView,
+  podView,
+} from '../domain/workloads';
 import { mapLimit } from '../shared/map-limit';
 import type { Dependencies } from '.';
 import type { ModelService } from './models';
+import { managedSelector } from './workloads';
 
 /**
  * The load step of a pass (docs/design.md, Autoscaling): each autoscaled model's Ready pods' /metrics read
@@ -73,6 +82,46 @@ export async function observeLoad(input: {
   return out;
 }
 
+/**
+ * The load step of a pass, before admission (service/reconcile.ts) so that the admitter decides on this pass's
+ * load rather than the last one's: the autoscaled models' pods listed in their namespaces, their load read,
+ * and the DEMAND items written where the replicas asked for changed. Answers every autoscaled model's load,
+ * which the pass stores with the pods in the WORKLOAD items.
+ */
+export async function observeDemand(input: {
+  models: readonly Pick<Model, 'name' | 'owner' | 'spec'>[];
+  namespaceOf: NamespaceOf;
+  stage: string;
+  engines: EnginesConfig;
+  client: ClusterClient;
+  store: Pick<Dependencies['store'], 'demand' | 'workloads'>;
+  now: string;
+}): Promise<Map<string, ModelLoad>> {
+  const models = input.models.filter((m) => m.spec.autoscaling);
+  const [stored, previous] = await Promise.all([
+    input.store.demand.listDemands(),
+    models.length ? input.store.workloads.listWorkloads() : [],
+  ]);
+  const pods: PodView[] = [];
+  await mapLimit([...new Set(models.map((m) => input.namespaceOf(m.owner)))], MAX_CONCURRENCY, async (ns) => {
+    const listed = await input.client.list('v1', 'Pod', ns, { labelSelector: managedSelector(input.stage) });
+    for (const p of listed) pods.push(podView(p as unknown as PodLike));
+  });
+  const loads = await observeLoad({
+    models,
+    pods,
+    previous: new Map(previous.flatMap((w) => (w.autoscaling ? [[w.model, w.autoscaling] as const] : []))),
+    engines: input.engines,
+    client: input.client,
+    now: input.now,
+  });
+  const { put, remove } = demandChanges(loads, stored);
+  // A wake written since this step read the WORKLOAD item stands: its DEMAND item is not overwritten.
+  for (const d of put) await input.store.demand.recordDemand({ ...d, at: input.now });
+  for (const m of remove) await input.store.demand.removeDemand(m);
+  return loads;
+}
+
 /** Wakes an autoscaled model (POST /v1/models/{name}/wake): it asks for max(min, 1) replicas from now on. */
 export function wakeService(deps: Dependencies, svc: { models: ModelService }) {
   return {
@@ -95,6 +144,17 @@ export function wakeService(deps: Dependencies, svc: { models: ModelService }) {
       const load = opts.dryRun
         ? next(stored?.autoscaling)
         : await deps.store.workloads.recordWake(m.name, next, now);
+      // What admission reads (store/demand.ts); were this write lost, the next pass writes it from the item above.
+      if (!opts.dryRun)
+        await deps.store.demand.recordDemand(
+          {
+            model: m.name,
+            desired: load.desired ?? 0,
+            ...(load.wokenAt ? { wokenAt: load.wokenAt } : {}),
+            at: now,
+          },
+          { wake: true },
+        );
       // A model sent to zero has no replica to count on, even while its last pods are still going.
       const running = stored?.autoscaling?.desired === 0 ? 0 : (stored?.running ?? 0);
       return {

@@ -11,6 +11,7 @@ import * as admissions from '../store/admissions';
 import * as commit from '../store/commit';
 import * as computes from '../store/computes';
 import * as costs from '../store/costs';
+import * as demand from '../store/demand';
 import * as events from '../store/events';
 import * as idempotency from '../store/idempotency';
 import * as models from '../store/models';
@@ -53,6 +54,8 @@ export interface Stores {
   idempotency: typeof idempotency;
   /** What the reconciler last saw of each model's pods (issue 20). */
   workloads: typeof workloads;
+  /** What load asks of each autoscaled model (issue 33): what admission reads of the loop. */
+  demand: typeof demand;
   /** Events of models and computes, for describe (domain/events.ts). */
   events: typeof events;
   commit: Pick<typeof commit, 'commitDecision'>;
@@ -112,6 +115,7 @@ export function defaultDependencies(): Dependencies {
       costs,
       idempotency,
       workloads,
+      demand,
       events,
       commit: { commitDecision: commit.commitDecision },
     },

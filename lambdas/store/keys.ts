@@ -25,6 +25,9 @@ export const keys = {
   /** What the reconciler last saw of a model's pods (store/workloads.ts): status.running and its reasons. */
   workload: (model: string) => ({ pk: 'WORKLOAD', sk: model }),
   workloads: () => ({ pk: 'WORKLOAD' }),
+  /** What load asks of an autoscaled model (store/demand.ts): the part of the loop admission reads. */
+  demand: (model: string) => ({ pk: 'DEMAND', sk: model }),
+  demands: () => ({ pk: 'DEMAND' }),
   /** When the reconciler last listed every pod (store/workloads.ts): what the WORKLOAD items are as of. */
   podsObserved: () => ({ pk: 'WORKLOAD_OBSERVED', sk: 'LAST' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),
