@@ -4,16 +4,20 @@ import {
   autoscale,
   demandChanges,
   type ModelLoad,
+  observeStartTimes,
   type PodLoad,
   podLoadFromText,
+  type StartedObject,
   wake,
   wakeEstimate,
 } from '../domain/autoscaling';
 import { conflict } from '../domain/errors';
 import type { Model } from '../domain/model';
+import { keyFromLabel } from '../domain/names';
 import {
   type EnginesConfig,
   engineFor,
+  LABEL_COMPUTE,
   type NamespaceOf,
   type PodLike,
   type PodView,
@@ -94,7 +98,9 @@ export async function observeDemand(input: {
   stage: string;
   engines: EnginesConfig;
   client: ClusterClient;
-  store: Pick<Dependencies['store'], 'demand' | 'workloads'>;
+  store: Pick<Dependencies['store'], 'demand' | 'workloads' | 'startTimes'>;
+  /** llmcap's Nodes as the pass listed them (absent without cluster access). */
+  nodes?: readonly StartedObject[];
   now: string;
 }): Promise<Map<string, ModelLoad>> {
   const models = input.models.filter((m) => m.spec.autoscaling);
@@ -103,10 +109,13 @@ export async function observeDemand(input: {
     models.length ? input.store.workloads.listWorkloads() : [],
   ]);
   const pods: PodView[] = [];
+  const raw: StartedObject[] = [];
   await mapLimit([...new Set(models.map((m) => input.namespaceOf(m.owner)))], MAX_CONCURRENCY, async (ns) => {
     const listed = await input.client.list('v1', 'Pod', ns, { labelSelector: managedSelector(input.stage) });
     for (const p of listed) pods.push(podView(p as unknown as PodLike));
+    raw.push(...(listed as StartedObject[]));
   });
+  await recordStartTimes(input.store.startTimes, input.nodes ?? [], raw);
   const loads = await observeLoad({
     models,
     pods,
@@ -120,6 +129,31 @@ export async function observeDemand(input: {
   for (const d of put) await input.store.demand.recordDemand({ ...d, at: input.now });
   for (const m of remove) await input.store.demand.removeDemand(m);
   return loads;
+}
+
+/** The start times each compute's nodes and replicas show, written where a newer one turned Ready. */
+async function recordStartTimes(
+  store: Dependencies['store']['startTimes'],
+  nodes: readonly StartedObject[],
+  pods: readonly StartedObject[],
+): Promise<void> {
+  const byCompute = new Map<string, { nodes: StartedObject[]; pods: StartedObject[] }>();
+  const add = (o: StartedObject, kind: 'nodes' | 'pods') => {
+    const label = o.metadata?.labels?.[LABEL_COMPUTE];
+    if (!label) return;
+    const c = keyFromLabel(label);
+    const e = byCompute.get(c) ?? { nodes: [], pods: [] };
+    e[kind].push(o);
+    byCompute.set(c, e);
+  };
+  for (const n of nodes) add(n, 'nodes');
+  for (const p of pods) add(p, 'pods');
+  if (byCompute.size === 0) return;
+  const kept = new Map((await store.listStartTimes()).map((t) => [t.compute, t]));
+  for (const [c, seen] of byCompute) {
+    const next = observeStartTimes(c, kept.get(c), seen.nodes, seen.pods);
+    if (next) await store.recordStartTimes(next);
+  }
 }
 
 /** Wakes an autoscaled model (POST /v1/models/{name}/wake): it asks for max(min, 1) replicas from now on. */
@@ -157,11 +191,14 @@ export function wakeService(deps: Dependencies, svc: { models: ModelService }) {
         );
       // A model sent to zero has no replica to count on, even while its last pods are still going.
       const running = stored?.autoscaling?.desired === 0 ? 0 : (stored?.running ?? 0);
+      // The times last seen on a compute its profiles name, in their order; the defaults where none was seen.
+      const seen = new Map((await deps.store.startTimes.listStartTimes()).map((t) => [t.compute, t]));
+      const observed = m.spec.profiles.flatMap((p) => (p.compute && seen.get(p.compute)) || [])[0];
       return {
         model: name,
         desiredReplicas: load.desired ?? 0,
         running,
-        ...wakeEstimate(running),
+        ...wakeEstimate(running, observed),
       };
     },
   };

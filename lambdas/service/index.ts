@@ -16,6 +16,7 @@ import * as events from '../store/events';
 import * as idempotency from '../store/idempotency';
 import * as models from '../store/models';
 import * as passes from '../store/reconcile-passes';
+import * as startTimes from '../store/start-times';
 import * as tenancy from '../store/tenancy';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
@@ -56,6 +57,8 @@ export interface Stores {
   workloads: typeof workloads;
   /** What load asks of each autoscaled model (issue 33): what admission reads of the loop. */
   demand: typeof demand;
+  /** A new replica's way to Ready per compute, as last seen (issue 33): a wake's expected time. */
+  startTimes: typeof startTimes;
   /** Events of models and computes, for describe (domain/events.ts). */
   events: typeof events;
   commit: Pick<typeof commit, 'commitDecision'>;
@@ -116,6 +119,7 @@ export function defaultDependencies(): Dependencies {
       idempotency,
       workloads,
       demand,
+      startTimes,
       events,
       commit: { commitDecision: commit.commitDecision },
     },

@@ -6,7 +6,7 @@ import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { unitsOf } from '../domain/admission-world';
 import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
-import type { ModelLoad } from '../domain/autoscaling';
+import type { ModelLoad, StartedObject } from '../domain/autoscaling';
 import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
 import {
   type Compute,
@@ -378,6 +378,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           engines: deps.engines(),
           client: await deps.cluster(),
           store,
+          ...(nodes ? { nodes: nodes as StartedObject[] } : {}),
           now,
         });
       } catch (e) {

@@ -28,6 +28,9 @@ export const keys = {
   /** What load asks of an autoscaled model (store/demand.ts): the part of the loop admission reads. */
   demand: (model: string) => ({ pk: 'DEMAND', sk: model }),
   demands: () => ({ pk: 'DEMAND' }),
+  /** A new replica's way to Ready as last seen on a compute (store/start-times.ts), for a wake's estimate. */
+  startTimes: (compute: string) => ({ pk: 'STARTTIMES', sk: compute }),
+  allStartTimes: () => ({ pk: 'STARTTIMES' }),
   /** When the reconciler last listed every pod (store/workloads.ts): what the WORKLOAD items are as of. */
   podsObserved: () => ({ pk: 'WORKLOAD_OBSERVED', sk: 'LAST' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),

@@ -118,11 +118,27 @@ it('goes to zero replicas after idling for scaleToZeroAfterSeconds, and its pods
 it('comes back from zero on a wake: admitted like a start, Ready, and the answer says how long it expects', async () => {
   const r = await call('POST', '/v1/models/chat/wake');
   expect(r.status).toBe(202);
-  expect(r.body).toMatchObject({
+  // The passes above saw l4-as's nodes and chat's replicas turn Ready: the estimate is theirs, not the defaults.
+  const seen = (
+    await documentClient().send(
+      new GetCommand({ TableName: cp.table, Key: { pk: 'STARTTIMES', sk: 'l4-as' } }),
+    )
+  ).Item!;
+  expect(seen).toMatchObject({
+    nodeBootSeconds: expect.any(Number),
+    imagePullSeconds: expect.any(Number),
+    modelLoadSeconds: expect.any(Number),
+  });
+  expect(r.body).toEqual({
+    model: 'chat',
     desiredReplicas: 1,
     running: 0,
-    expectedSecondsToReady: 420,
-    basis: 'default',
+    expectedSecondsToReady: seen.nodeBootSeconds + seen.imagePullSeconds + seen.modelLoadSeconds,
+    nodeBootSeconds: seen.nodeBootSeconds,
+    imagePullSeconds: seen.imagePullSeconds,
+    modelLoadSeconds: seen.modelLoadSeconds,
+    basis: 'observed',
+    compute: 'l4-as',
   });
   await reconcileUntil(cp, async () => (await status()).running === 1);
   expect((await status()).autoscaling).toMatchObject({ desiredReplicas: 1, admitted: 1 });
