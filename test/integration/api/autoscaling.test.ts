@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { type TestApi, testApi } from '../../helpers/api';
 
@@ -115,5 +115,35 @@ describe('a wake', () => {
     const fixed = await api.as(EDITOR).call('POST', '/v1/models/as-fixed/wake');
     expect(fixed.status).toBe(409);
     expect(fixed.body).toMatchObject({ reason: 'NotAutoscaled' });
+  });
+});
+
+describe('the demand admission reads', () => {
+  it('is the DEMAND item, or for a model without one the WORKLOAD item a table kept from before them', async () => {
+    await api
+      .as(EDITOR)
+      .call('POST', '/v1/models', manifest('as-legacy', { scaling: { min: 0, max: 4, target: 1 } }));
+    // A reconciler of the version before DEMAND items stored the answer in the WORKLOAD item only.
+    await documentClient().send(
+      new PutCommand({
+        TableName: api.table,
+        Item: {
+          pk: 'WORKLOAD',
+          sk: 'as-legacy',
+          model: 'as-legacy',
+          observedAt: new Date().toISOString(),
+          running: 0,
+          total: 0,
+          pods: [],
+          podReasons: [],
+          autoscaling: { metric: 'vllm:num_requests_waiting', history: [], desired: 3 },
+        },
+      }),
+    );
+    await api.admitter.run();
+    await api.admitter.settled();
+    const st = (await api.as(EDITOR).call('GET', '/v1/models/as-legacy')).body.status;
+    // Wanted 3 (its target is 1): admitted, or pending where the builtin L4 compute is full.
+    expect(st.admitted + st.pending).toBe(3);
   });
 });
