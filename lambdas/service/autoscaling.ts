@@ -94,7 +94,8 @@ export async function observeLoad(input: {
  */
 export async function observeDemand(input: {
   models: readonly Pick<Model, 'name' | 'owner' | 'spec'>[];
-  namespaceOf: NamespaceOf;
+  /** Each owner's namespace, read only when some model autoscales. */
+  namespaceOf: () => Promise<NamespaceOf>;
   stage: string;
   engines: EnginesConfig;
   client: ClusterClient;
@@ -104,13 +105,19 @@ export async function observeDemand(input: {
   now: string;
 }): Promise<Map<string, ModelLoad>> {
   const models = input.models.filter((m) => m.spec.autoscaling);
-  const [stored, previous] = await Promise.all([
-    input.store.demand.listDemands(),
-    models.length ? input.store.workloads.listWorkloads() : [],
+  const stored = await input.store.demand.listDemands();
+  if (models.length === 0) {
+    // Nothing autoscales: no pod to read, no wake to estimate; only demands left by models that did go.
+    for (const d of stored) await input.store.demand.removeDemand(d.model);
+    return new Map();
+  }
+  const [previous, namespaceOf] = await Promise.all([
+    input.store.workloads.listWorkloads(),
+    input.namespaceOf(),
   ]);
   const pods: PodView[] = [];
   const raw: StartedObject[] = [];
-  await mapLimit([...new Set(models.map((m) => input.namespaceOf(m.owner)))], MAX_CONCURRENCY, async (ns) => {
+  await mapLimit([...new Set(models.map((m) => namespaceOf(m.owner)))], MAX_CONCURRENCY, async (ns) => {
     const listed = await input.client.list('v1', 'Pod', ns, { labelSelector: managedSelector(input.stage) });
     for (const p of listed) pods.push(podView(p as unknown as PodLike));
     raw.push(...(listed as StartedObject[]));

@@ -373,7 +373,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         const stage = deps.config().stage;
         loads = await observeDemand({
           models: (await services.catalog.load()).models,
-          namespaceOf: namespacesOf(stage, await store.tenancy.listScopes()),
+          namespaceOf: async () => namespacesOf(stage, await store.tenancy.listScopes()),
           stage,
           engines: deps.engines(),
           client: await deps.cluster(),
