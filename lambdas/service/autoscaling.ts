@@ -98,7 +98,8 @@ export async function observeDemand(input: {
   namespaceOf: () => Promise<NamespaceOf>;
   stage: string;
   engines: EnginesConfig;
-  client: ClusterClient;
+  /** The cluster, reached only when some model autoscales. */
+  client: () => Promise<ClusterClient>;
   store: Pick<Dependencies['store'], 'demand' | 'workloads' | 'startTimes'>;
   /** llmcap's Nodes as the pass listed them (absent without cluster access). */
   nodes?: readonly StartedObject[];
@@ -111,14 +112,15 @@ export async function observeDemand(input: {
     for (const d of stored) await input.store.demand.removeDemand(d.model);
     return new Map();
   }
-  const [previous, namespaceOf] = await Promise.all([
+  const [previous, namespaceOf, client] = await Promise.all([
     input.store.workloads.listWorkloads(),
     input.namespaceOf(),
+    input.client(),
   ]);
   const pods: PodView[] = [];
   const raw: StartedObject[] = [];
   await mapLimit([...new Set(models.map((m) => namespaceOf(m.owner)))], MAX_CONCURRENCY, async (ns) => {
-    const listed = await input.client.list('v1', 'Pod', ns, { labelSelector: managedSelector(input.stage) });
+    const listed = await client.list('v1', 'Pod', ns, { labelSelector: managedSelector(input.stage) });
     for (const p of listed) pods.push(podView(p as unknown as PodLike));
     raw.push(...(listed as StartedObject[]));
   });
@@ -128,7 +130,7 @@ export async function observeDemand(input: {
     pods,
     previous: new Map(previous.flatMap((w) => (w.autoscaling ? [[w.model, w.autoscaling] as const] : []))),
     engines: input.engines,
-    client: input.client,
+    client,
     now: input.now,
   });
   const { put, remove } = demandChanges(loads, stored);

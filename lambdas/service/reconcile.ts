@@ -376,7 +376,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           namespaceOf: async () => namespacesOf(stage, await store.tenancy.listScopes()),
           stage,
           engines: deps.engines(),
-          client: await deps.cluster(),
+          client: () => deps.cluster(),
           store,
           ...(nodes ? { nodes: nodes as StartedObject[] } : {}),
           now,
