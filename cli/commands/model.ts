@@ -196,11 +196,12 @@ Example:
         running: number;
         expectedSecondsToReady: number;
         basis: string;
+        compute?: string;
       };
       const eta =
         b.running > 0
           ? `${b.running} replica(s) already serve`
-          : `expected Ready in about ${b.expectedSecondsToReady} s (${b.basis === 'default' ? 'default node boot, image pull and model load times' : b.basis})`;
+          : `expected Ready in about ${b.expectedSecondsToReady} s (${b.basis === 'observed' ? `node boot, image pull and model load as last seen on ${b.compute}` : 'default node boot, image pull and model load times'})`;
       ctx.out(`model/${name} woken: ${b.desiredReplicas} replica(s) wanted; ${eta}`);
     }
     return EXIT.ok;

@@ -247,9 +247,15 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
   const raw = hpaReplicas(pods, policy.targetPerReplica, input.current);
   if (raw === undefined) {
     // Nothing to read: at zero stay there, otherwise keep the last answer (the HPA skips a pass without metrics).
-    const desired = prev.desired ?? input.current;
+    // Without one, load asks for nothing yet and admission keeps scaling.target: the pass reads load before
+    // admission, so a new model has no pod yet, and "0 running" is not an answer.
+    const desired = prev.desired;
     return {
-      state: { ...base, desired, ...(prev.value !== undefined ? { value: prev.value } : {}) },
+      state: {
+        ...base,
+        ...(desired !== undefined ? { desired } : {}),
+        ...(prev.value !== undefined ? { value: prev.value } : {}),
+      },
       why: pods.length ? 'no Ready pod served the metric yet' : 'no pod runs',
     };
   }
@@ -312,13 +318,22 @@ export function gaugeValue(text: string, name: string): number | undefined {
   return sum;
 }
 
-/** What one pod's /metrics say for the policy: its metric, and its requests running plus waiting. */
+/**
+ * What one pod's /metrics say for the policy: its metric, and its requests running plus waiting. A running
+ * gauge stops at the engine's batch limit (vLLM's --max-num-seqs), so at any overload it reads the same and
+ * the HPA's ratio can grow a model by only limit ÷ target per start: it counts the requests waiting beside it,
+ * those the server would run if it had room.
+ */
 export function podLoadFromText(engine: Engine, metric: string, text: string): Omit<PodLoad, 'ready'> {
-  const value = gaugeValue(text, metric);
+  const gauge = gaugeValue(text, metric);
   const running = engineMetric(engine, 'running');
   const waiting = engineMetric(engine, 'waiting');
   const r = running ? gaugeValue(text, running) : undefined;
   const w = waiting ? gaugeValue(text, waiting) : undefined;
+  const value =
+    gauge !== undefined && ENGINE_METRICS[engine][metric] === 'running' && w !== undefined
+      ? gauge + w
+      : gauge;
   return {
     ...(value !== undefined ? { value } : {}),
     ...(r !== undefined && w !== undefined ? { busy: r + w } : {}),
@@ -332,12 +347,28 @@ export interface ModelLoad extends AutoscaleState {
 
 /** The demand admission reads (World.demand): each autoscaled model's last desired replicas, by model. */
 export function demandOf(
-  workloads: readonly { model: string; autoscaling?: ModelLoad }[],
+  demands: readonly { model: string; desired: number }[],
 ): ReadonlyMap<string, number> {
-  const out = new Map<string, number>();
-  for (const w of workloads)
-    if (w.autoscaling?.desired !== undefined) out.set(w.model, w.autoscaling.desired);
-  return out;
+  return new Map(demands.map((d) => [d.model, d.desired]));
+}
+
+/**
+ * The demand items a pass writes: each autoscaled model's whose replicas asked for changed (or that has none),
+ * and the removal of those no longer autoscaled. A steady load writes nothing, so it wakes no admitter.
+ */
+export function demandChanges(
+  loads: ReadonlyMap<string, AutoscaleState>,
+  stored: readonly { model: string; desired: number; wokenAt?: string }[],
+): { put: { model: string; desired: number; wokenAt?: string }[]; remove: string[] } {
+  const before = new Map(stored.map((d) => [d.model, d]));
+  const put: { model: string; desired: number; wokenAt?: string }[] = [];
+  for (const [model, s] of loads) {
+    if (s.desired === undefined) continue;
+    const b = before.get(model);
+    if (b && b.desired === s.desired && b.wokenAt === s.wokenAt) continue;
+    put.push({ model, desired: s.desired, ...(s.wokenAt ? { wokenAt: s.wokenAt } : {}) });
+  }
+  return { put, remove: stored.filter((d) => !loads.has(d.model)).map((d) => d.model) };
 }
 
 /** The `autoscaling` part of a model's status: the load, what it asks for, what was admitted and why not more. */
@@ -362,21 +393,116 @@ export function autoscalingStatus(
 /**
  * What a model at zero waits for before it serves again, when nothing was observed (docs/workloads.md,
  * Autoscaling): a new node of a managed node group (EC2 launch, bootstrap, kubelet Ready), the engine's image
- * pulled on it, and the weights loaded. Defaults, not measurements; a wake answers them beside its estimate.
+ * pulled on it, and the weights loaded. Defaults, not measurements: each part until it was observed on the
+ * model's compute (StartTimes).
  */
 export const WAKE_DEFAULTS = { nodeBootSeconds: 180, imagePullSeconds: 120, modelLoadSeconds: 120 } as const;
+
+/**
+ * What the reconciler last saw of a new replica's way to Ready on one compute (store/start-times.ts): its newest
+ * Ready node's boot (Node created → Ready: the kubelet's registration on, not EC2's launch before it) and its
+ * newest Ready replica's start (pod scheduled → its containers started: the image pull; started → Ready: the
+ * model load). A part never seen is absent.
+ */
+export interface StartTimes {
+  compute: string;
+  nodeBootSeconds?: number;
+  imagePullSeconds?: number;
+  modelLoadSeconds?: number;
+  /** When each part was last seen (the Ready transition it was measured at). */
+  nodeReadyAt?: string;
+  podReadyAt?: string;
+}
+
+/** The fields of a Node or a pod that tell how long it took to be Ready. */
+export interface StartedObject {
+  metadata?: { creationTimestamp?: unknown; labels?: Record<string, string> };
+  status?: {
+    conditions?: { type: string; status: string; lastTransitionTime?: unknown }[];
+    containerStatuses?: { state?: { running?: { startedAt?: unknown } } }[];
+  };
+}
+
+const time = (t: unknown): number | undefined => {
+  const ms = t instanceof Date ? t.getTime() : typeof t === 'string' ? Date.parse(t) : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+};
+const readySince = (o: StartedObject) => {
+  const c = o.status?.conditions?.find((x) => x.type === 'Ready');
+  return c?.status === 'True' ? time(c.lastTransitionTime) : undefined;
+};
+const seconds = (from: number, to: number) => Math.max(0, Math.round((to - from) / 1000));
+
+/**
+ * What these Ready nodes and pods of one compute say, the newest of each (a node or replica that has been
+ * Ready longer says less of what a wake waits for now), folded into what was kept: a part seen again replaces
+ * its value, one not seen keeps it. Undefined when nothing changed, so that a steady pass writes nothing.
+ */
+export function observeStartTimes(
+  compute: string,
+  prev: StartTimes | undefined,
+  nodes: readonly StartedObject[],
+  pods: readonly StartedObject[],
+): StartTimes | undefined {
+  const next: StartTimes = { ...(prev ?? {}), compute };
+  let node: { at: number; boot: number } | undefined;
+  for (const n of nodes) {
+    const ready = readySince(n);
+    const created = time(n.metadata?.creationTimestamp);
+    if (ready === undefined || created === undefined || (node && node.at >= ready)) continue;
+    node = { at: ready, boot: seconds(created, ready) };
+  }
+  if (node) Object.assign(next, { nodeBootSeconds: node.boot, nodeReadyAt: new Date(node.at).toISOString() });
+  let pod: { at: number; pull: number; load: number } | undefined;
+  for (const p of pods) {
+    const ready = readySince(p);
+    const scheduled = time(
+      p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True')?.lastTransitionTime,
+    );
+    const started = (p.status?.containerStatuses ?? [])
+      .map((c) => time(c.state?.running?.startedAt))
+      .filter((t): t is number => t !== undefined);
+    if (ready === undefined || scheduled === undefined || started.length === 0 || (pod && pod.at >= ready))
+      continue;
+    // The last container to start ends the pull; the model loads from then until Ready.
+    const last = Math.max(...started);
+    pod = { at: ready, pull: seconds(scheduled, last), load: seconds(last, ready) };
+  }
+  if (pod)
+    Object.assign(next, {
+      imagePullSeconds: pod.pull,
+      modelLoadSeconds: pod.load,
+      podReadyAt: new Date(pod.at).toISOString(),
+    });
+  const same =
+    prev &&
+    prev.nodeReadyAt === next.nodeReadyAt &&
+    prev.podReadyAt === next.podReadyAt &&
+    prev.nodeBootSeconds === next.nodeBootSeconds &&
+    prev.imagePullSeconds === next.imagePullSeconds &&
+    prev.modelLoadSeconds === next.modelLoadSeconds;
+  return same || (!node && !pod) ? undefined : next;
+}
 
 export interface WakeEstimate {
   expectedSecondsToReady: number;
   nodeBootSeconds: number;
   imagePullSeconds: number;
   modelLoadSeconds: number;
-  /** `running`: a replica already serves; `default`: WAKE_DEFAULTS. */
-  basis: 'running' | 'default';
+  /**
+   * `running`: a replica already serves; `observed`: the parts as last seen on `compute` (a part never seen
+   * there is its default); `default`: WAKE_DEFAULTS.
+   */
+  basis: 'running' | 'observed' | 'default';
+  /** The compute whose observed times these are (basis `observed`). */
+  compute?: string;
 }
 
-/** The expected time to Ready of a wake: none while a replica serves, else a node boot, a pull and a load. */
-export function wakeEstimate(running: number): WakeEstimate {
+/**
+ * The expected time to Ready of a wake: none while a replica serves, else a node boot, a pull and a load, as
+ * last observed on the model's compute where they were, the defaults until then.
+ */
+export function wakeEstimate(running: number, observed?: StartTimes): WakeEstimate {
   if (running > 0)
     return {
       expectedSecondsToReady: 0,
@@ -386,9 +512,19 @@ export function wakeEstimate(running: number): WakeEstimate {
       basis: 'running',
     };
   const d = WAKE_DEFAULTS;
+  const parts = {
+    nodeBootSeconds: observed?.nodeBootSeconds ?? d.nodeBootSeconds,
+    imagePullSeconds: observed?.imagePullSeconds ?? d.imagePullSeconds,
+    modelLoadSeconds: observed?.modelLoadSeconds ?? d.modelLoadSeconds,
+  };
+  const seen =
+    observed &&
+    [observed.nodeBootSeconds, observed.imagePullSeconds, observed.modelLoadSeconds].some(
+      (x) => x !== undefined,
+    );
   return {
-    expectedSecondsToReady: d.nodeBootSeconds + d.imagePullSeconds + d.modelLoadSeconds,
-    ...d,
-    basis: 'default',
+    expectedSecondsToReady: parts.nodeBootSeconds + parts.imagePullSeconds + parts.modelLoadSeconds,
+    ...parts,
+    ...(seen ? { basis: 'observed' as const, compute: observed.compute } : { basis: 'default' as const }),
   };
 }

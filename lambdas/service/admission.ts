@@ -32,9 +32,27 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      // What load asks of autoscaled models (the reconciler's WORKLOAD items), which the admitter decides on.
-      const [rest, demand] = await Promise.all([loadRest(), workloads.listWorkloads().then(demandOf)]);
-      return { computes: catalog.computes, models: catalog.models, ...rest, demand };
+      // What load asks of autoscaled models (their DEMAND items, store/demand.ts), which the admitter decides on.
+      const [rest, demands] = await Promise.all([loadRest(), deps.store.demand.listDemands()]);
+      // A table written before DEMAND items existed keeps the demand in the WORKLOAD item until the next pass
+      // writes one: read there for an autoscaled model without one, so a deploy does not drop it to its target.
+      const known = new Set(demands.map((d) => d.model));
+      const without = new Set(
+        catalog.models.filter((m) => m.spec.autoscaling && !known.has(m.name)).map((m) => m.name),
+      );
+      const before = without.size
+        ? (await workloads.listWorkloads()).flatMap((w) =>
+            w.autoscaling?.desired !== undefined && without.has(w.model)
+              ? [{ model: w.model, desired: w.autoscaling.desired }]
+              : [],
+          )
+        : [];
+      return {
+        computes: catalog.computes,
+        models: catalog.models,
+        ...rest,
+        demand: demandOf([...demands, ...before]),
+      };
     },
 
     /** The tree, quotas and admissions, for a write that loads its catalog beside them (one round trip). */

@@ -11,10 +11,12 @@ import * as admissions from '../store/admissions';
 import * as commit from '../store/commit';
 import * as computes from '../store/computes';
 import * as costs from '../store/costs';
+import * as demand from '../store/demand';
 import * as events from '../store/events';
 import * as idempotency from '../store/idempotency';
 import * as models from '../store/models';
 import * as passes from '../store/reconcile-passes';
+import * as startTimes from '../store/start-times';
 import * as tenancy from '../store/tenancy';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
@@ -53,6 +55,10 @@ export interface Stores {
   idempotency: typeof idempotency;
   /** What the reconciler last saw of each model's pods (issue 20). */
   workloads: typeof workloads;
+  /** What load asks of each autoscaled model (issue 33): what admission reads of the loop. */
+  demand: typeof demand;
+  /** A new replica's way to Ready per compute, as last seen (issue 33): a wake's expected time. */
+  startTimes: typeof startTimes;
   /** Events of models and computes, for describe (domain/events.ts). */
   events: typeof events;
   commit: Pick<typeof commit, 'commitDecision'>;
@@ -112,6 +118,8 @@ export function defaultDependencies(): Dependencies {
       costs,
       idempotency,
       workloads,
+      demand,
+      startTimes,
       events,
       commit: { commitDecision: commit.commitDecision },
     },

@@ -6,6 +6,7 @@ import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
 import { unitsOf } from '../domain/admission-world';
 import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
+import type { ModelLoad, StartedObject } from '../domain/autoscaling';
 import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
 import {
   type Compute,
@@ -40,7 +41,7 @@ import { enginesConfig } from '../shared/builtin-config';
 import { logger } from '../shared/logger';
 import { createServices, type Dependencies, type Services } from '.';
 import type { AdmitterSummary } from './admitter';
-import { observeLoad } from './autoscaling';
+import { observeDemand, observeLoad } from './autoscaling';
 import { chooseGoing, drainForScaleDown, type Shrink } from './drain';
 import { workflowService } from './workflows';
 import { reconcileWorkloads } from './workloads';
@@ -127,6 +128,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     >,
     shrinks: Shrink[],
     errors: string[],
+    loads: Map<string, ModelLoad> | undefined,
   ): Promise<{ workloads?: WorkloadsReport; drains: DrainReport[] }> {
     const drains: DrainReport[] = [];
     const stage = deps.config().stage;
@@ -140,7 +142,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         engines: deps.engines(),
         client,
         record: store.workloads.recordWorkloads,
+        // Read before admission this pass (observeDemand); read here only when that step failed.
         observeLoad: async (pods, k) =>
+          loads ??
           observeLoad({
             models: input.models,
             pods,
@@ -362,6 +366,26 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const target = (c: Compute, needed: number) =>
       withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 
+    // 2e. Load (issue 33): read before the admitter, so that it decides on this pass's demand.
+    let loads: Map<string, ModelLoad> | undefined;
+    if (deps.config().deployWorkloads) {
+      try {
+        const stage = deps.config().stage;
+        loads = await observeDemand({
+          models: (await services.catalog.load()).models,
+          namespaceOf: async () => namespacesOf(stage, await store.tenancy.listScopes()),
+          stage,
+          engines: deps.engines(),
+          client: () => deps.cluster(),
+          store,
+          ...(nodes ? { nodes: nodes as StartedObject[] } : {}),
+          now,
+        });
+      } catch (e) {
+        errors.push(`load: ${(e as Error).message}`);
+      }
+    }
+
     // 3. The admitter decides every pending request (it alone writes admissions); then placement of what it admitted.
     let admitted: AdmitterSummary | undefined;
     try {
@@ -520,6 +544,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           },
           shrinks,
           errors,
+          loads,
         )
       : { workloads: undefined, drains: [] };
 

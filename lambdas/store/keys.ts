@@ -25,6 +25,12 @@ export const keys = {
   /** What the reconciler last saw of a model's pods (store/workloads.ts): status.running and its reasons. */
   workload: (model: string) => ({ pk: 'WORKLOAD', sk: model }),
   workloads: () => ({ pk: 'WORKLOAD' }),
+  /** What load asks of an autoscaled model (store/demand.ts): the part of the loop admission reads. */
+  demand: (model: string) => ({ pk: 'DEMAND', sk: model }),
+  demands: () => ({ pk: 'DEMAND' }),
+  /** A new replica's way to Ready as last seen on a compute (store/start-times.ts), for a wake's estimate. */
+  startTimes: (compute: string) => ({ pk: 'STARTTIMES', sk: compute }),
+  allStartTimes: () => ({ pk: 'STARTTIMES' }),
   /** When the reconciler last listed every pod (store/workloads.ts): what the WORKLOAD items are as of. */
   podsObserved: () => ({ pk: 'WORKLOAD_OBSERVED', sk: 'LAST' }),
   idempotency: (principal: string, key: string) => ({ pk: 'IDEMPOTENCY', sk: `${principal}#${key}` }),

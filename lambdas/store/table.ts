@@ -15,7 +15,9 @@ import {
  * event source mapping's filter, in infra and locally). Its own ADMISSION and ADMITTER writes are not, so a run
  * never triggers another.
  */
-export const ADMISSION_INPUTS = ['MODEL', 'COMPUTE', 'SCOPE', 'QUOTA', 'NODETYPE', 'WORKLOAD'] as const;
+// WORKLOAD is not among them: the reconciler rewrites it as pods and load move; what admission reads of load
+// is the DEMAND item, written only when the replicas asked for change (store/demand.ts).
+export const ADMISSION_INPUTS = ['MODEL', 'COMPUTE', 'SCOPE', 'QUOTA', 'NODETYPE', 'DEMAND'] as const;
 export function tableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,

@@ -117,7 +117,14 @@ class Pass implements RoomHost {
   readonly book: QuotaBook;
   readonly acc: Accounting;
   headroom: Headroom;
-  start!: { acc: Accounting; headroom: Headroom };
+  /**
+   * What critical units alone hold per scope: a critical model runs within its owner's guarantee, and it is the
+   * critical replicas that must fit it. Lower classes beside them borrow above it (up to the limits), and are
+   * displaced only when a limit binds, so a critical model's growth never costs a standard model more than the
+   * limit needs (issue 33: counting them made one critical replica displace a standard model's min).
+   */
+  readonly crit: Accounting;
+  start!: { acc: Accounting; crit: Accounting; headroom: Headroom };
   readonly states: MState[] = [];
   readonly byName = new Map<string, MState>();
   /** Units held directly by each scope, in victim order once sorted. */
@@ -137,6 +144,7 @@ class Pass implements RoomHost {
     this.tree = input.scopes instanceof ScopeTree ? input.scopes : new ScopeTree(input.scopes);
     this.book = input.quotas instanceof QuotaBook ? input.quotas : new QuotaBook(this.tree, input.quotas);
     this.acc = new Accounting(this.tree, this.book);
+    this.crit = new Accounting(this.tree, this.book);
     this.headroom = input.headroom;
     this.own = Array.from({ length: this.tree.size }, () => []);
     this.ownSorted = new Uint8Array(this.tree.size);
@@ -227,7 +235,7 @@ class Pass implements RoomHost {
         this.released.push({ model: a.model, unitId: u.id, replicas: u.replicas, why: 'removed' });
       }
     }
-    this.start = { acc: this.acc.clone(), headroom: this.headroom.clone() };
+    this.start = { acc: this.acc.clone(), crit: this.crit.clone(), headroom: this.headroom.clone() };
   }
 
   private drop(ms: MState, u: AdmittedUnit, why: ReleasedEvent['why']): void {
@@ -261,6 +269,7 @@ class Pass implements RoomHost {
     ms.held.push(h);
     if (fresh) ms.admittedNow = true;
     this.acc.charge(scope, h.total, 1);
+    if (ms.cls === 'critical') this.crit.charge(scope, h.total, 1);
     if (scope >= 0 && !fresh) {
       this.own[scope]!.push(h);
       if (ms.cls !== 'critical') this.takeable++;
@@ -347,7 +356,7 @@ class Pass implements RoomHost {
   // ---------------------------------------------------------------------------------------------------------
   // One request
 
-  violations(ms: MState, tot: Resources, acc: Accounting): Violation[] {
+  violations(ms: MState, tot: Resources, acc: Accounting, crit: Accounting): Violation[] {
     const S = ms.scope;
     if (S < 0) return NONE;
     let out: Violation[] | undefined;
@@ -374,11 +383,12 @@ class Pass implements RoomHost {
       }
     }
     if (ms.cls === 'critical') {
-      // Critical runs only within its owner's guarantee, for the resources the owner has a guarantee of.
+      // Critical runs only within its owner's guarantee, for the resources the owner has a guarantee of: its
+      // critical replicas, with this one, fit the guarantee (what lower classes hold beside them borrows).
       for (let k = 0; k < 3; k++) {
         const g = this.book.guaranteed(S, k);
         if (g <= 0 || t[k]! <= 0) continue;
-        const usage = acc.used(S, k);
+        const usage = crit.used(S, k);
         const d = usage + t[k]! - g;
         if (d <= EPS) continue;
         out ??= [];
@@ -407,7 +417,7 @@ class Pass implements RoomHost {
     const options: Option[] = ms.m.spec.profiles.map((p) => {
       const per = perReplica(p);
       const tot = scale(per, r.replicas);
-      return { p, per, tot, viol: this.violations(ms, tot, this.acc) };
+      return { p, per, tot, viol: this.violations(ms, tot, this.acc, this.crit) };
     });
     const feasible =
       options.length === 1 && options[0]!.viol.length === 0
@@ -635,7 +645,8 @@ class Pass implements RoomHost {
       const res = RESOURCES[v.k]!;
       const scope = this.tree.names[v.scope]!;
       binding = { kind: v.kind, scope, resource: res, needed: round(v.deficit) };
-      const need = `${amount(res, v.deficit)} more needed (it holds ${round(v.usage)}, this needs ${round(vec(o.tot)[v.k]!)})`;
+      const holds = v.kind === 'critical-guarantee' ? 'its critical models hold' : 'it holds';
+      const need = `${amount(res, v.deficit)} more needed (${holds} ${round(v.usage)}, this needs ${round(vec(o.tot)[v.k]!)})`;
       if (v.kind === 'critical-guarantee') {
         reason = 'InsufficientQuota';
         message = `${scope} guarantees ${amount(res, v.cap)} and a critical model runs only within its owner's guarantee: ${need}`;
@@ -645,7 +656,10 @@ class Pass implements RoomHost {
       }
       // Another request of this pass took the room when the constraint held against the pass's starting
       // state; the owner's own limit is LimitExceeded whoever took it (it will not fit until a quota changes).
-      if (reason !== 'LimitExceeded' && this.violations(ms, o.tot, this.start.acc).length === 0) {
+      if (
+        reason !== 'LimitExceeded' &&
+        this.violations(ms, o.tot, this.start.acc, this.start.crit).length === 0
+      ) {
         reason = 'NoLongerFits';
         message = `another request in this pass took the room: ${message}`;
       }
@@ -693,6 +707,7 @@ class Pass implements RoomHost {
           ms.held = ms.held.filter((x) => x !== h);
           h.alive = false;
           this.acc.charge(h.scope, h.total, -1);
+          if (ms.cls === 'critical') this.crit.charge(h.scope, h.total, -1);
           this.headroom.release(h.unit.id);
           this.released.push({
             model: ms.m.name,

@@ -53,6 +53,9 @@ export type RoomOutcome = Room | false | 'not-eligible';
 export function makeRoom(host: RoomHost, r: Request, o: Option, needHeadroom: boolean): RoomOutcome {
   const S = r.ms.scope;
   if (S < 0) return false;
+  // Only critical replicas count against a critical model's guarantee, and they are never victims: no room
+  // can be made for it there.
+  if (o.viol.some((v) => v.kind === 'critical-guarantee')) return false;
   const quotaBinding = [...new Set(o.viol.map((v) => v.k))];
   const headroomBinding = needHeadroom ? host.headroomResources(S, o.tot) : [];
   if (needHeadroom && headroomBinding.length === 0) return 'not-eligible';

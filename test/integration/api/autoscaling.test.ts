@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { type TestApi, testApi } from '../../helpers/api';
 
@@ -32,12 +32,13 @@ beforeAll(async () => {
   await api.call('PUT', `/v1/scopes/team:as/members/${encodeURIComponent(EDITOR)}`, { role: 'editor' });
 });
 
-const workloadItem = async (model: string) =>
+const item = async (pk: string, model: string) =>
   (
     await documentClient().send(
-      new GetCommand({ TableName: api.table, Key: { pk: 'WORKLOAD', sk: model }, ConsistentRead: true }),
+      new GetCommand({ TableName: api.table, Key: { pk, sk: model }, ConsistentRead: true }),
     )
   ).Item;
+const workloadItem = (model: string) => item('WORKLOAD', model);
 
 describe('the policy', () => {
   it('is stored and read back as sent', async () => {
@@ -91,11 +92,10 @@ describe('a wake', () => {
       modelLoadSeconds: 120,
       basis: 'default',
     });
-    // What admission reads as the model's demand on the next pass.
-    expect((await workloadItem('as-chat'))?.autoscaling).toMatchObject({
-      desired: 1,
-      wokenAt: expect.any(String),
-    });
+    // The loop's state, and what admission reads as the model's demand (its DEMAND item, which wakes it).
+    const woken = (await workloadItem('as-chat'))?.autoscaling;
+    expect(woken).toMatchObject({ desired: 1, wokenAt: expect.any(String) });
+    expect(await item('DEMAND', 'as-chat')).toMatchObject({ desired: 1, wokenAt: woken.wokenAt });
   });
 
   it('writes nothing on a dry run', async () => {
@@ -103,6 +103,7 @@ describe('a wake', () => {
     const r = await api.as(EDITOR).call('POST', '/v1/models/as-dry/wake?dryRun=All');
     expect(r.status).toBe(202);
     expect(await workloadItem('as-dry')).toBeUndefined();
+    expect(await item('DEMAND', 'as-dry')).toBeUndefined();
   });
 
   it('answers a stranger as if the model did not exist, and refuses a model that does not autoscale', async () => {
@@ -114,5 +115,35 @@ describe('a wake', () => {
     const fixed = await api.as(EDITOR).call('POST', '/v1/models/as-fixed/wake');
     expect(fixed.status).toBe(409);
     expect(fixed.body).toMatchObject({ reason: 'NotAutoscaled' });
+  });
+});
+
+describe('the demand admission reads', () => {
+  it('is the DEMAND item, or for a model without one the WORKLOAD item a table kept from before them', async () => {
+    await api
+      .as(EDITOR)
+      .call('POST', '/v1/models', manifest('as-legacy', { scaling: { min: 0, max: 4, target: 1 } }));
+    // A reconciler of the version before DEMAND items stored the answer in the WORKLOAD item only.
+    await documentClient().send(
+      new PutCommand({
+        TableName: api.table,
+        Item: {
+          pk: 'WORKLOAD',
+          sk: 'as-legacy',
+          model: 'as-legacy',
+          observedAt: new Date().toISOString(),
+          running: 0,
+          total: 0,
+          pods: [],
+          podReasons: [],
+          autoscaling: { metric: 'vllm:num_requests_waiting', history: [], desired: 3 },
+        },
+      }),
+    );
+    await api.admitter.run();
+    await api.admitter.settled();
+    const st = (await api.as(EDITOR).call('GET', '/v1/models/as-legacy')).body.status;
+    // Wanted 3 (its target is 1): admitted, or pending where the builtin L4 compute is full.
+    expect(st.admitted + st.pending).toBe(3);
   });
 });

@@ -1,4 +1,6 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { documentClient } from '../../../lambdas/shared/clients';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, namespaceOf, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 
@@ -35,6 +37,9 @@ const traffic = (rps: number) =>
       { model: 'chat', schedule: [{ atSeconds: 0, rps }], concurrency: 4, requestSeconds: 1 },
     ]),
   });
+const demandItem = async () =>
+  (await documentClient().send(new GetCommand({ TableName: cp.table, Key: { pk: 'DEMAND', sk: 'chat' } })))
+    .Item;
 const readyPods = async () =>
   (await core.listNamespacedPod({ namespace: NS, labelSelector: 'llmcap.dev/model=chat' })).items.filter(
     (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
@@ -63,11 +68,24 @@ const chat = {
 it('follows the load up to the quota, the rest pending with the reason, Ready as admitted', async () => {
   expect((await traffic(40)).status).toBe(200);
   expect((await call('POST', '/v1/models', chat)).status).toBe(201);
-  await reconcileUntil(cp, async () => (await status()).running === 1);
   // One replica, 40 in flight: 4 running and 36 waiting, 18 per target of 2 → 18 replicas, 5 at most. At
   // the quota's 3 replicas still 28 waiting, 9.3 each: the model keeps asking for 5.
-  await reconcileUntil(cp, async () => (await status()).autoscaling?.desiredReplicas === 5);
+  // The load is read before the admitter runs: the pass that first reads it (once the first replica is Ready)
+  // admits and places what it asks for.
+  let placed: number | undefined;
+  for (let i = 0; i < 40 && placed === undefined; i++) {
+    const pass = await cp.reconcile();
+    await cp.sfn.waitForIdle(10_000);
+    if ((await status()).autoscaling?.desiredReplicas === 5)
+      placed = pass.computes.find((c) => c.compute === 'l4-as')?.neededNodes ?? 0;
+  }
+  expect(placed).toBe(3);
   await reconcileUntil(cp, async () => (await status()).running === 3);
+  // A steady load rewrites the loop's history, not what admission reads: the DEMAND item stays as written.
+  const written = await demandItem();
+  expect(written).toMatchObject({ desired: 5 });
+  await cp.reconcile();
+  expect(await demandItem()).toEqual(written);
   const s = await status();
   expect(s.autoscaling).toMatchObject({
     metric: 'vllm:num_requests_waiting',
@@ -100,11 +118,27 @@ it('goes to zero replicas after idling for scaleToZeroAfterSeconds, and its pods
 it('comes back from zero on a wake: admitted like a start, Ready, and the answer says how long it expects', async () => {
   const r = await call('POST', '/v1/models/chat/wake');
   expect(r.status).toBe(202);
-  expect(r.body).toMatchObject({
+  // The passes above saw l4-as's nodes and chat's replicas turn Ready: the estimate is theirs, not the defaults.
+  const seen = (
+    await documentClient().send(
+      new GetCommand({ TableName: cp.table, Key: { pk: 'STARTTIMES', sk: 'l4-as' } }),
+    )
+  ).Item!;
+  expect(seen).toMatchObject({
+    nodeBootSeconds: expect.any(Number),
+    imagePullSeconds: expect.any(Number),
+    modelLoadSeconds: expect.any(Number),
+  });
+  expect(r.body).toEqual({
+    model: 'chat',
     desiredReplicas: 1,
     running: 0,
-    expectedSecondsToReady: 420,
-    basis: 'default',
+    expectedSecondsToReady: seen.nodeBootSeconds + seen.imagePullSeconds + seen.modelLoadSeconds,
+    nodeBootSeconds: seen.nodeBootSeconds,
+    imagePullSeconds: seen.imagePullSeconds,
+    modelLoadSeconds: seen.modelLoadSeconds,
+    basis: 'observed',
+    compute: 'l4-as',
   });
   await reconcileUntil(cp, async () => (await status()).running === 1);
   expect((await status()).autoscaling).toMatchObject({ desiredReplicas: 1, admitted: 1 });

@@ -4,13 +4,16 @@ import {
   type AutoscaleState,
   autoscale,
   autoscalingIssues,
+  demandChanges,
   demandTarget,
   gaugeValue,
   hpaReplicas,
+  observeStartTimes,
   type PodLoad,
   podLoadFromText,
   stabilize,
   wake,
+  wakeEstimate,
 } from '../../../lambdas/domain/autoscaling';
 import type { Compute } from '../../../lambdas/domain/compute';
 import { type Model, ModelSpecSchema } from '../../../lambdas/domain/model';
@@ -259,8 +262,9 @@ describe('one pass of the loop', () => {
         (pods, min, extra) => {
           const sc = { min, max: min + extra };
           const r = autoscale({ policy, scaling: sc, pods, current: pods.length, now: at(0) });
-          const d = r.state.desired!;
-          return r.raw === undefined ? d === pods.length : d >= sc.min && d <= sc.max;
+          const d = r.state.desired;
+          // Nothing read and nothing asked before: load asks for nothing yet (admission keeps scaling.target).
+          return r.raw === undefined ? d === undefined : d !== undefined && d >= sc.min && d <= sc.max;
         },
       ),
     );
@@ -295,6 +299,17 @@ describe('reading /metrics', () => {
     expect(podLoadFromText('vllm', 'vllm:num_requests_running', 'vllm:num_requests_running 0\n')).toEqual({
       value: 0,
     });
+  });
+
+  test('a running gauge counts the requests waiting beside it: at its batch limit it would read the same at any overload', () => {
+    // issue 33's bench: a replica running its 16 with 104 more waiting read 16 against a target of 12, so the
+    // HPA asked for 2, then 3, 4, 6, 8, one start at a time, while requests waited for 40 minutes.
+    const text = 'vllm:num_requests_running 16\nvllm:num_requests_waiting 104\n';
+    const load = podLoadFromText('vllm', 'vllm:num_requests_running', text);
+    expect(load).toEqual({ value: 120, busy: 120 });
+    expect(hpaReplicas([{ ready: true, ...load }], 12, 1)).toBe(10);
+    // A waiting gauge reads as it is.
+    expect(podLoadFromText('vllm', 'vllm:num_requests_waiting', text).value).toBe(104);
   });
 });
 
@@ -335,5 +350,83 @@ describe('the demand seam of admission', () => {
     expect(held({ ...base, models, demand: new Map([['auto', 9]]) }, 'auto')).toBe(4);
     // No demand known yet: scaling.target (min), as before autoscaling.
     expect(held({ ...base, models }, 'auto')).toBe(1);
+  });
+});
+
+describe("a wake's expected time to Ready", () => {
+  const node = (created: string, ready: string) => ({
+    metadata: { creationTimestamp: created },
+    status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: ready }] },
+  });
+  const pod = (scheduled: string, started: string, ready: string) => ({
+    status: {
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: scheduled },
+        { type: 'Ready', status: 'True', lastTransitionTime: ready },
+      ],
+      containerStatuses: [{ state: { running: { startedAt: started } } }],
+    },
+  });
+
+  it('is the defaults until a compute was seen, then its newest node boot, image pull and model load', () => {
+    expect(wakeEstimate(0)).toMatchObject({ expectedSecondsToReady: 420, basis: 'default' });
+    const seen = observeStartTimes(
+      'l4',
+      undefined,
+      // The newest Ready node tells: 95 s from its Node to Ready (the older one booted slower).
+      [node(at(0), at(200)), node(at(1000), at(1095))],
+      [pod(at(1100), at(1130), at(1190))],
+    )!;
+    expect(seen).toMatchObject({ nodeBootSeconds: 95, imagePullSeconds: 30, modelLoadSeconds: 60 });
+    expect(wakeEstimate(0, seen)).toEqual({
+      expectedSecondsToReady: 185,
+      nodeBootSeconds: 95,
+      imagePullSeconds: 30,
+      modelLoadSeconds: 60,
+      basis: 'observed',
+      compute: 'l4',
+    });
+    // A part not seen yet keeps its default; a replica already serving expects nothing.
+    const nodesOnly = observeStartTimes('a10g', undefined, [node(at(0), at(100))], [])!;
+    expect(wakeEstimate(0, nodesOnly)).toMatchObject({ expectedSecondsToReady: 340, basis: 'observed' });
+    expect(wakeEstimate(2, seen)).toMatchObject({ expectedSecondsToReady: 0, basis: 'running' });
+  });
+
+  it('is written only when a newer node or replica turned Ready', () => {
+    const seen = observeStartTimes('l4', undefined, [node(at(0), at(95))], [pod(at(100), at(130), at(190))])!;
+    // The same objects again, or none (the pods went): nothing to write, and what was seen stands.
+    expect(
+      observeStartTimes('l4', seen, [node(at(0), at(95))], [pod(at(100), at(130), at(190))]),
+    ).toBeUndefined();
+    expect(observeStartTimes('l4', seen, [], [])).toBeUndefined();
+    // Not Ready yet: tells nothing.
+    expect(
+      observeStartTimes('l4', undefined, [{ metadata: { creationTimestamp: at(0) } }], []),
+    ).toBeUndefined();
+    const later = observeStartTimes('l4', seen, [], [pod(at(500), at(510), at(700))])!;
+    expect(later).toMatchObject({ nodeBootSeconds: 95, imagePullSeconds: 10, modelLoadSeconds: 190 });
+  });
+});
+
+describe('the DEMAND items a pass writes', () => {
+  it('only where the replicas asked for changed, and none for a model no longer autoscaled', () => {
+    const loads = new Map([
+      ['steady', { history: [{ at: at(60), replicas: 3 }], desired: 3 }],
+      ['up', { history: [], desired: 5 }],
+      ['new', { history: [], desired: 1 }],
+      ['unread', { history: [] }],
+    ]);
+    const stored = [
+      { model: 'steady', desired: 3 },
+      { model: 'up', desired: 2 },
+      { model: 'gone', desired: 4 },
+    ];
+    expect(demandChanges(loads, stored)).toEqual({
+      put: [
+        { model: 'up', desired: 5 },
+        { model: 'new', desired: 1 },
+      ],
+      remove: ['gone'],
+    });
   });
 });

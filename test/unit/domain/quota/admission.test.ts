@@ -334,11 +334,39 @@ describe('make room', () => {
     expect(w.held('std')).toBe(3);
     w.model('crit2', 'project:p', { gpus: 2, cls: 'critical' });
     w.pass();
-    // 5 + 2 > 4: would need to displace std (3), which frees enough: crit2 gets in.
+    // The critical replicas, 2 + 2, fit the guarantee of 4; std borrows beside them within the limit of 8.
     expect(w.held('crit2')).toBe(2);
-    expect(w.reasons('std')).toEqual(['DisplacedByHigherClass']);
-    // Cores have no guarantee: critical is not held to them.
-    expect(w.usage('project:p').cores).toBe(2);
+    expect(w.held('std')).toBe(3);
+    // A third would put the critical replicas at 5 > 4 (the limit holds: 8): it waits, and std stays.
+    w.model('crit3', 'project:p', { gpus: 1, cls: 'critical' });
+    w.pass();
+    expect(w.held('crit3')).toBe(0);
+    expect(w.message('crit3')).toMatch(
+      /project:p guarantees 4 gpus and a critical model runs only within its owner's guarantee: 1 gpu more needed \(its critical models hold 4, this needs 1\)$/,
+    );
+    expect(w.held('std')).toBe(3);
+    // Cores have no guarantee: critical is not held to them (crit, crit2 and std hold one core each).
+    expect(w.usage('project:p').cores).toBe(3);
+  });
+
+  test("a critical model growing into its owner's guarantee displaces only what the limit needs, not a standard model's min", () => {
+    // issue 33's bench: chat-70b (critical) grew while chat-8b (standard) ran its min and extras beside it, the
+    // scope above its guarantee but below its limit. Only 1 GPU was short of the limit, yet all 3 of the
+    // standard model went, its min too, because the lower class's replicas were counted against the guarantee.
+    const w = new World(['org:o', 'project:p<org:o'], { 'project:p': { g: { gpus: 4 }, l: 6 } });
+    w.model('crit', 'project:p', { gpus: 2, cls: 'critical', min: 1, max: 2 });
+    w.model('std', 'project:p', { gpus: 1, min: 1, target: 3, max: 3 });
+    w.pass();
+    w.pass();
+    expect(w.held('crit')).toBe(2);
+    expect(w.held('std')).toBe(3);
+    w.model('crit', 'project:p', { gpus: 2, cls: 'critical', min: 1, target: 2, max: 2 });
+    const d = w.pass();
+    expect(w.held('crit')).toBe(4);
+    // 2 + 2 critical GPUs fit the guarantee of 4; 4 + 3 > the limit of 6 by 1: one standard extra goes.
+    expect(d.victims.map((v) => [v.model, v.reason])).toEqual([['std', 'DisplacedByHigherClass']]);
+    expect(w.held('std')).toBe(2);
+    expect(w.usage('project:p').gpus).toBeLessThanOrEqual(6);
   });
 
   test('a request beyond its guarantee takes nothing back and displaces nothing', () => {

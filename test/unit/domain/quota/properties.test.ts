@@ -278,12 +278,8 @@ describe('admission invariants', () => {
             const x = usage.get(tree.names[X]!)!;
             for (let k = 0; k < 3; k++) if (x[k]! > book.limited(X, k) + 1e-9) breaks = true;
           }
-          if (newcomer.spec.class === 'critical') {
-            const x = usage.get(newcomer.owner!)!;
-            for (let k = 0; k < 3; k++) {
-              if (book.guaranteed(S, k) > 0 && x[k]! > book.guaranteed(S, k) + 1e-9) breaks = true;
-            }
-          }
+          // A critical request's guarantee counts critical replicas only, and a victim is never critical: putting
+          // one back cannot break it, so a victim is needed only for a limit or the headroom.
           // Headroom, in every resource: the request must no longer fit anywhere with the victim back.
           h.release(request.unitId);
           const profile = newcomer.spec.profiles.find((p) => p.name === request.profile)!;
