@@ -37,6 +37,12 @@ export interface World {
    * demandOf); absent or missing a model: its scaling.target, as before autoscaling.
    */
   demand?: ReadonlyMap<string, number>;
+  /**
+   * Ready replicas per model and compute, as the reconciler last saw the pods (its WORKLOAD items' `readyOn`;
+   * consolidation.ts ReadyReplicas): what consolidation moves surge-first by (consolidateDecision). Absent where
+   * llmcap does not run the pods (LLMCAP_WORKLOADS), and then nothing moves; decide does not read it.
+   */
+  ready?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 /**

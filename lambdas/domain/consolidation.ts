@@ -1,11 +1,13 @@
 import * as z from 'zod';
 import { restoreHeadroom, unitsOf, type World } from './admission-world';
+import type { ResourceEvent } from './events';
 import type { ReplicaUnit, UnitPlacement } from './headroom';
 import type { Model } from './model';
 import { effectiveClass } from './model';
 import { type ComputeLike, planPlacement } from './placement';
-import { type AdmittedUnit, type ModelAdmission, ScopeTree } from './quota';
+import { type AdmittedUnit, type Decision, type ModelAdmission, ScopeTree } from './quota';
 import { unitProfile } from './resources';
+import { admissibleComputes } from './supply';
 
 /**
  * Consolidation (issue 34 §3): when what runs costs more than the same replicas placed afresh by more than a
@@ -30,6 +32,12 @@ export interface ProtectedWindow {
 }
 
 export interface ConsolidationPolicy {
+  /**
+   * Whether the admitter moves replicas at all. Off by default: a move restarts a model server elsewhere (image
+   * pull and weights load, minutes for an LLM) and holds a second node during the surge, so a stage opts in
+   * once it has read the plan (`llmcap capacity --consolidation`). Moves in flight end either way.
+   */
+  enabled: boolean;
   /** The least saving worth a move, as a share of what the pool costs per hour now (0.05: 5%). */
   minSavingShare: number;
   /** And in dollars per hour: a plan acts only when its saving reaches both. */
@@ -54,6 +62,7 @@ export interface ConsolidationWorld {
 }
 
 export const DEFAULT_CONSOLIDATION: ConsolidationPolicy = {
+  enabled: false,
   minSavingShare: 0.05,
   minSavingPerHour: 1,
   movesPerModelPerHour: 2,
@@ -66,6 +75,7 @@ const timeOfDay = (example: string) =>
 
 /** The policy as the stage config (and LLMCAP_CONSOLIDATION) gives it; each field defaults to DEFAULT_CONSOLIDATION's. */
 export const ConsolidationPolicySchema = z.strictObject({
+  enabled: z.boolean().default(DEFAULT_CONSOLIDATION.enabled),
   minSavingShare: z.number().min(0).max(1).default(DEFAULT_CONSOLIDATION.minSavingShare),
   minSavingPerHour: z.number().min(0).default(DEFAULT_CONSOLIDATION.minSavingPerHour),
   movesPerModelPerHour: z.number().int().min(0).max(1000).default(DEFAULT_CONSOLIDATION.movesPerModelPerHour),
@@ -103,8 +113,13 @@ export interface ConsolidationPlan {
   savingPerHour: number;
   /** The saving a plan must reach to act: the larger of the policy's share of the current cost and its amount. */
   thresholdPerHour: number;
-  /** The saving reaches the threshold, so the moves start (surge-first, one replica per model at a time). */
+  /**
+   * The saving reaches the threshold, so the moves start (surge-first, one replica per model at a time) when the
+   * policy is `enabled`.
+   */
   acts: boolean;
+  /** The stage's policy lets the admitter move replicas (ConsolidationPolicy.enabled). */
+  enabled: boolean;
   /** Replicas to move, one entry per replica, models in name order. */
   moves: Move[];
   /** Replicas being moved now (new replica placed, the old one not yet removed). */
@@ -221,6 +236,7 @@ export function planConsolidation(
     savingPerHour,
     thresholdPerHour,
     acts: result.moves.length > 0 && savingPerHour >= thresholdPerHour - 1e-9 && savingPerHour > 0,
+    enabled: policy.enabled,
     moves: result.moves,
     inFlight,
     held: [...heldCount].map(([model, h]) => ({ model, ...h })),
@@ -400,7 +416,7 @@ export function stepConsolidation(
   const after = { ...world, admissions };
   const plan = planConsolidation(after, ready, policy, now);
   const started: Move[] = [];
-  if (plan.acts) {
+  if (plan.acts && policy.enabled) {
     const tree = new ScopeTree(world.scopes);
     const { headroom } = restoreHeadroom(world.computes, admissions, world.models, tree);
     const models = new Map(world.models.map((m) => [m.name, m]));
@@ -460,6 +476,7 @@ export interface ConsolidationView
     | 'savingPerHour'
     | 'thresholdPerHour'
     | 'acts'
+    | 'enabled'
     | 'moves'
     | 'inFlight'
     | 'held'
@@ -503,6 +520,7 @@ export function consolidationView(
     savingPerHour: plan.savingPerHour,
     thresholdPerHour: plan.thresholdPerHour,
     acts: plan.acts,
+    enabled: plan.enabled,
     moves: moves.seen,
     inFlight: inFlight.seen,
     held: held.seen,
@@ -528,5 +546,109 @@ export function placedAsReady(admissions: readonly ModelAdmission[]): ReadyRepli
       for (const p of u.placements) per[p.compute] = (per[p.compute] ?? 0) + p.replicas;
     out[a.model] = per;
   }
+  return out;
+}
+
+/**
+ * Ready replicas per model and compute as the reconciler last saw them (its WORKLOAD items' `readyOn`,
+ * domain/workloads.ts workloadStatus): a model without an item has none Ready.
+ */
+export function observedReady(
+  workloads: readonly { model: string; readyOn?: Readonly<Record<string, number>> }[],
+): ReadyReplicas {
+  const out: Record<string, Readonly<Record<string, number>>> = {};
+  for (const w of workloads) if (w.readyOn) out[w.model] = w.readyOn;
+  return out;
+}
+
+/**
+ * The admitter's consolidation (issue 34 §3): one step of stepConsolidation over the admissions `decision` just
+ * made, merged into it so that both commit in the admitter's one fenced commit. Consolidation moves only what
+ * it sees Ready, so without `World.ready` (llmcap does not run the pods, LLMCAP_WORKLOADS) nothing moves. The
+ * computes are those admission may fill at `now` (supply.ts admissibleComputes), so no replica moves onto a
+ * compute that cannot launch nodes or whose nodes take no pods.
+ */
+export function consolidateDecision(
+  world: World,
+  decision: Decision,
+  policy: ConsolidationPolicy,
+  now: string,
+): { decision: Decision; step?: ConsolidationStep } {
+  if (!world.ready) return { decision };
+  const step = stepConsolidation(
+    consolidationWorld(world, decision.admissions, now),
+    world.ready,
+    policy,
+    now,
+  );
+  if (step.admissions.length === 0) return { decision, step };
+  const next = new Map(step.admissions.map((a) => [a.model, a]));
+  return {
+    decision: {
+      ...decision,
+      admissions: decision.admissions.map((a) => next.get(a.model) ?? a),
+      changed: [...new Set([...decision.changed, ...next.keys()])],
+    },
+    step,
+  };
+}
+
+/**
+ * What consolidation plans over: the world's models and tree, `admissions`, and the computes as admission may
+ * fill them at `now` (idle nodes and computes short of capacity count as admission counts them).
+ */
+export function consolidationWorld(
+  world: Pick<World, 'computes' | 'models' | 'scopes'>,
+  admissions: readonly ModelAdmission[],
+  now: string,
+): ConsolidationWorld {
+  return {
+    computes: admissibleComputes(world.computes, now),
+    models: world.models,
+    scopes: world.scopes,
+    admissions,
+  };
+}
+
+/** What a step did, as events of each model moved (describe model): the computes and, for a start, the saving. */
+export function moveEvents(
+  step: ConsolidationStep,
+  createdAt: (model: string) => string | undefined,
+  at: string,
+): ResourceEvent[] {
+  const saving = `$${step.plan.savingPerHour.toFixed(4)}/h`;
+  const out: ResourceEvent[] = [];
+  const push = (
+    moves: readonly Move[],
+    type: ResourceEvent['type'],
+    reason: string,
+    say: (m: Move) => string,
+  ) => {
+    for (const m of moves) {
+      const of = createdAt(m.model);
+      if (of === undefined) continue;
+      out.push({ kind: 'model', key: m.model, of, type, reason, message: say(m), source: 'admitter', at });
+    }
+  };
+  push(
+    step.started,
+    'Normal',
+    'Moving',
+    (m) =>
+      `consolidation moves 1 replica from ${m.from} to ${m.to}: the new one starts beside the old, which goes once it is Ready (the plan saves ${saving})`,
+  );
+  push(
+    step.finished,
+    'Normal',
+    'Moved',
+    (m) => `1 replica moved from ${m.from} to ${m.to}: the new one is Ready, the old one goes`,
+  );
+  push(
+    step.abandoned,
+    'Warning',
+    'MoveAbandoned',
+    (m) =>
+      `the replica started on ${m.to} was not Ready in time: it is removed and the one on ${m.from} kept`,
+  );
   return out;
 }

@@ -1,6 +1,7 @@
 import { checkCatalogChange, type World } from '../domain/admission-world';
 import { autoscalingStatus, demandOf } from '../domain/autoscaling';
 import type { ChangeResult } from '../domain/catalog';
+import { observedReady } from '../domain/consolidation';
 import { type Model, queuedStatus } from '../domain/model';
 import {
   admissionAsSeen,
@@ -31,9 +32,17 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      // What load asks of autoscaled models (the reconciler's WORKLOAD items), which the admitter decides on.
-      const [rest, demand] = await Promise.all([loadRest(), workloads.listWorkloads().then(demandOf)]);
-      return { computes: catalog.computes, models: catalog.models, ...rest, demand };
+      // What load asks of autoscaled models (the reconciler's WORKLOAD items), which the admitter decides on,
+      // and, where llmcap runs the pods, which of them are Ready where: what consolidation moves by.
+      const [rest, seen] = await Promise.all([loadRest(), workloads.listWorkloads()]);
+      const ready = deps.config().deployWorkloads ? { ready: observedReady(seen) } : {};
+      return {
+        computes: catalog.computes,
+        models: catalog.models,
+        ...rest,
+        demand: demandOf(seen),
+        ...ready,
+      };
     },
 
     /** The tree, quotas and admissions, for a write that loads its catalog beside them (one round trip). */

@@ -1,4 +1,5 @@
 import { admitterOrder, admitterWrites, decideWorld, type World } from '../domain/admission-world';
+import { type ConsolidationStep, consolidateDecision, moveEvents } from '../domain/consolidation';
 import { admissionEvents, type ResourceEvent } from '../domain/events';
 import type { Decision } from '../domain/quota';
 import type { Dependencies } from '.';
@@ -12,6 +13,11 @@ import type { EventService } from './events';
  * and on the reconcile schedule, loads the world once as a value, decides every model with the pure deciders,
  * and commits what changed in bounded transactions behind its fence. A run that finds everything as stored
  * writes nothing, so its own writes never trigger it again.
+ *
+ * After deciding, it takes one consolidation step (issue 34 §3, domain/consolidation.ts consolidateDecision) on
+ * the admissions it decided: moves whose new replica the reconciler saw Ready end, and, when the stage's policy
+ * is enabled and the saving reaches its threshold, each model with nothing moving starts one surge-first move.
+ * Both commit in the same fenced commit, so a move never lands on an admission decided from another world.
  */
 
 export interface AdmitterRun {
@@ -24,6 +30,8 @@ export interface AdmitterRun {
   removed: string[];
   /** Decisions made: more than one when another admitter moved the fence in between. */
   rounds: number;
+  /** What consolidation did in the committed round (absent where the admitter sees no Ready replicas). */
+  consolidation?: ConsolidationStep;
 }
 
 /** A run that keeps losing its fence is wrong: there is only one admitter. The next trigger tries again. */
@@ -43,10 +51,17 @@ export function admitterService(
         // The fence first: a commit after this read moves it, so a world read before that commit cannot win.
         const version = await store.admitterVersion();
         const world = await svc.admission.loadWorld(await svc.catalog.load());
-        const decision = decideWorld(world, now);
+        const { decision, step } = consolidateDecision(
+          world,
+          decideWorld(world, now),
+          deps.config().consolidation,
+          now,
+        );
+        const consolidation = step ? { consolidation: step } : {};
         const w = admitterWrites(world, decision);
         const items = store.admissionItems(w.next, w.removed);
-        if (items.length === 0) return { world, decision, commits, written: [], removed: [], rounds: round };
+        if (items.length === 0)
+          return { world, decision, commits, written: [], removed: [], rounds: round, ...consolidation };
         const order = admitterOrder(world.admissions, decision.admissions, w.removed);
         const modelOf = store.admissionItemModel;
         items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
@@ -54,13 +69,10 @@ export function admitterService(
         commits += r.committed;
         if (r.complete) {
           const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
-          const events: ResourceEvent[] = admissionEvents(
-            world.admissions,
-            w.next,
-            (m) => created.get(m),
-            now,
-            'admitter',
-          );
+          const events: ResourceEvent[] = [
+            ...admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'admitter'),
+            ...(step ? moveEvents(step, (m) => created.get(m), now) : []),
+          ];
           await svc.events.record(events);
           return {
             world,
@@ -69,6 +81,7 @@ export function admitterService(
             written: w.next.map((a) => a.model),
             removed: w.removed,
             rounds: round,
+            ...consolidation,
           };
         }
         if (round >= MAX_ROUNDS)
@@ -94,10 +107,13 @@ export interface AdmitterSummary {
   removed: string[];
   scopes: Decision['scopes'];
   atLimit: string[];
+  /** Consolidation's moves this run, when it moved anything: started, finished (the old one removed), given up. */
+  moves?: { started: number; finished: number; abandoned: number };
 }
 
 export function summarize(run: AdmitterRun): AdmitterSummary {
   const d = run.decision;
+  const moves = moved(run.consolidation);
   return {
     admitted: d.admitted.length,
     released: d.released.length,
@@ -108,5 +124,16 @@ export function summarize(run: AdmitterRun): AdmitterSummary {
     removed: run.removed,
     scopes: d.scopes,
     atLimit: d.atLimit,
+    ...(moves ? { moves } : {}),
   };
+}
+
+function moved(step: ConsolidationStep | undefined) {
+  if (!step) return undefined;
+  const n = {
+    started: step.started.length,
+    finished: step.finished.length,
+    abandoned: step.abandoned.length,
+  };
+  return n.started + n.finished + n.abandoned > 0 ? n : undefined;
 }

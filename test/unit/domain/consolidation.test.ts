@@ -2,7 +2,10 @@ import { decideWorld } from '../../../lambdas/domain/admission-world';
 import {
   type ConsolidationPolicy,
   type ConsolidationWorld,
+  consolidateDecision,
   inProtectedWindow,
+  moveEvents,
+  observedReady,
   planConsolidation,
   type ReadyReplicas,
   stepConsolidation,
@@ -36,6 +39,7 @@ const model = (name: string, replicas: number, cls?: ModelClass) =>
   }) as unknown as ConsolidationWorld['models'][number];
 
 const POLICY: ConsolidationPolicy = {
+  enabled: true,
   minSavingShare: 0.05,
   minSavingPerHour: 0.1,
   movesPerModelPerHour: 2,
@@ -206,6 +210,98 @@ describe('stepConsolidation', () => {
     expect(a.units[0]!.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
       'm7i-2xlarge:1',
       'r7i-2xlarge:4',
+    ]);
+  });
+});
+
+describe("the admitter's step (consolidateDecision)", () => {
+  /** The world as the admitter loads it: admission's own decision over it, and the Ready pods as seen. */
+  const admitterWorld = (ready?: ReadyReplicas) => {
+    const w = worldAfterCheaperAdded();
+    const world = { ...w, computes: [R7I, M7I], quotas: [], ...(ready ? { ready } : {}) } as never;
+    return { world, decision: decideWorld(world, at(0)) };
+  };
+
+  it('starts a surge-first move on what admission decided, and marks the model changed so it commits', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    expect(decision.changed).toEqual([]);
+    const { decision: next, step } = consolidateDecision(world, decision, POLICY, at(0));
+    expect(step!.started).toEqual([{ model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' }]);
+    expect(next.changed).toEqual(['a']);
+    const unit = next.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.moving).toEqual({ from: 'r7i-2xlarge', to: 'm7i-2xlarge', since: at(0) });
+    expect(unit.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
+      'm7i-2xlarge:1',
+      'r7i-2xlarge:4',
+    ]);
+    // What admission decided besides stands.
+    expect(next.victims).toBe(decision.victims);
+  });
+
+  it('moves nothing where llmcap does not see the pods (no World.ready)', () => {
+    const { world, decision } = admitterWorld();
+    const r = consolidateDecision(world, decision, POLICY, at(0));
+    expect(r.decision).toBe(decision);
+    expect(r.step).toBeUndefined();
+  });
+
+  it('starts nothing while the policy is off, but ends a move already in flight', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const off = { ...POLICY, enabled: false };
+    const idle = consolidateDecision(world, decision, off, at(0));
+    expect(idle.step!.plan).toMatchObject({ acts: true, enabled: false });
+    expect(idle.step!.started).toEqual([]);
+    expect(idle.decision).toBe(decision);
+
+    const moving = consolidateDecision(world, decision, POLICY, at(0)).decision.admissions;
+    const w2 = { ...(world as object), admissions: moving, ready: readyOf(moving) } as never;
+    const done = consolidateDecision(w2, decideWorld(w2, at(1)), off, at(1));
+    expect(done.step!.finished).toHaveLength(1);
+    const unit = done.decision.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.moving).toBeUndefined();
+    expect(unit.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
+      'm7i-2xlarge:1',
+      'r7i-2xlarge:3',
+    ]);
+  });
+
+  it('never moves onto a compute that cannot launch the nodes the move needs', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const short = {
+      ...M7I,
+      status: { readyNodes: 0 },
+      supply: {
+        shortOfCapacity: {
+          since: at(0),
+          message: 'InsufficientInstanceCapacity',
+          lastFailureAt: at(0),
+          probes: 0,
+          nextProbeAt: at(30),
+          countedUntil: at(0),
+        },
+      },
+    };
+    const w = { ...(world as object), computes: [R7I, short] } as never;
+    const r = consolidateDecision(w, decision, POLICY, at(1));
+    expect(r.step!.started).toEqual([]);
+    expect(r.step!.plan.moves).toEqual([]);
+  });
+
+  it("reads the Ready replicas per compute from the reconciler's items, and tells each move as an event", () => {
+    expect(observedReady([{ model: 'a', readyOn: { x: 2 } }, { model: 'b' }])).toEqual({ a: { x: 2 } });
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const { step } = consolidateDecision(world, decision, POLICY, at(0));
+    const events = moveEvents(step!, (m) => (m === 'a' ? at(0) : undefined), at(0));
+    expect(events).toEqual([
+      expect.objectContaining({
+        key: 'a',
+        type: 'Normal',
+        reason: 'Moving',
+        source: 'admitter',
+        message: expect.stringMatching(
+          /^consolidation moves 1 replica from r7i-2xlarge to m7i-2xlarge: .*saves \$0\.2520\/h/,
+        ),
+      }),
     ]);
   });
 });
