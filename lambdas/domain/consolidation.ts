@@ -1,11 +1,10 @@
 import * as z from 'zod';
 import { restoreHeadroom, unitsOf, type World } from './admission-world';
-import type { ResourceEvent } from './events';
 import type { ReplicaUnit, UnitPlacement } from './headroom';
 import type { Model } from './model';
 import { effectiveClass } from './model';
 import { type ComputeLike, planPlacement } from './placement';
-import { type AdmittedUnit, type Decision, type ModelAdmission, ScopeTree } from './quota';
+import { type AdmittedUnit, type ModelAdmission, ScopeTree } from './quota';
 import { unitProfile } from './resources';
 import { admissibleComputes } from './supply';
 
@@ -254,15 +253,10 @@ export function planConsolidation(
       const reach = tree.reach(m?.owner);
       for (const u of a.units) {
         if ((pinHeld && held.has(a.model)) || u.takeBack) {
-          for (const pl of u.placements) {
-            start.set(`${u.id}@${pl.compute}`, [pl]);
-            units.push({
-              id: `${u.id}@${pl.compute}`,
-              model: a.model,
-              profiles: [{ ...unitProfile(m?.spec.profiles, u), compute: pl.compute }],
-              replicas: pl.replicas,
-              reach,
-            });
+          for (const pinned of unitsOf([{ ...a, units: [u] }], world.models, tree)) {
+            const p = pinned.profiles[0]!;
+            start.set(pinned.id, [{ compute: p.compute!, profile: p.name, replicas: pinned.replicas }]);
+            units.push(pinned);
           }
           continue;
         }
@@ -385,11 +379,12 @@ export function stepConsolidation(
   const finished: Move[] = [];
   const abandoned: Move[] = [];
   const admissions = world.admissions.map((a) => {
-    if (!a.units.some((u) => u.moving)) return a;
+    // A move back to a preferred profile is surge-back.ts's to end.
+    if (!a.units.some((u) => u.moving && u.moving.profile === undefined)) return a;
     const total = a.units.reduce((n, u) => n + placed(u), 0);
     const allReady = readyOf(ready, a.model) >= total;
     const units = a.units.map((u) => {
-      if (!u.moving) return u;
+      if (!u.moving || u.moving.profile !== undefined) return u;
       const { from, to, since } = u.moving;
       const move = { model: a.model, unitId: u.id, from, to };
       // Every replica the model has placed on the destination, the new one included, is Ready.
@@ -409,6 +404,8 @@ export function stepConsolidation(
       }
       return u;
     });
+    // A move still waiting changes nothing: a run over a world as stored writes nothing.
+    if (units.every((u, i) => u === a.units[i])) return a;
     const next = { ...a, units };
     changed.set(a.model, next);
     return next;
@@ -562,38 +559,6 @@ export function observedReady(
 }
 
 /**
- * The admitter's consolidation (issue 34 §3): one step of stepConsolidation over the admissions `decision` just
- * made, merged into it so that both commit in the admitter's one fenced commit. Consolidation moves only what
- * it sees Ready, so without `World.ready` (llmcap does not run the pods, LLMCAP_WORKLOADS) nothing moves. The
- * computes are those admission may fill at `now` (supply.ts admissibleComputes), so no replica moves onto a
- * compute that cannot launch nodes or whose nodes take no pods.
- */
-export function consolidateDecision(
-  world: World,
-  decision: Decision,
-  policy: ConsolidationPolicy,
-  now: string,
-): { decision: Decision; step?: ConsolidationStep } {
-  if (!world.ready) return { decision };
-  const step = stepConsolidation(
-    consolidationWorld(world, decision.admissions, now),
-    world.ready,
-    policy,
-    now,
-  );
-  if (step.admissions.length === 0) return { decision, step };
-  const next = new Map(step.admissions.map((a) => [a.model, a]));
-  return {
-    decision: {
-      ...decision,
-      admissions: decision.admissions.map((a) => next.get(a.model) ?? a),
-      changed: [...new Set([...decision.changed, ...next.keys()])],
-    },
-    step,
-  };
-}
-
-/**
  * What consolidation plans over: the world's models and tree, `admissions`, and the computes as admission may
  * fill them at `now` (idle nodes and computes short of capacity count as admission counts them).
  */
@@ -608,47 +573,4 @@ export function consolidationWorld(
     scopes: world.scopes,
     admissions,
   };
-}
-
-/** What a step did, as events of each model moved (describe model): the computes and, for a start, the saving. */
-export function moveEvents(
-  step: ConsolidationStep,
-  createdAt: (model: string) => string | undefined,
-  at: string,
-): ResourceEvent[] {
-  const saving = `$${step.plan.savingPerHour.toFixed(4)}/h`;
-  const out: ResourceEvent[] = [];
-  const push = (
-    moves: readonly Move[],
-    type: ResourceEvent['type'],
-    reason: string,
-    say: (m: Move) => string,
-  ) => {
-    for (const m of moves) {
-      const of = createdAt(m.model);
-      if (of === undefined) continue;
-      out.push({ kind: 'model', key: m.model, of, type, reason, message: say(m), source: 'admitter', at });
-    }
-  };
-  push(
-    step.started,
-    'Normal',
-    'Moving',
-    (m) =>
-      `consolidation moves 1 replica from ${m.from} to ${m.to}: the new one starts beside the old, which goes once it is Ready (the plan saves ${saving})`,
-  );
-  push(
-    step.finished,
-    'Normal',
-    'Moved',
-    (m) => `1 replica moved from ${m.from} to ${m.to}: the new one is Ready, the old one goes`,
-  );
-  push(
-    step.abandoned,
-    'Warning',
-    'MoveAbandoned',
-    (m) =>
-      `the replica started on ${m.to} was not Ready in time: it is removed and the one on ${m.from} kept`,
-  );
-  return out;
 }

@@ -1,7 +1,9 @@
 import { admitterOrder, admitterWrites, decideWorld, type World } from '../domain/admission-world';
-import { type ConsolidationStep, consolidateDecision, moveEvents } from '../domain/consolidation';
+import type { ConsolidationStep } from '../domain/consolidation';
 import { admissionEvents, type ResourceEvent } from '../domain/events';
+import { moveCounts, moveEvents, stepMoves } from '../domain/moves';
 import type { Decision } from '../domain/quota';
+import type { SurgeBackStep } from '../domain/surge-back';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
@@ -14,9 +16,10 @@ import type { EventService } from './events';
  * and commits what changed in bounded transactions behind its fence. A run that finds everything as stored
  * writes nothing, so its own writes never trigger it again.
  *
- * After deciding, it takes one consolidation step (issue 34 §3, domain/consolidation.ts consolidateDecision) on
- * the admissions it decided: moves whose new replica the reconciler saw Ready end, and, when the stage's policy
- * is enabled and the saving reaches its threshold, each model with nothing moving starts one surge-first move.
+ * After deciding, it takes one step of the surge-first moves (domain/moves.ts stepMoves) on the admissions it
+ * decided: moves whose new replicas the reconciler saw Ready end; a unit on a later profile moves back to the
+ * one its model prefers once that can launch again (issue 32 §3, surge-back.ts); and, when the stage's policy is
+ * enabled and the saving reaches its threshold, consolidation starts one move per model (issue 34 §3).
  * Both commit in the same fenced commit, so a move never lands on an admission decided from another world.
  */
 
@@ -30,8 +33,12 @@ export interface AdmitterRun {
   removed: string[];
   /** Decisions made: more than one when another admitter moved the fence in between. */
   rounds: number;
-  /** What consolidation did in the committed round (absent where the admitter sees no Ready replicas). */
+  /**
+   * What consolidation and surge-back did in the committed round (domain/moves.ts; absent where the admitter
+   * sees no Ready replicas).
+   */
   consolidation?: ConsolidationStep;
+  surgeBack?: SurgeBackStep;
 }
 
 /** A run that keeps losing its fence is wrong: there is only one admitter. The next trigger tries again. */
@@ -51,17 +58,16 @@ export function admitterService(
         // The fence first: a commit after this read moves it, so a world read before that commit cannot win.
         const version = await store.admitterVersion();
         const world = await svc.admission.loadWorld(await svc.catalog.load());
-        const { decision, step } = consolidateDecision(
+        const { decision, ...moved } = stepMoves(
           world,
           decideWorld(world, now),
           deps.config().consolidation,
           now,
         );
-        const consolidation = step ? { consolidation: step } : {};
         const w = admitterWrites(world, decision);
         const items = store.admissionItems(w.next, w.removed);
         if (items.length === 0)
-          return { world, decision, commits, written: [], removed: [], rounds: round, ...consolidation };
+          return { world, decision, commits, written: [], removed: [], rounds: round, ...moved };
         const order = admitterOrder(world.admissions, decision.admissions, w.removed);
         const modelOf = store.admissionItemModel;
         items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
@@ -71,7 +77,7 @@ export function admitterService(
           const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
           const events: ResourceEvent[] = [
             ...admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'admitter'),
-            ...(step ? moveEvents(step, (m) => created.get(m), now) : []),
+            ...moveEvents(moved, (m) => created.get(m), now),
           ];
           await svc.events.record(events);
           return {
@@ -81,7 +87,7 @@ export function admitterService(
             written: w.next.map((a) => a.model),
             removed: w.removed,
             rounds: round,
-            ...consolidation,
+            ...moved,
           };
         }
         if (round >= MAX_ROUNDS)
@@ -113,7 +119,7 @@ export interface AdmitterSummary {
 
 export function summarize(run: AdmitterRun): AdmitterSummary {
   const d = run.decision;
-  const moves = moved(run.consolidation);
+  const moves = moved(run);
   return {
     admitted: d.admitted.length,
     released: d.released.length,
@@ -128,12 +134,7 @@ export function summarize(run: AdmitterRun): AdmitterSummary {
   };
 }
 
-function moved(step: ConsolidationStep | undefined) {
-  if (!step) return undefined;
-  const n = {
-    started: step.started.length,
-    finished: step.finished.length,
-    abandoned: step.abandoned.length,
-  };
+function moved(run: AdmitterRun) {
+  const n = moveCounts(run);
   return n.started + n.finished + n.abandoned > 0 ? n : undefined;
 }

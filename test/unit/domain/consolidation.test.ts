@@ -2,15 +2,14 @@ import { decideWorld } from '../../../lambdas/domain/admission-world';
 import {
   type ConsolidationPolicy,
   type ConsolidationWorld,
-  consolidateDecision,
   inProtectedWindow,
-  moveEvents,
   observedReady,
   planConsolidation,
   type ReadyReplicas,
   stepConsolidation,
 } from '../../../lambdas/domain/consolidation';
 import type { ModelClass } from '../../../lambdas/domain/model';
+import { moveEvents, stepMoves } from '../../../lambdas/domain/moves';
 import type { ComputeLike } from '../../../lambdas/domain/placement';
 import type { ModelAdmission } from '../../../lambdas/domain/quota';
 
@@ -214,7 +213,7 @@ describe('stepConsolidation', () => {
   });
 });
 
-describe("the admitter's step (consolidateDecision)", () => {
+describe("the admitter's step (stepMoves)", () => {
   /** The world as the admitter loads it: admission's own decision over it, and the Ready pods as seen. */
   const admitterWorld = (ready?: ReadyReplicas) => {
     const w = worldAfterCheaperAdded();
@@ -225,7 +224,7 @@ describe("the admitter's step (consolidateDecision)", () => {
   it('starts a surge-first move on what admission decided, and marks the model changed so it commits', () => {
     const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
     expect(decision.changed).toEqual([]);
-    const { decision: next, step } = consolidateDecision(world, decision, POLICY, at(0));
+    const { decision: next, consolidation: step } = stepMoves(world, decision, POLICY, at(0));
     expect(step!.started).toEqual([{ model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' }]);
     expect(next.changed).toEqual(['a']);
     const unit = next.admissions.find((a) => a.model === 'a')!.units[0]!;
@@ -240,23 +239,23 @@ describe("the admitter's step (consolidateDecision)", () => {
 
   it('moves nothing where llmcap does not see the pods (no World.ready)', () => {
     const { world, decision } = admitterWorld();
-    const r = consolidateDecision(world, decision, POLICY, at(0));
+    const r = stepMoves(world, decision, POLICY, at(0));
     expect(r.decision).toBe(decision);
-    expect(r.step).toBeUndefined();
+    expect(r.consolidation).toBeUndefined();
   });
 
   it('starts nothing while the policy is off, but ends a move already in flight', () => {
     const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
     const off = { ...POLICY, enabled: false };
-    const idle = consolidateDecision(world, decision, off, at(0));
-    expect(idle.step!.plan).toMatchObject({ acts: true, enabled: false });
-    expect(idle.step!.started).toEqual([]);
+    const idle = stepMoves(world, decision, off, at(0));
+    expect(idle.consolidation!.plan).toMatchObject({ acts: true, enabled: false });
+    expect(idle.consolidation!.started).toEqual([]);
     expect(idle.decision).toBe(decision);
 
-    const moving = consolidateDecision(world, decision, POLICY, at(0)).decision.admissions;
+    const moving = stepMoves(world, decision, POLICY, at(0)).decision.admissions;
     const w2 = { ...(world as object), admissions: moving, ready: readyOf(moving) } as never;
-    const done = consolidateDecision(w2, decideWorld(w2, at(1)), off, at(1));
-    expect(done.step!.finished).toHaveLength(1);
+    const done = stepMoves(w2, decideWorld(w2, at(1)), off, at(1));
+    expect(done.consolidation!.finished).toHaveLength(1);
     const unit = done.decision.admissions.find((a) => a.model === 'a')!.units[0]!;
     expect(unit.moving).toBeUndefined();
     expect(unit.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
@@ -282,16 +281,16 @@ describe("the admitter's step (consolidateDecision)", () => {
       },
     };
     const w = { ...(world as object), computes: [R7I, short] } as never;
-    const r = consolidateDecision(w, decision, POLICY, at(1));
-    expect(r.step!.started).toEqual([]);
-    expect(r.step!.plan.moves).toEqual([]);
+    const r = stepMoves(w, decision, POLICY, at(1));
+    expect(r.consolidation!.started).toEqual([]);
+    expect(r.consolidation!.plan.moves).toEqual([]);
   });
 
   it("reads the Ready replicas per compute from the reconciler's items, and tells each move as an event", () => {
     expect(observedReady([{ model: 'a', readyOn: { x: 2 } }, { model: 'b' }])).toEqual({ a: { x: 2 } });
     const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
-    const { step } = consolidateDecision(world, decision, POLICY, at(0));
-    const events = moveEvents(step!, (m) => (m === 'a' ? at(0) : undefined), at(0));
+    const moved = stepMoves(world, decision, POLICY, at(0));
+    const events = moveEvents(moved, (m) => (m === 'a' ? at(0) : undefined), at(0));
     expect(events).toEqual([
       expect.objectContaining({
         key: 'a',
