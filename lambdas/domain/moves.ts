@@ -33,22 +33,23 @@ export function stepMoves(
     world.admissions,
   );
   const afterBack = merge(decision.admissions, surgeBack.admissions);
-  const consolidation = stepConsolidation(
-    consolidationWorld(world, afterBack, now),
-    world.ready,
-    policy,
-    now,
-  );
-  const changed = [...surgeBack.admissions, ...consolidation.admissions].map((a) => a.model);
-  if (changed.length === 0) return { decision, consolidation, surgeBack };
+  // Off, with no move of its own in flight, consolidation has nothing to do: its plan (three placements of the
+  // whole fleet) is not made on every run for nothing.
+  const inFlight = afterBack.some((a) => a.units.some((u) => u.moving && u.moving.profile === undefined));
+  const consolidation =
+    policy.enabled || inFlight
+      ? stepConsolidation(consolidationWorld(world, afterBack, now), world.ready, policy, now)
+      : undefined;
+  const changed = [...surgeBack.admissions, ...(consolidation?.admissions ?? [])].map((a) => a.model);
+  const steps = { ...(consolidation ? { consolidation } : {}), surgeBack };
+  if (changed.length === 0) return { decision, ...steps };
   return {
     decision: {
       ...decision,
-      admissions: merge(afterBack, consolidation.admissions),
+      admissions: merge(afterBack, consolidation?.admissions ?? []),
       changed: [...new Set([...decision.changed, ...changed])],
     },
-    consolidation,
-    surgeBack,
+    ...steps,
   };
 }
 

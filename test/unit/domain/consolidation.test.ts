@@ -248,9 +248,13 @@ describe("the admitter's step (stepMoves)", () => {
     const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
     const off = { ...POLICY, enabled: false };
     const idle = stepMoves(world, decision, off, at(0));
-    expect(idle.consolidation!.plan).toMatchObject({ acts: true, enabled: false });
-    expect(idle.consolidation!.started).toEqual([]);
+    // Nothing of its own in flight: no plan is made at all (the capacity view still shows it, acts but off).
+    expect(idle.consolidation).toBeUndefined();
     expect(idle.decision).toBe(decision);
+    expect(planConsolidation(world, readyOf(decision.admissions), off, at(0))).toMatchObject({
+      acts: true,
+      enabled: false,
+    });
 
     const moving = stepMoves(world, decision, POLICY, at(0)).decision.admissions;
     const w2 = { ...(world as object), admissions: moving, ready: readyOf(moving) } as never;
