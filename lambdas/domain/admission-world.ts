@@ -81,7 +81,8 @@ export function restoreHeadroom(
 export const backId = (unitId: string) => `${unitId}>back`;
 
 /**
- * Puts one unit back; undefined when it no longer fits. A unit moving back to a preferred profile
+ * Puts one unit back; undefined when it no longer fits. A unit being moved whose new replica no longer fits keeps
+ * its running ones, the move dropped (moves.ts tells it as given up). A unit moving back to a preferred profile
  * (domain/surge-back.ts: `moving.profile`) holds its own profile's placements under its id and the new ones under
  * backId with the preferred profile's request; when those no longer fit the move is dropped, the unit kept.
  */
@@ -92,8 +93,18 @@ function restoreUnit(
   reach: Reach,
 ): AdmittedUnit | undefined {
   const back = u.moving?.profile;
-  if (back === undefined || back === u.profile)
-    return headroom.restore(u.id, unitProfile(profiles, u), u.placements, reach) ? u : undefined;
+  if (back === undefined || back === u.profile) {
+    if (headroom.restore(u.id, unitProfile(profiles, u), u.placements, reach)) return u;
+    if (!u.moving) return undefined;
+    // A consolidation move whose new replica no longer fits: the move is dropped, the running replicas kept.
+    const to = u.moving.to;
+    const own = u.placements
+      .map((p) => (p.compute === to ? { ...p, replicas: p.replicas - 1 } : p))
+      .filter((p) => p.replicas > 0);
+    if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
+    const { moving: _, ...rest } = u;
+    return { ...rest, placements: own };
+  }
   const own = u.placements.filter((p) => p.profile !== back);
   if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
   const preferred = profiles?.find((p) => p.name === back);

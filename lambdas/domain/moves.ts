@@ -33,14 +33,21 @@ export function stepMoves(
     world.admissions,
   );
   const afterBack = merge(decision.admissions, surgeBack.admissions);
+  // Consolidation moves admission's restore dropped (the new replica's room is gone): given up, and written.
+  const dropped = droppedMoves(world.admissions, decision.admissions);
   // Off, with no move of its own in flight, consolidation has nothing to do: its plan (three placements of the
   // whole fleet) is not made on every run for nothing.
   const inFlight = afterBack.some((a) => a.units.some((u) => u.moving && u.moving.profile === undefined));
-  const consolidation =
-    policy.enabled || inFlight
+  const stepped =
+    policy.enabled || inFlight || dropped.length > 0
       ? stepConsolidation(consolidationWorld(world, afterBack, now), world.ready, policy, now)
       : undefined;
-  const changed = [...surgeBack.admissions, ...(consolidation?.admissions ?? [])].map((a) => a.model);
+  const consolidation = stepped && { ...stepped, abandoned: [...dropped, ...stepped.abandoned] };
+  const changed = [
+    ...surgeBack.admissions.map((a) => a.model),
+    ...(consolidation?.admissions ?? []).map((a) => a.model),
+    ...dropped.map((m) => m.model),
+  ];
   const steps = { ...(consolidation ? { consolidation } : {}), surgeBack };
   if (changed.length === 0) return { decision, ...steps };
   return {
@@ -51,6 +58,22 @@ export function stepMoves(
     },
     ...steps,
   };
+}
+
+/** Consolidation moves stored in `before` whose unit admission kept without them in `after`. */
+function droppedMoves(before: readonly ModelAdmission[], after: readonly ModelAdmission[]): Move[] {
+  const decided = new Map(after.map((a) => [a.model, a]));
+  const out: Move[] = [];
+  for (const b of before) {
+    const a = decided.get(b.model);
+    for (const u of b.units) {
+      if (!u.moving || u.moving.profile !== undefined) continue;
+      const kept = a?.units.find((x) => x.id === u.id);
+      if (kept && !kept.moving)
+        out.push({ model: b.model, unitId: u.id, from: u.moving.from, to: u.moving.to });
+    }
+  }
+  return out;
 }
 
 function merge(admissions: readonly ModelAdmission[], changed: readonly ModelAdmission[]): ModelAdmission[] {
@@ -104,7 +127,7 @@ export function moveEvents(
     'Warning',
     'MoveAbandoned',
     (m) =>
-      `the replica started on ${m.to} was not Ready in time: it is removed and the one on ${m.from} kept`,
+      `the replica started on ${m.to} was not Ready in time, or its room there is gone: it is removed and the one on ${m.from} kept`,
   );
   const b = r.surgeBack;
   push(

@@ -268,6 +268,33 @@ describe("the admitter's step (stepMoves)", () => {
     ]);
   });
 
+  it('keeps the running replicas when the room of a move in flight is gone, the move given up and written', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const moving = stepMoves(world, decision, POLICY, at(0)).decision.admissions;
+    // The destination shrinks to no nodes: the surge no longer fits, the four on r7i still do. (Placed afresh,
+    // the unit would go to the cheap pool beside: all four replicas at once, none of them Ready.)
+    const gone = { ...M7I, spec: { ...M7I.spec, nodeGroup: { maxNodes: 0 } } };
+    const other = kind('m7i-other', 8, 32, 0.4032);
+    const w = {
+      ...(world as object),
+      computes: [R7I, gone, other],
+      admissions: moving,
+      ready: readyOf(moving),
+    } as never;
+    const r = stepMoves(w, decideWorld(w, at(1)), POLICY, at(1));
+    expect(r.consolidation!.abandoned).toEqual([
+      { model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' },
+    ]);
+    expect(r.decision.changed).toContain('a');
+    // The four running replicas stay; the next move, to the pool that has room, starts surge-first beside them.
+    const unit = r.decision.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.placements).toEqual([
+      { compute: 'm7i-other', profile: 'cpu', replicas: 1 },
+      { compute: 'r7i-2xlarge', profile: 'cpu', replicas: 4 },
+    ]);
+    expect(unit.moving).toEqual({ from: 'r7i-2xlarge', to: 'm7i-other', since: at(1) });
+  });
+
   it('never moves onto a compute that cannot launch the nodes the move needs', () => {
     const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
     const short = {
