@@ -37,6 +37,7 @@ const KINDS = ['m7i.2xlarge', 'r7i.2xlarge', 'c7i.2xlarge', 'm7i.4xlarge'];
 
 /** The bench's policy: the default budget (2 replicas per model an hour), thresholds low enough to reach 3%. */
 export const BENCH_POLICY: ConsolidationPolicy = {
+  enabled: true,
   minSavingShare: 0.01,
   minSavingPerHour: 0.05,
   movesPerModelPerHour: 2,

@@ -53,8 +53,8 @@ export const StageConfigSchema = z.strictObject({
   /** Minutes a compute must need fewer nodes before it scales down. */
   scaleDownCooldown: z.number().int().min(0).max(1440).default(10),
   /**
-   * Consolidation (docs/design.md §3.5, lambdas/domain/consolidation.ts): replicas move to a cheaper placement
-   * only when it saves at least both the share of the pool's cost per hour and the dollars per hour; at most
+   * Consolidation (docs/design.md §3.5, lambdas/domain/consolidation.ts): with `enabled` (off by default: a move
+   * restarts a model server), the admitter moves replicas to a cheaper placement only when it saves at least both the share of the pool's cost per hour and the dollars per hour; at most
    * `movesPerModelPerHour` replicas of a model move in any hour, and critical models not inside the windows.
    */
   consolidation: ConsolidationPolicySchema.default(DEFAULT_CONSOLIDATION),

@@ -10,6 +10,7 @@ import { resetHardwareFacts } from '../lambdas/aws/hardware';
 import { resetClusterClient } from '../lambdas/aws/kubernetes';
 import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
+import type { ConsolidationPolicy } from '../lambdas/domain/consolidation';
 import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
 import type { ReconcileSummary } from '../lambdas/service/reconcile';
@@ -80,6 +81,11 @@ export interface ControlPlaneOptions {
   reconcileSeconds?: number;
   /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
   cooldownSeconds?: number;
+  /**
+   * The consolidation policy (LLMCAP_CONSOLIDATION, the stage config's `consolidation`; domain/consolidation.ts),
+   * each field absent taking its default; default LLMCAP_CONSOLIDATION as set, else the defaults (off).
+   */
+  consolidation?: Partial<ConsolidationPolicy>;
   /**
    * The first wait before a failed node group create is retried (LLMCAP_CREATE_RETRY_SECONDS); default 300 s
    * times the simulator's time scale, so the back-off keeps its proportion to the simulated EKS durations.
@@ -244,6 +250,7 @@ async function start(
     LLMCAP_CLUSTER: 'llmcap-local',
     LLMCAP_SUBNETS: process.env.LLMCAP_SUBNETS ?? 'subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2',
     LLMCAP_COOLDOWN_SECONDS: String(opts.cooldownSeconds ?? process.env.LLMCAP_COOLDOWN_SECONDS ?? 600),
+    ...(opts.consolidation ? { LLMCAP_CONSOLIDATION: JSON.stringify(opts.consolidation) } : {}),
     LLMCAP_CREATE_RETRY_SECONDS: String(
       opts.createRetrySeconds ?? process.env.LLMCAP_CREATE_RETRY_SECONDS ?? 300 * timeScale,
     ),

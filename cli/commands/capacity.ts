@@ -186,9 +186,11 @@ function consolidationText(body: Item): string {
   const money = (x: number) => `$${Number(x).toFixed(4)}/h`;
   const out = [
     `Now ${money(body.currentPerHour)}; placed afresh ${money(body.plannedPerHour)}: saves ${money(body.savingPerHour)} (acts at ${money(body.thresholdPerHour)} or more).`,
-    body.acts
-      ? 'Consolidation acts: each model moves one replica at a time, the new one Ready before the old one goes.'
-      : 'Consolidation does not act: the saving is below the threshold, or nothing would move.',
+    !body.acts
+      ? 'Consolidation does not act: the saving is below the threshold, or nothing would move.'
+      : body.enabled === false
+        ? 'Consolidation would act, but it is off for this stage (consolidation.enabled in the stage config): nothing moves.'
+        : 'Consolidation acts: each model moves one replica at a time, the new one Ready before the old one goes.',
   ];
   // One row per (model, from, to), with how many replicas.
   const group = (moves: Item[]) => {

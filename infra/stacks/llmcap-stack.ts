@@ -290,6 +290,8 @@ export class LlmcapStack extends Stack {
       timeout: Duration.seconds(ADMITTER_TIMEOUT_SECONDS),
       environment: {
         ...stageEnv,
+        // It takes consolidation's steps (domain/consolidation.ts consolidateDecision) with the stage's policy.
+        LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
       },
       inline: catalogInline,
       // The catalog it decides over includes the built-ins, resolved against EC2 and the Price List (hardware.ts).

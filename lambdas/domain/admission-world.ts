@@ -1,10 +1,12 @@
 import type { ChangeResult } from './catalog';
 import type { Compute } from './compute';
 import { conflict } from './errors';
-import type { ReplicaUnit } from './headroom';
-import type { Model } from './model';
+import type { ReplicaUnit, UnitPlacement } from './headroom';
+import type { Model, Profile } from './model';
+import type { Reach } from './placement';
 import { type ComputeLike, PlacementHeadroom } from './placement';
 import {
+  type AdmittedUnit,
   checkStart,
   type Decision,
   decide,
@@ -37,6 +39,12 @@ export interface World {
    * demandOf); absent or missing a model: its scaling.target, as before autoscaling.
    */
   demand?: ReadonlyMap<string, number>;
+  /**
+   * Ready replicas per model and compute, as the reconciler last saw the pods (its WORKLOAD items' `readyOn`;
+   * consolidation.ts ReadyReplicas): what consolidation moves surge-first by (consolidateDecision). Absent where
+   * llmcap does not run the pods (LLMCAP_WORKLOADS), and then nothing moves; decide does not read it.
+   */
+  ready?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 /**
@@ -58,12 +66,63 @@ export function restoreHeadroom(
     const m = byModel.get(a.model);
     // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
     const reach = tree.reach(m?.owner);
-    const units = a.units.filter((u) =>
-      headroom.restore(u.id, unitProfile(m?.spec.profiles, u), u.placements, reach),
-    );
-    return units.length === a.units.length ? a : { ...a, units };
+    let same = true;
+    const units = a.units.flatMap((u) => {
+      const r = restoreUnit(headroom, u, m?.spec.profiles, reach);
+      if (r !== u) same = false;
+      return r ? [r] : [];
+    });
+    return same ? a : { ...a, units };
   });
   return { headroom, admissions: kept };
+}
+
+/** The headroom's id of the replicas a unit moving back to a preferred profile has started there (surge-back.ts). */
+export const backId = (unitId: string) => `${unitId}>back`;
+
+/**
+ * Puts one unit back; undefined when it no longer fits. A unit being moved whose new replica no longer fits keeps
+ * its running ones, the move dropped (moves.ts tells it as given up). A unit moving back to a preferred profile
+ * (domain/surge-back.ts: `moving.profile`) holds its own profile's placements under its id and the new ones under
+ * backId with the preferred profile's request; when those no longer fit the move is dropped, the unit kept.
+ */
+function restoreUnit(
+  headroom: PlacementHeadroom,
+  u: AdmittedUnit,
+  profiles: readonly Profile[] | undefined,
+  reach: Reach,
+): AdmittedUnit | undefined {
+  const back = u.moving?.profile;
+  if (back === undefined || back === u.profile) {
+    if (headroom.restore(u.id, unitProfile(profiles, u), u.placements, reach)) return u;
+    if (!u.moving) return undefined;
+    // A consolidation move whose new replica no longer fits: the move is dropped, the running replicas kept.
+    const to = u.moving.to;
+    const own = u.placements
+      .map((p) => (p.compute === to ? { ...p, replicas: p.replicas - 1 } : p))
+      .filter((p) => p.replicas > 0);
+    if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
+    const { moving: _, ...rest } = u;
+    return { ...rest, placements: own };
+  }
+  const own = u.placements.filter((p) => p.profile !== back);
+  if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
+  const preferred = profiles?.find((p) => p.name === back);
+  const ahead = u.placements.filter((p) => p.profile === back);
+  if (preferred && headroom.restore(backId(u.id), preferred, ahead, reach)) return u;
+  const { moving: _, ...rest } = u;
+  return { ...rest, placements: own };
+}
+
+/** The profile a placement of `u` runs: its own, or the preferred one a move back started it on. */
+export function placementProfile(
+  profiles: readonly Profile[] | undefined,
+  u: Pick<AdmittedUnit, 'profile' | 'resources'>,
+  placement: UnitPlacement,
+): Profile {
+  const own = unitProfile(profiles, u);
+  if (placement.profile === u.profile) return own;
+  return profiles?.find((p) => p.name === placement.profile) ?? own;
 }
 
 /** One decision over the world; `only` restricts it to some models' requests. */
@@ -202,12 +261,11 @@ export function unitsOf(
     const m = byModel.get(a.model);
     const reach = tree.reach(m?.owner);
     for (const u of a.units) {
-      const base = unitProfile(m?.spec.profiles, u);
       for (const pl of u.placements) {
         units.push({
-          id: `${u.id}@${pl.compute}`,
+          id: pl.profile === u.profile ? `${u.id}@${pl.compute}` : `${backId(u.id)}@${pl.compute}`,
           model: a.model,
-          profiles: [{ ...base, compute: pl.compute }],
+          profiles: [{ ...placementProfile(m?.spec.profiles, u, pl), compute: pl.compute }],
           replicas: pl.replicas,
           reach,
         });

@@ -6,6 +6,7 @@ import { effectiveClass } from './model';
 import { type ComputeLike, planPlacement } from './placement';
 import { type AdmittedUnit, type ModelAdmission, ScopeTree } from './quota';
 import { unitProfile } from './resources';
+import { admissibleComputes } from './supply';
 
 /**
  * Consolidation (issue 34 §3): when what runs costs more than the same replicas placed afresh by more than a
@@ -30,6 +31,12 @@ export interface ProtectedWindow {
 }
 
 export interface ConsolidationPolicy {
+  /**
+   * Whether the admitter moves replicas at all. Off by default: a move restarts a model server elsewhere (image
+   * pull and weights load, minutes for an LLM) and holds a second node during the surge, so a stage opts in
+   * once it has read the plan (`llmcap capacity --consolidation`). Moves in flight end either way.
+   */
+  enabled: boolean;
   /** The least saving worth a move, as a share of what the pool costs per hour now (0.05: 5%). */
   minSavingShare: number;
   /** And in dollars per hour: a plan acts only when its saving reaches both. */
@@ -54,6 +61,7 @@ export interface ConsolidationWorld {
 }
 
 export const DEFAULT_CONSOLIDATION: ConsolidationPolicy = {
+  enabled: false,
   minSavingShare: 0.05,
   minSavingPerHour: 1,
   movesPerModelPerHour: 2,
@@ -66,6 +74,7 @@ const timeOfDay = (example: string) =>
 
 /** The policy as the stage config (and LLMCAP_CONSOLIDATION) gives it; each field defaults to DEFAULT_CONSOLIDATION's. */
 export const ConsolidationPolicySchema = z.strictObject({
+  enabled: z.boolean().default(DEFAULT_CONSOLIDATION.enabled),
   minSavingShare: z.number().min(0).max(1).default(DEFAULT_CONSOLIDATION.minSavingShare),
   minSavingPerHour: z.number().min(0).default(DEFAULT_CONSOLIDATION.minSavingPerHour),
   movesPerModelPerHour: z.number().int().min(0).max(1000).default(DEFAULT_CONSOLIDATION.movesPerModelPerHour),
@@ -103,8 +112,13 @@ export interface ConsolidationPlan {
   savingPerHour: number;
   /** The saving a plan must reach to act: the larger of the policy's share of the current cost and its amount. */
   thresholdPerHour: number;
-  /** The saving reaches the threshold, so the moves start (surge-first, one replica per model at a time). */
+  /**
+   * The saving reaches the threshold, so the moves start (surge-first, one replica per model at a time) when the
+   * policy is `enabled`.
+   */
   acts: boolean;
+  /** The stage's policy lets the admitter move replicas (ConsolidationPolicy.enabled). */
+  enabled: boolean;
   /** Replicas to move, one entry per replica, models in name order. */
   moves: Move[];
   /** Replicas being moved now (new replica placed, the old one not yet removed). */
@@ -221,6 +235,7 @@ export function planConsolidation(
     savingPerHour,
     thresholdPerHour,
     acts: result.moves.length > 0 && savingPerHour >= thresholdPerHour - 1e-9 && savingPerHour > 0,
+    enabled: policy.enabled,
     moves: result.moves,
     inFlight,
     held: [...heldCount].map(([model, h]) => ({ model, ...h })),
@@ -238,15 +253,10 @@ export function planConsolidation(
       const reach = tree.reach(m?.owner);
       for (const u of a.units) {
         if ((pinHeld && held.has(a.model)) || u.takeBack) {
-          for (const pl of u.placements) {
-            start.set(`${u.id}@${pl.compute}`, [pl]);
-            units.push({
-              id: `${u.id}@${pl.compute}`,
-              model: a.model,
-              profiles: [{ ...unitProfile(m?.spec.profiles, u), compute: pl.compute }],
-              replicas: pl.replicas,
-              reach,
-            });
+          for (const pinned of unitsOf([{ ...a, units: [u] }], world.models, tree)) {
+            const p = pinned.profiles[0]!;
+            start.set(pinned.id, [{ compute: p.compute!, profile: p.name, replicas: pinned.replicas }]);
+            units.push(pinned);
           }
           continue;
         }
@@ -369,11 +379,12 @@ export function stepConsolidation(
   const finished: Move[] = [];
   const abandoned: Move[] = [];
   const admissions = world.admissions.map((a) => {
-    if (!a.units.some((u) => u.moving)) return a;
+    // A move back to a preferred profile is surge-back.ts's to end.
+    if (!a.units.some((u) => u.moving && u.moving.profile === undefined)) return a;
     const total = a.units.reduce((n, u) => n + placed(u), 0);
     const allReady = readyOf(ready, a.model) >= total;
     const units = a.units.map((u) => {
-      if (!u.moving) return u;
+      if (!u.moving || u.moving.profile !== undefined) return u;
       const { from, to, since } = u.moving;
       const move = { model: a.model, unitId: u.id, from, to };
       // Every replica the model has placed on the destination, the new one included, is Ready.
@@ -393,6 +404,8 @@ export function stepConsolidation(
       }
       return u;
     });
+    // A move still waiting changes nothing: a run over a world as stored writes nothing.
+    if (units.every((u, i) => u === a.units[i])) return a;
     const next = { ...a, units };
     changed.set(a.model, next);
     return next;
@@ -400,7 +413,7 @@ export function stepConsolidation(
   const after = { ...world, admissions };
   const plan = planConsolidation(after, ready, policy, now);
   const started: Move[] = [];
-  if (plan.acts) {
+  if (plan.acts && policy.enabled) {
     const tree = new ScopeTree(world.scopes);
     const { headroom } = restoreHeadroom(world.computes, admissions, world.models, tree);
     const models = new Map(world.models.map((m) => [m.name, m]));
@@ -460,6 +473,7 @@ export interface ConsolidationView
     | 'savingPerHour'
     | 'thresholdPerHour'
     | 'acts'
+    | 'enabled'
     | 'moves'
     | 'inFlight'
     | 'held'
@@ -503,6 +517,7 @@ export function consolidationView(
     savingPerHour: plan.savingPerHour,
     thresholdPerHour: plan.thresholdPerHour,
     acts: plan.acts,
+    enabled: plan.enabled,
     moves: moves.seen,
     inFlight: inFlight.seen,
     held: held.seen,
@@ -529,4 +544,33 @@ export function placedAsReady(admissions: readonly ModelAdmission[]): ReadyRepli
     out[a.model] = per;
   }
   return out;
+}
+
+/**
+ * Ready replicas per model and compute as the reconciler last saw them (its WORKLOAD items' `readyOn`,
+ * domain/workloads.ts workloadStatus): a model without an item has none Ready.
+ */
+export function observedReady(
+  workloads: readonly { model: string; readyOn?: Readonly<Record<string, number>> }[],
+): ReadyReplicas {
+  const out: Record<string, Readonly<Record<string, number>>> = {};
+  for (const w of workloads) if (w.readyOn) out[w.model] = w.readyOn;
+  return out;
+}
+
+/**
+ * What consolidation plans over: the world's models and tree, `admissions`, and the computes as admission may
+ * fill them at `now` (idle nodes and computes short of capacity count as admission counts them).
+ */
+export function consolidationWorld(
+  world: Pick<World, 'computes' | 'models' | 'scopes'>,
+  admissions: readonly ModelAdmission[],
+  now: string,
+): ConsolidationWorld {
+  return {
+    computes: admissibleComputes(world.computes, now),
+    models: world.models,
+    scopes: world.scopes,
+    admissions,
+  };
 }

@@ -163,6 +163,8 @@ export interface ReconcileSummary {
     victims: number;
     pendingReplicas: number;
     commits: number;
+    /** Consolidation's moves the admitter started, finished and gave up this pass (domain/consolidation.ts). */
+    moves?: { started: number; finished: number; abandoned: number };
   };
   workflows: { compute: string; kind: WorkflowKind; outcome: string; executionName?: string }[];
   awsCalls: number;

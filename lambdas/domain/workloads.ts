@@ -496,6 +496,12 @@ export interface WorkloadStatus {
   total: number;
   pods: PodView[];
   podReasons: { reason: PodReason; message: string; replicas: number }[];
+  /**
+   * Ready pods per compute (absent when none): what consolidation needs to move a replica surge-first, the new
+   * one Ready before the old goes (World.ready, domain/consolidation.ts observedReady). Counts every pod, as
+   * `running` does, not only those `pods` lists.
+   */
+  readyOn?: Record<string, number>;
   /** An autoscaled model's load and the replicas it asks for (domain/autoscaling.ts); kept at zero pods too. */
   autoscaling?: ModelLoad;
 }
@@ -563,11 +569,15 @@ export function workloadStatus(pods: readonly PodView[]): WorkloadStatus {
     else reasons.set(key, { reason: p.reason, message: p.message ?? '', replicas: 1 });
   }
   const sorted = [...pods].sort((a, b) => Number(a.ready) - Number(b.ready) || a.name.localeCompare(b.name));
+  const readyOn: Record<string, number> = {};
+  for (const p of pods) if (p.ready) readyOn[p.compute] = (readyOn[p.compute] ?? 0) + 1;
+  const running = pods.filter((p) => p.ready).length;
   return {
-    running: pods.filter((p) => p.ready).length,
+    running,
     total: pods.length,
     pods: sorted.slice(0, MAX_PODS_SHOWN),
     podReasons: [...reasons.values()],
+    ...(running ? { readyOn } : {}),
   };
 }
 

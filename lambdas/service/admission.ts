@@ -1,6 +1,7 @@
 import { checkCatalogChange, type World } from '../domain/admission-world';
 import { autoscalingStatus, demandOf } from '../domain/autoscaling';
 import type { ChangeResult } from '../domain/catalog';
+import { observedReady } from '../domain/consolidation';
 import { type Model, queuedStatus } from '../domain/model';
 import {
   admissionAsSeen,
@@ -32,26 +33,32 @@ export function admissionService(deps: Dependencies) {
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
     async loadWorld(catalog: LoadedCatalog): Promise<World> {
-      // What load asks of autoscaled models (their DEMAND items, store/demand.ts), which the admitter decides on.
-      const [rest, demands] = await Promise.all([loadRest(), deps.store.demand.listDemands()]);
+      // What load asks of autoscaled models (their DEMAND items, store/demand.ts), which the admitter decides on,
+      // and, where llmcap runs the pods, which of them are Ready where: what consolidation moves by.
+      const deploy = deps.config().deployWorkloads;
+      const [rest, demands, seen] = await Promise.all([
+        loadRest(),
+        deps.store.demand.listDemands(),
+        deploy ? workloads.listWorkloads() : undefined,
+      ]);
       // A table written before DEMAND items existed keeps the demand in the WORKLOAD item until the next pass
       // writes one: read there for an autoscaled model without one, so a deploy does not drop it to its target.
       const known = new Set(demands.map((d) => d.model));
       const without = new Set(
         catalog.models.filter((m) => m.spec.autoscaling && !known.has(m.name)).map((m) => m.name),
       );
-      const before = without.size
-        ? (await workloads.listWorkloads()).flatMap((w) =>
-            w.autoscaling?.desired !== undefined && without.has(w.model)
-              ? [{ model: w.model, desired: w.autoscaling.desired }]
-              : [],
-          )
-        : [];
+      const listed = seen ?? (without.size ? await workloads.listWorkloads() : []);
+      const before = listed.flatMap((w) =>
+        w.autoscaling?.desired !== undefined && without.has(w.model)
+          ? [{ model: w.model, desired: w.autoscaling.desired }]
+          : [],
+      );
       return {
         computes: catalog.computes,
         models: catalog.models,
         ...rest,
         demand: demandOf([...demands, ...before]),
+        ...(seen ? { ready: observedReady(seen) } : {}),
       };
     },
 

@@ -1,6 +1,9 @@
 import { admitterOrder, admitterWrites, decideWorld, type World } from '../domain/admission-world';
+import type { ConsolidationStep } from '../domain/consolidation';
 import { admissionEvents, type ResourceEvent } from '../domain/events';
+import { moveCounts, moveEvents, stepMoves } from '../domain/moves';
 import type { Decision } from '../domain/quota';
+import type { SurgeBackStep } from '../domain/surge-back';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
@@ -12,6 +15,12 @@ import type { EventService } from './events';
  * and on the reconcile schedule, loads the world once as a value, decides every model with the pure deciders,
  * and commits what changed in bounded transactions behind its fence. A run that finds everything as stored
  * writes nothing, so its own writes never trigger it again.
+ *
+ * After deciding, it takes one step of the surge-first moves (domain/moves.ts stepMoves) on the admissions it
+ * decided: moves whose new replicas the reconciler saw Ready end; a unit on a later profile moves back to the
+ * one its model prefers once that can launch again (issue 32 §3, surge-back.ts); and, when the stage's policy is
+ * enabled and the saving reaches its threshold, consolidation starts one move per model (issue 34 §3).
+ * Both commit in the same fenced commit, so a move never lands on an admission decided from another world.
  */
 
 export interface AdmitterRun {
@@ -24,6 +33,12 @@ export interface AdmitterRun {
   removed: string[];
   /** Decisions made: more than one when another admitter moved the fence in between. */
   rounds: number;
+  /**
+   * What consolidation and surge-back did in the committed round (domain/moves.ts; absent where the admitter
+   * sees no Ready replicas).
+   */
+  consolidation?: ConsolidationStep;
+  surgeBack?: SurgeBackStep;
 }
 
 /** A run that keeps losing its fence is wrong: there is only one admitter. The next trigger tries again. */
@@ -43,10 +58,16 @@ export function admitterService(
         // The fence first: a commit after this read moves it, so a world read before that commit cannot win.
         const version = await store.admitterVersion();
         const world = await svc.admission.loadWorld(await svc.catalog.load());
-        const decision = decideWorld(world, now);
+        const { decision, ...moved } = stepMoves(
+          world,
+          decideWorld(world, now),
+          deps.config().consolidation,
+          now,
+        );
         const w = admitterWrites(world, decision);
         const items = store.admissionItems(w.next, w.removed);
-        if (items.length === 0) return { world, decision, commits, written: [], removed: [], rounds: round };
+        if (items.length === 0)
+          return { world, decision, commits, written: [], removed: [], rounds: round, ...moved };
         const order = admitterOrder(world.admissions, decision.admissions, w.removed);
         const modelOf = store.admissionItemModel;
         items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
@@ -54,13 +75,10 @@ export function admitterService(
         commits += r.committed;
         if (r.complete) {
           const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
-          const events: ResourceEvent[] = admissionEvents(
-            world.admissions,
-            w.next,
-            (m) => created.get(m),
-            now,
-            'admitter',
-          );
+          const events: ResourceEvent[] = [
+            ...admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'admitter'),
+            ...moveEvents(moved, (m) => created.get(m), now),
+          ];
           await svc.events.record(events);
           return {
             world,
@@ -69,6 +87,7 @@ export function admitterService(
             written: w.next.map((a) => a.model),
             removed: w.removed,
             rounds: round,
+            ...moved,
           };
         }
         if (round >= MAX_ROUNDS)
@@ -94,10 +113,13 @@ export interface AdmitterSummary {
   removed: string[];
   scopes: Decision['scopes'];
   atLimit: string[];
+  /** Consolidation's moves this run, when it moved anything: started, finished (the old one removed), given up. */
+  moves?: { started: number; finished: number; abandoned: number };
 }
 
 export function summarize(run: AdmitterRun): AdmitterSummary {
   const d = run.decision;
+  const moves = moved(run);
   return {
     admitted: d.admitted.length,
     released: d.released.length,
@@ -108,5 +130,11 @@ export function summarize(run: AdmitterRun): AdmitterSummary {
     removed: run.removed,
     scopes: d.scopes,
     atLimit: d.atLimit,
+    ...(moves ? { moves } : {}),
   };
+}
+
+function moved(run: AdmitterRun) {
+  const n = moveCounts(run);
+  return n.started + n.finished + n.abandoned > 0 ? n : undefined;
 }

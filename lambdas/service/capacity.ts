@@ -1,6 +1,11 @@
 import type { Caller } from '../domain/access';
 import { restoreHeadroom } from '../domain/admission-world';
-import { consolidationView, placedAsReady, planConsolidation } from '../domain/consolidation';
+import {
+  consolidationView,
+  consolidationWorld,
+  placedAsReady,
+  planConsolidation,
+} from '../domain/consolidation';
 import { capacityView, type ScopeTree } from '../domain/quota';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
@@ -18,16 +23,18 @@ export function capacityService(
   return {
     /**
      * What consolidation would do now (GET /v1/capacity?consolidation=true), before it acts: the moves, the
-     * saving per hour and the nodes freed, as the caller may read them. The API does not observe pods, so
-     * every placed replica counts as Ready here; the admitter plans with what it observes.
+     * saving per hour and the nodes freed, as the caller may read them. It plans as the admitter does: with
+     * the Ready replicas the reconciler saw, and the computes as admission may fill them now; where llmcap does
+     * not run the pods, every placed replica counts as Ready (and the admitter moves nothing).
      */
     async consolidation(caller: Caller<ScopeTree>) {
       const world = await svc.admission.loadWorld(await svc.catalog.load());
+      const now = deps.clock().toISOString();
       const plan = planConsolidation(
-        world,
-        placedAsReady(world.admissions),
+        consolidationWorld(world, world.admissions, now),
+        world.ready ?? placedAsReady(world.admissions),
         deps.config().consolidation,
-        deps.clock().toISOString(),
+        now,
       );
       return consolidationView(plan, world, caller);
     },

@@ -573,6 +573,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         victims: admitted?.victims ?? 0,
         pendingReplicas,
         commits: admitted?.commits ?? 0,
+        ...(admitted?.moves ? { moves: admitted.moves } : {}),
       },
       workflows: launched,
       awsCalls,

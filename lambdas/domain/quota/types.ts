@@ -65,9 +65,11 @@ export interface AdmittedUnit {
   /**
    * Consolidation (domain/consolidation.ts) is moving one replica of this unit: a replica was placed on `to`
    * beside the others (the placements then hold one more than `replicas`) and the one on `from` goes once it
-   * is Ready. Only consolidation sets or clears it.
+   * is Ready. Only consolidation sets or clears it. With `profile`, the unit moves back to a profile its model
+   * prefers (domain/surge-back.ts): all its replicas were placed again under that profile, on `to` and wherever
+   * else the placements of that profile say, and its own go once those are Ready.
    */
-  moving?: { from: string; to: string; since: string };
+  moving?: { from: string; to: string; since: string; profile?: string };
   /** ISO times of this unit's moves started within the last hour: the model's disruption budget. */
   movedAt?: string[];
 }

@@ -330,6 +330,7 @@ describe('llmcap against the local control plane', () => {
       [
         'acts',
         'currentPerHour',
+        'enabled',
         'held',
         'inFlight',
         'moves',

@@ -3,11 +3,13 @@ import {
   type ConsolidationPolicy,
   type ConsolidationWorld,
   inProtectedWindow,
+  observedReady,
   planConsolidation,
   type ReadyReplicas,
   stepConsolidation,
 } from '../../../lambdas/domain/consolidation';
 import type { ModelClass } from '../../../lambdas/domain/model';
+import { moveEvents, stepMoves } from '../../../lambdas/domain/moves';
 import type { ComputeLike } from '../../../lambdas/domain/placement';
 import type { ModelAdmission } from '../../../lambdas/domain/quota';
 
@@ -36,6 +38,7 @@ const model = (name: string, replicas: number, cls?: ModelClass) =>
   }) as unknown as ConsolidationWorld['models'][number];
 
 const POLICY: ConsolidationPolicy = {
+  enabled: true,
   minSavingShare: 0.05,
   minSavingPerHour: 0.1,
   movesPerModelPerHour: 2,
@@ -206,6 +209,129 @@ describe('stepConsolidation', () => {
     expect(a.units[0]!.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
       'm7i-2xlarge:1',
       'r7i-2xlarge:4',
+    ]);
+  });
+});
+
+describe("the admitter's step (stepMoves)", () => {
+  /** The world as the admitter loads it: admission's own decision over it, and the Ready pods as seen. */
+  const admitterWorld = (ready?: ReadyReplicas) => {
+    const w = worldAfterCheaperAdded();
+    const world = { ...w, computes: [R7I, M7I], quotas: [], ...(ready ? { ready } : {}) } as never;
+    return { world, decision: decideWorld(world, at(0)) };
+  };
+
+  it('starts a surge-first move on what admission decided, and marks the model changed so it commits', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    expect(decision.changed).toEqual([]);
+    const { decision: next, consolidation: step } = stepMoves(world, decision, POLICY, at(0));
+    expect(step!.started).toEqual([{ model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' }]);
+    expect(next.changed).toEqual(['a']);
+    const unit = next.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.moving).toEqual({ from: 'r7i-2xlarge', to: 'm7i-2xlarge', since: at(0) });
+    expect(unit.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
+      'm7i-2xlarge:1',
+      'r7i-2xlarge:4',
+    ]);
+    // What admission decided besides stands.
+    expect(next.victims).toBe(decision.victims);
+  });
+
+  it('moves nothing where llmcap does not see the pods (no World.ready)', () => {
+    const { world, decision } = admitterWorld();
+    const r = stepMoves(world, decision, POLICY, at(0));
+    expect(r.decision).toBe(decision);
+    expect(r.consolidation).toBeUndefined();
+  });
+
+  it('starts nothing while the policy is off, but ends a move already in flight', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const off = { ...POLICY, enabled: false };
+    const idle = stepMoves(world, decision, off, at(0));
+    // Nothing of its own in flight: no plan is made at all (the capacity view still shows it, acts but off).
+    expect(idle.consolidation).toBeUndefined();
+    expect(idle.decision).toBe(decision);
+    expect(planConsolidation(world, readyOf(decision.admissions), off, at(0))).toMatchObject({
+      acts: true,
+      enabled: false,
+    });
+
+    const moving = stepMoves(world, decision, POLICY, at(0)).decision.admissions;
+    const w2 = { ...(world as object), admissions: moving, ready: readyOf(moving) } as never;
+    const done = stepMoves(w2, decideWorld(w2, at(1)), off, at(1));
+    expect(done.consolidation!.finished).toHaveLength(1);
+    const unit = done.decision.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.moving).toBeUndefined();
+    expect(unit.placements.map((p) => `${p.compute}:${p.replicas}`)).toEqual([
+      'm7i-2xlarge:1',
+      'r7i-2xlarge:3',
+    ]);
+  });
+
+  it('keeps the running replicas when the room of a move in flight is gone, the move given up and written', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const moving = stepMoves(world, decision, POLICY, at(0)).decision.admissions;
+    // The destination shrinks to no nodes: the surge no longer fits, the four on r7i still do. (Placed afresh,
+    // the unit would go to the cheap pool beside: all four replicas at once, none of them Ready.)
+    const gone = { ...M7I, spec: { ...M7I.spec, nodeGroup: { maxNodes: 0 } } };
+    const other = kind('m7i-other', 8, 32, 0.4032);
+    const w = {
+      ...(world as object),
+      computes: [R7I, gone, other],
+      admissions: moving,
+      ready: readyOf(moving),
+    } as never;
+    const r = stepMoves(w, decideWorld(w, at(1)), POLICY, at(1));
+    expect(r.consolidation!.abandoned).toEqual([
+      { model: 'a', unitId: 'a#min', from: 'r7i-2xlarge', to: 'm7i-2xlarge' },
+    ]);
+    expect(r.decision.changed).toContain('a');
+    // The four running replicas stay; the next move, to the pool that has room, starts surge-first beside them.
+    const unit = r.decision.admissions.find((a) => a.model === 'a')!.units[0]!;
+    expect(unit.placements).toEqual([
+      { compute: 'm7i-other', profile: 'cpu', replicas: 1 },
+      { compute: 'r7i-2xlarge', profile: 'cpu', replicas: 4 },
+    ]);
+    expect(unit.moving).toEqual({ from: 'r7i-2xlarge', to: 'm7i-other', since: at(1) });
+  });
+
+  it('never moves onto a compute that cannot launch the nodes the move needs', () => {
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const short = {
+      ...M7I,
+      status: { readyNodes: 0 },
+      supply: {
+        shortOfCapacity: {
+          since: at(0),
+          message: 'InsufficientInstanceCapacity',
+          lastFailureAt: at(0),
+          probes: 0,
+          nextProbeAt: at(30),
+          countedUntil: at(0),
+        },
+      },
+    };
+    const w = { ...(world as object), computes: [R7I, short] } as never;
+    const r = stepMoves(w, decision, POLICY, at(1));
+    expect(r.consolidation!.started).toEqual([]);
+    expect(r.consolidation!.plan.moves).toEqual([]);
+  });
+
+  it("reads the Ready replicas per compute from the reconciler's items, and tells each move as an event", () => {
+    expect(observedReady([{ model: 'a', readyOn: { x: 2 } }, { model: 'b' }])).toEqual({ a: { x: 2 } });
+    const { world, decision } = admitterWorld(readyOf(worldAfterCheaperAdded().admissions));
+    const moved = stepMoves(world, decision, POLICY, at(0));
+    const events = moveEvents(moved, (m) => (m === 'a' ? at(0) : undefined), at(0));
+    expect(events).toEqual([
+      expect.objectContaining({
+        key: 'a',
+        type: 'Normal',
+        reason: 'Moving',
+        source: 'admitter',
+        message: expect.stringMatching(
+          /^consolidation moves 1 replica from r7i-2xlarge to m7i-2xlarge: .*saves \$0\.2520\/h/,
+        ),
+      }),
     ]);
   });
 });

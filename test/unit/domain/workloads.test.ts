@@ -352,6 +352,16 @@ describe('pods as llmcap shows them', () => {
     });
   });
 
+  it('counts Ready pods per compute, all of them, for consolidation to move by', () => {
+    const many = [
+      ...Array.from({ length: MAX_PODS_SHOWN + 3 }, (_, i) => pod(`p${i}`, { node: 'n', ready: true })),
+      { ...pod('elsewhere', { node: 'm', ready: true }), compute: 'l4-small' },
+      pod('stuck'),
+    ];
+    expect(workloadStatus(many).readyOn).toEqual({ l4: MAX_PODS_SHOWN + 3, 'l4-small': 1 });
+    expect(workloadStatus([pod('stuck')])).not.toHaveProperty('readyOn');
+  });
+
   it('narrows pods by every filter given, all of which must match', () => {
     const up = pod('up', { node: 'ip-1', ready: true });
     const stuck = pod('stuck');
