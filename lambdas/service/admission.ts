@@ -24,11 +24,22 @@ import type { LoadedCatalog } from './catalog';
 export function admissionService(deps: Dependencies) {
   const { tenancy, admissions, workloads } = deps.store;
 
-  /** Everything but the catalog: the tree, the quotas and the admissions as stored. */
-  const loadRest = () =>
-    Promise.all([tenancy.listScopes(), tenancy.listQuotas(), admissions.listAdmissions()]).then(
-      ([scopes, quotas, stored]) => ({ scopes, quotas, admissions: stored }),
-    );
+  /**
+   * Everything but the catalog: the tree, the quotas and the admissions as stored; with `demand`, what load asks
+   * of autoscaled models too (a dry run's preview decides on it, as the admitter will).
+   */
+  const loadRest = (opts: { demand?: boolean } = {}) =>
+    Promise.all([
+      tenancy.listScopes(),
+      tenancy.listQuotas(),
+      admissions.listAdmissions(),
+      opts.demand ? deps.store.demand.listDemands() : undefined,
+    ]).then(([scopes, quotas, stored, demands]) => ({
+      scopes,
+      quotas,
+      admissions: stored,
+      ...(demands ? { demand: demandOf(demands) } : {}),
+    }));
 
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */

@@ -71,7 +71,10 @@ export function modelService(
     pods?.catch(() => {}); // awaited below; a refused change never asks, and must not leave it unhandled
     const r = await deps.store.commit.commitDecision<ChangeOutcome>(
       committing(opts, async () => {
-        const [state, rest] = await Promise.all([catalog.load(), admission.loadRest()]);
+        const [state, rest] = await Promise.all([
+          catalog.load(),
+          admission.loadRest({ demand: opts.dryRun === true }),
+        ]);
         const now = deps.clock().toISOString();
         const r = applyChange(state, c, { by: opts.by, now, access: opts.access, ownerParam: opts.owner });
         if (r.unchanged) return { items: [], result: r };
