@@ -58,8 +58,17 @@ export function restoreHeadroom(
     const m = byModel.get(a.model);
     // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
     const reach = tree.reach(m?.owner);
+    // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
+    // (Critical is never implied by scaling: only a class set so.)
+    const critical = m?.spec.class === 'critical';
     const units = a.units.filter((u) =>
-      headroom.restore(u.id, unitProfile(m?.spec.profiles, u), u.placements, reach),
+      headroom.restore(
+        u.id,
+        unitProfile(m?.spec.profiles, u),
+        u.placements,
+        reach,
+        critical && u.kind === 'min',
+      ),
     );
     return units.length === a.units.length ? a : { ...a, units };
   });

@@ -395,6 +395,7 @@ class Pass implements RoomHost {
       profiles,
       replicas: r.replicas,
       reach: this.tree.reach(r.ms.m.owner),
+      ...(r.kind === 'min' && r.ms.cls === 'critical' ? { onDemandOnly: true } : {}),
     };
   }
 
@@ -890,6 +891,7 @@ export function checkStart(
         profiles: model.spec.profiles,
         replicas: model.spec.scaling.min,
         reach: tree.reach(model.owner),
+        onDemandOnly: effectiveClass(model.spec) === 'critical',
       };
       if (input.headroom.candidateComputes(unit).length === 0) {
         return {
