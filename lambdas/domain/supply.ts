@@ -59,6 +59,12 @@ export function spotWarning(event: unknown): { instance: string; at: string } | 
   return { instance, at: typeof e.time === 'string' ? e.time : new Date(0).toISOString() };
 }
 
+/** True when EC2 warned of reclaiming one of the compute's Spot instances within `withinMs` of now. */
+export function reclaimedRecently(s: ComputeSupply | undefined, now: string, withinMs: number): boolean {
+  const at = s?.interruptions?.last.at;
+  return at !== undefined && Date.parse(now) - Date.parse(at) <= withinMs;
+}
+
 /** The annotation the reconciler puts on a node whose instance EC2 warned it will reclaim: its warning time. */
 export const SPOT_WARNING_ANNOTATION = 'llmcap.dev/spot-interruption';
 
@@ -122,13 +128,16 @@ const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOStri
 /**
  * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
  * when newer than the last failure); a launch that succeeded after the last failure ends it; a health issue
- * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was.
+ * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was. With
+ * `reclaimed` (EC2 took a Spot instance of the group within the grace, issue 32 §4) there is no grace: EC2 is
+ * short of that capacity already, and the replicas the reclaimed node ran must go elsewhere at once.
  */
 export function nextShortage(
   prev: CapacityShortage | undefined,
   seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
   now: string,
   graceMs: number,
+  reclaimed = false,
 ): CapacityShortage | undefined {
   const launch = seen.launch;
   if (launch?.status === 'Successful' && (!prev || launch.at > prev.lastFailureAt)) return undefined;
@@ -150,7 +159,11 @@ export function nextShortage(
     lastFailureAt: failure.at,
     probes,
     nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
-    countedUntil: prev && graceFrom === since ? prev.countedUntil : plus(graceFrom, graceMs),
+    countedUntil: reclaimed
+      ? graceFrom
+      : prev && graceFrom === since
+        ? prev.countedUntil
+        : plus(graceFrom, graceMs),
   };
 }
 

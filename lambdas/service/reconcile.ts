@@ -32,6 +32,7 @@ import {
   nextShortage,
   nodeOfInstance,
   nodesByCompute,
+  reclaimedRecently,
   replacementNodes,
   SPOT_WARNING_ANNOTATION,
   type SupplyNode,
@@ -292,7 +293,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
           : 0
         : (c.supply?.replacementNodes ?? 0);
-      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs);
+      const reclaimed = reclaimedRecently(c.supply, now, graceMs);
+      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs, reclaimed);
       const next: ComputeSupply = {
         ...(idle.length ? { idleNodes: idle } : {}),
         ...(replacements ? { replacementNodes: replacements } : {}),

@@ -2,6 +2,16 @@ import { restoreHeadroom } from '../../../lambdas/domain/admission-world';
 import type { ModelClass } from '../../../lambdas/domain/model';
 import { PlacementHeadroom } from '../../../lambdas/domain/placement';
 import { type AdmissionModel, checkStart, decide, ScopeTree } from '../../../lambdas/domain/quota';
+import {
+  cannotLaunch,
+  idleReason,
+  nextInterruptions,
+  nextShortage,
+  nodeOfInstance,
+  reclaimedRecently,
+  SPOT_WARNING_ANNOTATION,
+  spotWarning,
+} from '../../../lambdas/domain/supply';
 import { builtin } from '../../helpers/computes';
 
 // Issue 32 §4: a critical model keeps at least its minimum on On-Demand or reserved capacity, never on Spot only.
@@ -136,5 +146,60 @@ describe('Spot and critical models (issue 32 §4)', () => {
       restoreHeadroom([SPOT, OD], [admission], [asModel(asStandard)], new ScopeTree([]), NOW).admissions[0]!
         .units,
     ).toHaveLength(2);
+  });
+});
+
+describe('Spot interruption warnings (issue 32 §4)', () => {
+  const event = {
+    version: '0',
+    id: '12345678-1234-1234-1234-123456789012',
+    'detail-type': 'EC2 Spot Instance Interruption Warning',
+    source: 'aws.ec2',
+    account: '123456789012',
+    time: '2026-12-06T03:00:00Z',
+    region: 'us-east-1',
+    resources: ['arn:aws:ec2:us-east-1:123456789012:instance/i-1234567890abcdef0'],
+    detail: { 'instance-id': 'i-1234567890abcdef0', 'instance-action': 'terminate' },
+  };
+
+  it('reads the instance and time of EC2’s warning, and nothing from other events', () => {
+    expect(spotWarning(event)).toEqual({ instance: 'i-1234567890abcdef0', at: '2026-12-06T03:00:00Z' });
+    expect(spotWarning({ ...event, 'detail-type': 'EC2 Instance Rebalance Recommendation' })).toBeUndefined();
+    expect(spotWarning({ source: 'llmcap.schedule', scheduledTime: NOW })).toBeUndefined();
+    expect(spotWarning({ ...event, detail: { 'instance-id': 'not-an-instance' } })).toBeUndefined();
+  });
+
+  it('counts each warned instance once, however often EventBridge delivers it', () => {
+    const one = nextInterruptions(undefined, { instance: 'i-1', node: 'n1', at: NOW });
+    expect(one).toEqual({ count: 1, last: { instance: 'i-1', node: 'n1', at: NOW } });
+    expect(nextInterruptions(one, { instance: 'i-1', at: NOW })).toBe(one);
+    expect(nextInterruptions(one, { instance: 'i-2', at: NOW }).count).toBe(2);
+  });
+
+  it('finds the node of an instance by its providerID, and counts a warned node idle at once', () => {
+    const warned = {
+      metadata: { name: 'n1', annotations: { [SPOT_WARNING_ANNOTATION]: NOW } },
+      spec: { providerID: 'aws:///us-east-1a/i-0abc' },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    };
+    expect(nodeOfInstance([warned], 'i-0abc')).toBe(warned);
+    expect(nodeOfInstance([warned], 'i-0ab')).toBeUndefined();
+    expect(idleReason(warned, NOW, 300_000)).toBe(`Spot interruption warning at ${NOW}`);
+  });
+
+  it('gives a Spot group that lost an instance no grace when its launches fail for capacity', () => {
+    const failed = {
+      launch: {
+        status: 'Failed' as const,
+        at: NOW,
+        message: 'There is no Spot capacity available that matches your request.',
+      },
+    };
+    const later = new Date(Date.parse(NOW) + 1000).toISOString();
+    expect(cannotLaunch(nextShortage(undefined, failed, NOW, 300_000), later)).toBe(false);
+    expect(cannotLaunch(nextShortage(undefined, failed, NOW, 300_000, true), later)).toBe(true);
+    const supply = { interruptions: { count: 1, last: { instance: 'i-1', at: NOW } } };
+    expect(reclaimedRecently(supply, later, 300_000)).toBe(true);
+    expect(reclaimedRecently(supply, new Date(Date.parse(NOW) + 400_000).toISOString(), 300_000)).toBe(false);
   });
 });
