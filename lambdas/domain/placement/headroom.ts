@@ -210,7 +210,7 @@ class Shared {
     let c = ids.get(p);
     if (c) return c;
     // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.
-    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}`;
+    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}|${p.computes?.join(',') ?? ''}`;
     c = this.byKey.get(key);
     if (!c) {
       c = rankCandidates(this.infos, p, reach, onDemandOnly);

@@ -109,6 +109,14 @@ export type Candidates =
   | { ok: true; request: ReplicaRequest; computes: ComputeInfo[] }
   | { ok: false; request: ReplicaRequest; reason: string };
 
+/**
+ * The computes a profile names (`compute`, or `computes` in order of preference), or undefined for any. A pin
+ * wins: placement pins a copy of the profile to where a unit was placed.
+ */
+export function namedComputes(p: Pick<Profile, 'compute' | 'computes'>): string[] | undefined {
+  return p.compute !== undefined ? [p.compute] : p.computes;
+}
+
 /** Why a critical model's minimum is not placed on Spot, and what to do. */
 const SPOT_RULE =
   "a critical model keeps at least its minimum on On-Demand or reserved capacity (Spot nodes can be reclaimed with two minutes' warning); add an ON_DEMAND or CAPACITY_BLOCK compute that can hold it, or lower the model's class";
@@ -123,7 +131,7 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
 
 /**
  * The computes a profile's replica may use, best first; only those `reach` allows (platform computes and
- * those of the model's owner or a scope above it). A pinned compute is the only candidate. Otherwise
+ * those of the model's owner or a scope above it). A pinned compute is the only candidate; computes a profile names (`computes`) are the candidates in that order. Otherwise
  * every compute whose GPU type matches and whose allocatable node holds one replica in every dimension,
  * ranked by cost per replica = perHour / (replicas of this profile one empty node holds), so an 8-GPU node
  * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the node that holds more
@@ -142,29 +150,37 @@ export function rankCandidates(
   const request = replicaRequest(p);
   // Another tenant's compute is not there at all for this model: the same refusal as a name that does not exist.
   const infos = all.some((c) => c.owner) ? all.filter((c) => mayUse(c.owner, reach)) : all;
-  if (p.compute !== undefined) {
-    const c = infos.find((i) => i.name === p.compute);
-    if (!c)
-      return {
-        ok: false,
-        request,
-        reason: `profile ${p.name} pins compute ${p.compute}, which does not exist`,
-      };
-    if (!hardwareFits(c, p, request)) {
-      return {
-        ok: false,
-        request,
-        reason: `profile ${p.name} pins compute ${c.name}, whose node (${describeAlloc(c)}) cannot hold ${describeReplicas(p, 1)}`,
-      };
+  const named = namedComputes(p);
+  if (named) {
+    // A pin (`compute`) or a list in order of preference (`computes`): those computes only, in that order.
+    const verb = p.compute !== undefined ? 'pins' : 'names';
+    const chosen: ComputeInfo[] = [];
+    for (const name of named) {
+      const c = infos.find((i) => i.name === name);
+      if (!c)
+        return {
+          ok: false,
+          request,
+          reason: `profile ${p.name} ${verb} compute ${name}, which does not exist`,
+        };
+      if (!hardwareFits(c, p, request)) {
+        return {
+          ok: false,
+          request,
+          reason: `profile ${p.name} ${verb} compute ${c.name}, whose node (${describeAlloc(c)}) cannot hold ${describeReplicas(p, 1)}`,
+        };
+      }
+      chosen.push(c);
     }
-    if (onDemandOnly && c.spot) {
-      return {
-        ok: false,
-        request,
-        reason: `profile ${p.name} pins compute ${c.name}, which is Spot, and ${SPOT_RULE}`,
-      };
+    const allowed = onDemandOnly ? chosen.filter((c) => !c.spot) : chosen;
+    if (allowed.length === 0) {
+      const which =
+        chosen.length === 1
+          ? `compute ${chosen[0]!.name}, which is Spot`
+          : `computes ${named.join(', ')}, all Spot`;
+      return { ok: false, request, reason: `profile ${p.name} ${verb} ${which}, and ${SPOT_RULE}` };
     }
-    return { ok: true, request, computes: [c] };
+    return { ok: true, request, computes: allowed };
   }
   const hardware = infos.filter((c) => hardwareFits(c, p, request));
   if (hardware.length === 0) {

@@ -445,7 +445,7 @@ class Pass implements RoomHost {
       }
       // The same request shape against the same state fails the same way: retried pending requests of
       // one scope often come one after another with nothing admitted in between.
-      const key = `${ms.scope}|${ms.rank}|${o.p.name}|${vec(o.per).join(',')}|${o.p.compute ?? ''}|${o.p.gpuType ?? ''}|${r.replicas}`;
+      const key = `${ms.scope}|${ms.rank}|${o.p.name}|${vec(o.per).join(',')}|${o.p.compute ?? ''}|${o.p.computes?.join(',') ?? ''}|${o.p.gpuType ?? ''}|${r.replicas}`;
       const known = this.failed.get(key);
       if (known !== undefined && known.epoch === this.epoch) {
         headroomFits.set(o, known.fits);

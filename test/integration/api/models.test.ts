@@ -287,6 +287,46 @@ describe('the whole next catalog is validated before anything is written', () =>
     expect((await api.call('DELETE', '/v1/computes/spot-l4')).status).toBeLessThan(300);
   });
 
+  it('takes computes in order of preference, refusing one that does not exist (409) or both compute and computes (400)', async () => {
+    const p = { name: 'x', gpus: 1, gpuType: 'L4', cpuCores: 2, minMemoryGb: 8 };
+    const missing = await refused(409, () =>
+      api.call(
+        'POST',
+        '/v1/models',
+        manifest('ordered', { profiles: [{ ...p, computes: ['gpu-l4-1x', 'nowhere'] }] }),
+      ),
+    );
+    expect(missing.errors).toEqual([
+      {
+        path: 'spec.profiles[0].computes',
+        message: expect.stringMatching(
+          /names compute nowhere, which does not exist; name computes that can hold it/,
+        ),
+      },
+    ]);
+    const both = await refused(400, () =>
+      api.call(
+        'POST',
+        '/v1/models',
+        manifest('ordered', { profiles: [{ ...p, compute: 'gpu-l4-1x', computes: ['gpu-l4-1x'] }] }),
+      ),
+    );
+    expect(both.errors).toEqual([
+      expect.objectContaining({
+        path: 'spec.profiles[0].computes',
+        message: expect.stringContaining('sets both compute and computes'),
+      }),
+    ]);
+    const ok = await api.call(
+      'POST',
+      '/v1/models',
+      manifest('ordered', { profiles: [{ ...p, computes: ['gpu-l4-1x'] }] }),
+    );
+    expect(ok.status).toBe(201);
+    expect(ok.body.spec.profiles[0].computes).toEqual(['gpu-l4-1x']);
+    expect((await api.call('DELETE', '/v1/models/ordered')).status).toBeLessThan(300);
+  });
+
   it('refuses a CPU-only profile without minMemoryGb (400)', async () => {
     const body = await refused(400, () =>
       api.call(
