@@ -113,7 +113,7 @@ function markdown(
   if (r.supply) {
     const d = r.supply;
     l.push(
-      `| Supply | ${d.rounds} Spot reclaims of the nodes models run on, ${d.roundsWithoutSpotCapacity} of them with no Spot capacity left | ` +
+      `| Supply | ${d.rounds} Spot reclaims of the nodes models run on (time scale ${d.timeScale}), the last ${d.roundsWithoutSpotCapacity} with no Spot capacity left | ` +
         `${supplyOk(d) ? 'yes' : 'no'}: warning → every minimum Ready again p50 ${d.p50Seconds} s, p99 ${d.p99Seconds} s simulated ` +
         `(node boot ${d.nodeBootSeconds} s); availability ${Object.entries(d.availability)
           .map(([k, v]) => `${k} ${(v * 100).toFixed(1)}%`)
@@ -144,7 +144,7 @@ function markdown(
   l.push('');
   l.push(
     `Short versions of each suite run in npm test (test/integration/hardening/, test/infra/security.test.ts). ` +
-      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_KILLS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS` +
+      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_KILLS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS, SOAK_SUPPLY_ROUNDS` +
       (num('SOAK_LOAD_CLIENTS', 200) !== 200
         ? ` (this run: ${num('SOAK_LOAD_CLIENTS', 200)} load clients)`
         : '') +

@@ -4,13 +4,14 @@ import { P } from './lib/fixture';
 import { invokeHttp, jsonClient } from './lib/invoke';
 import { runSupplyChaos, type SupplyChaosReport } from './lib/supply';
 
-/** The long supply chaos run: SOAK_SUPPLY_ROUNDS (default 10) Spot reclaims, every other one without Spot capacity. */
+/** The long supply chaos run: SOAK_SUPPLY_ROUNDS (default 10) Spot reclaims, the last without Spot capacity. */
 export async function soakSupply(): Promise<SupplyChaosReport> {
-  const timeScale = 0.001;
+  // Node boot (140 s) takes a few wall seconds, about as long as a pass: the two keep their AWS proportions.
+  const timeScale = num('SOAK_SUPPLY_TIME_SCALE', 0.01);
   const cp = await controlPlane(timeScale);
   try {
     const rounds = num('SOAK_SUPPLY_ROUNDS', 10);
-    log(`supply: ${rounds} Spot reclaims, every other one with no Spot capacity to replace the node`);
+    log(`supply: ${rounds} Spot reclaims, the last with no Spot capacity to replace the node`);
     const r = await runSupplyChaos(cp, jsonClient(invokeHttp(cp.apiUrl), P.platform), {
       rounds,
       timeScale,
