@@ -11,6 +11,7 @@ import { resetClusterClient } from '../lambdas/aws/kubernetes';
 import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
 import type { ConsolidationPolicy } from '../lambdas/domain/consolidation';
+import { spotWarning } from '../lambdas/domain/supply';
 import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
 import type { ReconcileSummary } from '../lambdas/service/reconcile';
@@ -19,7 +20,14 @@ import { loadConfig, resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
 import { admitterFunction as admitterFunctionConfig, startAdmitterSource } from './admitter-function';
 import { startApiServer } from './api-server';
-import { type AlarmStateChange, type Clock, type CloudSim, DrivenClock, startCloudSim } from './cloud-sim';
+import {
+  type AlarmStateChange,
+  type Clock,
+  type CloudSim,
+  DrivenClock,
+  type Durations,
+  startCloudSim,
+} from './cloud-sim';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { LOCAL_ADMIN } from './identity';
 import { grantReconcilerAccess, writeLocalKubeconfig } from './k8s-sim/local';
@@ -77,6 +85,8 @@ export interface ControlPlaneOptions {
   ports?: Partial<Record<PortName, number>>;
   /** Multiplies the simulator's EKS durations and the workflows' waits; default LLMCAP_SIM_TIME_SCALE or 0.1. */
   simTimeScale?: number;
+  /** Lifecycle durations of the simulator other than its defaults (before the time scale), e.g. spotReclaimMs. */
+  simDurations?: Partial<Durations>;
   /** Seconds between scheduled reconciles; 0 turns the schedule off (tests drive reconcile themselves). */
   reconcileSeconds?: number;
   /** Scale-down cool-down in seconds (LLMCAP_COOLDOWN_SECONDS); default 600. */
@@ -207,6 +217,7 @@ async function start(
     (await startCloudSim({
       port: ports.sim,
       timeScale,
+      ...(opts.simDurations ? { durations: opts.simDurations } : {}),
       clusterName: 'llmcap-local',
       kubernetes: { port: ports.kube },
       ...(opts.clock ? { metricsClock: opts.clock } : {}),
@@ -469,6 +480,12 @@ async function start(
   };
   const invokeReconcile = (event: unknown = {}) =>
     fn.enqueue(reconcileFunction, event) as Promise<Invocation<ReconcileSummary>>;
+  // The stack's Spot rule (infra, SPOT_WARNING_PATTERN): EventBridge sends EC2's Spot warnings to the reconciler.
+  const offEvents = sim.onEvent((e) => {
+    if (!spotWarning(e)) return;
+    invokeReconcile(e).catch((err) => log(`Spot warning not delivered: ${(err as Error).message}`));
+  });
+  undo.push(async () => offEvents());
   const reconcile = async (): Promise<ReconcileSummary> => {
     // As EventBridge Scheduler sends it (the stack's schedule input), so the pass gets an id of its own.
     const inv = await invokeReconcile({

@@ -8,25 +8,34 @@ import { soakFuzz } from './fuzz';
 import type { ChaosReport } from './lib/chaos';
 import type { FuzzReport } from './lib/fuzz';
 import type { LoadReport } from './lib/load';
+import type { SupplyChaosReport } from './lib/supply';
 import { loadOk, soakLoad } from './load';
 import { type RestartSuiteReport, restartOk, soakRestart } from './restart';
+import { soakSupply, supplyOk } from './supply';
 
 /**
  * npm run soak: the long hardening suites one after the other, each bounded in time and requests, their figures
  * in soak/results.json and, for BENCHMARKS.md, in soak/RESULTS.md. SOAK_ONLY=fuzz,load runs some of them.
  */
 
-const only = new Set((process.env.SOAK_ONLY ?? 'fuzz,chaos,restart,load').split(','));
+const only = new Set((process.env.SOAK_ONLY ?? 'fuzz,chaos,restart,load,supply').split(','));
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  const out: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartSuiteReport; load?: LoadReport } = {};
+  const out: {
+    fuzz?: FuzzReport;
+    chaos?: ChaosReport;
+    restart?: RestartSuiteReport;
+    load?: LoadReport;
+    supply?: SupplyChaosReport;
+  } = {};
   // Suites not run this time keep their last figures from soak/results.json.
   const last = existsSync(RESULTS) ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as typeof out) : {};
   out.fuzz = only.has('fuzz') ? await soakFuzz() : last.fuzz;
   out.chaos = only.has('chaos') ? await soakChaos() : last.chaos;
   out.restart = only.has('restart') ? await soakRestart() : last.restart;
   out.load = only.has('load') ? await soakLoad() : last.load;
+  out.supply = only.has('supply') ? await soakSupply() : last.supply;
   const md = markdown(out, Date.now() - t0);
   writeFileSync(join(__dirname, 'RESULTS.md'), md);
   console.log(`\n${md}`);
@@ -34,13 +43,20 @@ async function main(): Promise<number> {
     (!out.fuzz || out.fuzz.failureCount === 0) &&
     (!out.chaos || chaosOk(out.chaos)) &&
     (!out.restart || restartOk(out.restart)) &&
-    (!out.load || loadOk(out.load));
+    (!out.load || loadOk(out.load)) &&
+    (!out.supply || supplyOk(out.supply));
   log(ok ? 'every suite held' : 'some suite found a problem: see above and soak/results.json');
   return ok ? 0 : 1;
 }
 
 function markdown(
-  r: { fuzz?: FuzzReport; chaos?: ChaosReport; restart?: RestartSuiteReport; load?: LoadReport },
+  r: {
+    fuzz?: FuzzReport;
+    chaos?: ChaosReport;
+    restart?: RestartSuiteReport;
+    load?: LoadReport;
+    supply?: SupplyChaosReport;
+  },
   ms: number,
 ): string {
   const l: string[] = [];
@@ -94,6 +110,17 @@ function markdown(
       );
     }
   }
+  if (r.supply) {
+    const d = r.supply;
+    l.push(
+      `| Supply | ${d.rounds} Spot reclaims of the nodes models run on (time scale ${d.timeScale}), the last ${d.roundsWithoutSpotCapacity} with no Spot capacity left | ` +
+        `${supplyOk(d) ? 'yes' : 'no'}: warning → every minimum Ready again p50 ${d.p50Seconds} s, p99 ${d.p99Seconds} s simulated ` +
+        `(node boot ${d.nodeBootSeconds} s); availability ${Object.entries(d.availability)
+          .map(([k, v]) => `${k} ${(v * 100).toFixed(1)}%`)
+          .join(', ')}; ` +
+        `${d.admittedNotRunningMinutes} replica-minutes admitted but not running; ${d.interruptionsCounted} warnings counted |`,
+    );
+  }
   if (r.load) {
     const d = r.load;
     l.push(
@@ -117,7 +144,7 @@ function markdown(
   l.push('');
   l.push(
     `Short versions of each suite run in npm test (test/integration/hardening/, test/infra/security.test.ts). ` +
-      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_KILLS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS` +
+      `Scale with SOAK_FUZZ_REQUESTS, SOAK_CHAOS_PASSES, SOAK_RESTARTS, SOAK_KILLS, SOAK_LOAD_CLIENTS, SOAK_LOAD_SECONDS, SOAK_SUPPLY_ROUNDS` +
       (num('SOAK_LOAD_CLIENTS', 200) !== 200
         ? ` (this run: ${num('SOAK_LOAD_CLIENTS', 200)} load clients)`
         : '') +

@@ -6,6 +6,8 @@ import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { CfnAlarm, Dashboard, GraphWidget, MathExpression } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, Billing, StreamViewType, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
@@ -30,6 +32,7 @@ import {
   RECONCILE_ASYNC,
   RECONCILE_TIMEOUT_SECONDS,
 } from '../../lambdas/domain/reconcile-pass';
+import { SPOT_WARNING_PATTERN } from '../../lambdas/domain/supply';
 import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
@@ -398,6 +401,25 @@ export class LlmcapStack extends Stack {
           executionId: ContextAttribute.executionId,
         }),
       }),
+    });
+
+    // EC2's two-minute Spot warnings (issue 32 §4) go to the reconciler, which counts them on the compute, marks
+    // the node and runs a pass at once, so the replicas on it are placed elsewhere when the group cannot replace it.
+    // Warnings for instances that are not llmcap's nodes only cost a pass. Undeliverable ones join the same queue.
+    new Rule(this, 'SpotInterruptionWarnings', {
+      description: `llmcap ${cfg.stage}: EC2 Spot Instance Interruption Warnings to the reconciler`,
+      eventPattern: {
+        source: [...SPOT_WARNING_PATTERN.source],
+        detailType: [...SPOT_WARNING_PATTERN['detail-type']],
+      },
+      targets: [
+        new LambdaFunction(this.reconcileFunction, {
+          retryAttempts: 2,
+          // Past two minutes the instance is gone and the next scheduled pass sees that anyway.
+          maxEventAge: Duration.minutes(2),
+          deadLetterQueue: this.reconcileFailures,
+        }),
+      ],
     });
 
     // POST /v1/reconcile queues a pass and invokes the reconciler asynchronously (InvocationType Event, still

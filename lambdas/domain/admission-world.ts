@@ -66,9 +66,12 @@ export function restoreHeadroom(
     const m = byModel.get(a.model);
     // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
     const reach = tree.reach(m?.owner);
+    // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
+    // (Critical is never implied by scaling: only a class set so.)
+    const critical = m?.spec.class === 'critical';
     let same = true;
     const units = a.units.flatMap((u) => {
-      const r = restoreUnit(headroom, u, m?.spec.profiles, reach);
+      const r = restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min');
       if (r !== u) same = false;
       return r ? [r] : [];
     });
@@ -91,25 +94,26 @@ function restoreUnit(
   u: AdmittedUnit,
   profiles: readonly Profile[] | undefined,
   reach: Reach,
+  onDemandOnly = false,
 ): AdmittedUnit | undefined {
   const back = u.moving?.profile;
   if (back === undefined || back === u.profile) {
-    if (headroom.restore(u.id, unitProfile(profiles, u), u.placements, reach)) return u;
+    if (headroom.restore(u.id, unitProfile(profiles, u), u.placements, reach, onDemandOnly)) return u;
     if (!u.moving) return undefined;
     // A consolidation move whose new replica no longer fits: the move is dropped, the running replicas kept.
     const to = u.moving.to;
     const own = u.placements
       .map((p) => (p.compute === to ? { ...p, replicas: p.replicas - 1 } : p))
       .filter((p) => p.replicas > 0);
-    if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
+    if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach, onDemandOnly)) return undefined;
     const { moving: _, ...rest } = u;
     return { ...rest, placements: own };
   }
   const own = u.placements.filter((p) => p.profile !== back);
-  if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach)) return undefined;
+  if (!headroom.restore(u.id, unitProfile(profiles, u), own, reach, onDemandOnly)) return undefined;
   const preferred = profiles?.find((p) => p.name === back);
   const ahead = u.placements.filter((p) => p.profile === back);
-  if (preferred && headroom.restore(backId(u.id), preferred, ahead, reach)) return u;
+  if (preferred && headroom.restore(backId(u.id), preferred, ahead, reach, onDemandOnly)) return u;
   const { moving: _, ...rest } = u;
   return { ...rest, placements: own };
 }

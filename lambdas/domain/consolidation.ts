@@ -428,8 +428,10 @@ export function stepConsolidation(
       // The surge must fit admission's own packing on the destination, or the next restore would drop the unit.
       headroom.release(u.id);
       const profile = unitProfile(m?.spec.profiles, u);
-      if (!headroom.restore(u.id, profile, placements, tree.reach(m?.owner))) {
-        headroom.restore(u.id, profile, u.placements, tree.reach(m?.owner));
+      // A critical model's minimum never moves onto Spot (docs/quotas.md): the restore refuses it there.
+      const onDemandOnly = m?.spec.class === 'critical' && u.kind === 'min';
+      if (!headroom.restore(u.id, profile, placements, tree.reach(m?.owner), onDemandOnly)) {
+        headroom.restore(u.id, profile, u.placements, tree.reach(m?.owner), onDemandOnly);
         continue;
       }
       first.add(mv.model);

@@ -17,6 +17,8 @@ export interface ReplicaUnit {
   replicas: number;
   /** Owners whose computes the unit may use besides platform ones (placement's Reach); absent: none. */
   reach?: readonly string[];
+  /** A critical model's minimum: no Spot compute (issue 32 §4; placement's rankCandidates onDemandOnly). */
+  onDemandOnly?: boolean;
 }
 
 export interface UnitPlacement {

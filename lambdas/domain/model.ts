@@ -24,6 +24,23 @@ export const modelName = z
 export function profileIssues(p: unknown): RuleIssue[] {
   const issues: RuleIssue[] = [];
   const name = stringAt(p, 'name') ?? '(unnamed)';
+  const row = p as Record<string, unknown>;
+  if (row.compute !== undefined && row.computes !== undefined) {
+    issues.push({
+      path: ['computes'],
+      message: `profile ${name} sets both compute and computes; name one compute, or several in order of preference`,
+    });
+  }
+  if (Array.isArray(row.computes)) {
+    for (const { index, first, key } of repeats(row.computes, (c) =>
+      typeof c === 'string' ? c : undefined,
+    )) {
+      issues.push({
+        path: ['computes', index],
+        message: `compute ${key} is already computes[${first}]; name each compute once`,
+      });
+    }
+  }
   if (numberAt(p, 'gpus') !== 0) return issues;
   if ((p as Record<string, unknown>).minMemoryGb === undefined) {
     issues.push({
@@ -51,6 +68,11 @@ export const ProfileSchema = z
     cpuCores: z.number().positive().max(1024),
     minMemoryGb: z.number().positive().max(32768).optional(),
     compute: computeName.optional(),
+    /**
+     * Several computes in order of preference (issue 32 §3): replicas go to the first with room, then the next;
+     * one short of capacity has no room, so the next takes them. Instead of `compute`.
+     */
+    computes: z.array(computeName).min(1).max(8).optional(),
   })
   .superRefine(...refineWith(profileIssues, whenParsed('gpus', 'gpuType', 'minMemoryGb')));
 export type Profile = z.output<typeof ProfileSchema>;
@@ -233,7 +255,11 @@ export function modelManifest(m: Model, admission?: AdmissionSummary) {
 function specAsSent(spec: ModelSpec): ModelSpec {
   return asSent({
     ...spec,
-    profiles: spec.profiles.map((p) => (p.compute ? { ...p, compute: nameOf(p.compute) } : p)),
+    profiles: spec.profiles.map((p) => ({
+      ...p,
+      ...(p.compute ? { compute: nameOf(p.compute) } : {}),
+      ...(p.computes ? { computes: p.computes.map(nameOf) } : {}),
+    })),
     ...(spec.fallback ? { fallback: nameOf(spec.fallback) } : {}),
   });
 }

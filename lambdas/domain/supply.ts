@@ -22,6 +22,64 @@ export interface ComputeSupply {
   replacementNodes?: number;
   /** Launches fail for lack of EC2 capacity (issue 32 §3); absent once a launch succeeds again. */
   shortOfCapacity?: CapacityShortage;
+  /** Spot interruption warnings seen for the group's instances (issue 32 §4); kept across passes. */
+  interruptions?: SpotInterruptions;
+}
+
+/** What EC2's "EC2 Spot Instance Interruption Warning" events said of a compute's instances. */
+export interface SpotInterruptions {
+  /** Warnings seen since the compute was created. */
+  count: number;
+  /** The newest: its instance, the node it was, and the event's time. */
+  last: { instance: string; node?: string; at: string };
+}
+
+/**
+ * The EventBridge pattern of the rule that sends EC2's two-minute Spot warnings to the reconciler (infra, and
+ * the local control plane's delivery); the event as EC2 sends it:
+ * `{source: 'aws.ec2', 'detail-type': 'EC2 Spot Instance Interruption Warning', detail: {'instance-id', 'instance-action'}}`.
+ */
+export const SPOT_WARNING_PATTERN = {
+  source: ['aws.ec2'],
+  'detail-type': ['EC2 Spot Instance Interruption Warning'],
+} as const;
+
+/** The warning's instance and time, when the event is one (anything else: undefined). */
+export function spotWarning(event: unknown): { instance: string; at: string } | undefined {
+  const e = event as {
+    source?: unknown;
+    'detail-type'?: unknown;
+    time?: unknown;
+    detail?: Record<string, unknown>;
+  };
+  if (e?.source !== SPOT_WARNING_PATTERN.source[0]) return undefined;
+  if (e['detail-type'] !== SPOT_WARNING_PATTERN['detail-type'][0]) return undefined;
+  const instance = e.detail?.['instance-id'];
+  if (typeof instance !== 'string' || !/^i-[0-9a-f]+$/.test(instance)) return undefined;
+  return { instance, at: typeof e.time === 'string' ? e.time : new Date(0).toISOString() };
+}
+
+/** True when EC2 warned of reclaiming one of the compute's Spot instances within `withinMs` of now. */
+export function reclaimedRecently(s: ComputeSupply | undefined, now: string, withinMs: number): boolean {
+  const at = s?.interruptions?.last.at;
+  return at !== undefined && Date.parse(now) - Date.parse(at) <= withinMs;
+}
+
+/** The annotation the reconciler puts on a node whose instance EC2 warned it will reclaim: its warning time. */
+export const SPOT_WARNING_ANNOTATION = 'llmcap.dev/spot-interruption';
+
+/** The node (of those listed) an EC2 instance is, by its providerID `aws:///<zone>/<instance>`. */
+export function nodeOfInstance<N extends SupplyNode>(nodes: readonly N[], instance: string): N | undefined {
+  return nodes.find((n) => n.spec?.providerID?.endsWith(`/${instance}`));
+}
+
+/** The interruptions after one more warning; the same warning again (EventBridge delivers at least once) counts once. */
+export function nextInterruptions(
+  prev: SpotInterruptions | undefined,
+  seen: { instance: string; node?: string; at: string },
+): SpotInterruptions {
+  if (prev && prev.last.instance === seen.instance) return prev;
+  return { count: (prev?.count ?? 0) + 1, last: seen };
 }
 
 /** The newest launch of the group's Auto Scaling group, from DescribeScalingActivities. */
@@ -70,13 +128,16 @@ const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOStri
 /**
  * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
  * when newer than the last failure); a launch that succeeded after the last failure ends it; a health issue
- * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was.
+ * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was. With
+ * `reclaimed` (EC2 took a Spot instance of the group within the grace, issue 32 §4) there is no grace: EC2 is
+ * short of that capacity already, and the replicas the reclaimed node ran must go elsewhere at once.
  */
 export function nextShortage(
   prev: CapacityShortage | undefined,
   seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
   now: string,
   graceMs: number,
+  reclaimed = false,
 ): CapacityShortage | undefined {
   const launch = seen.launch;
   if (launch?.status === 'Successful' && (!prev || launch.at > prev.lastFailureAt)) return undefined;
@@ -98,7 +159,11 @@ export function nextShortage(
     lastFailureAt: failure.at,
     probes,
     nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
-    countedUntil: prev && graceFrom === since ? prev.countedUntil : plus(graceFrom, graceMs),
+    countedUntil: reclaimed
+      ? graceFrom
+      : prev && graceFrom === since
+        ? prev.countedUntil
+        : plus(graceFrom, graceMs),
   };
 }
 
@@ -119,11 +184,12 @@ export interface SupplyNode {
   metadata: {
     name: string;
     labels?: Record<string, string>;
+    annotations?: Record<string, string>;
     creationTimestamp?: unknown;
     deletionTimestamp?: unknown;
     managedFields?: { manager?: string; fieldsV1?: unknown }[];
   };
-  spec?: { unschedulable?: boolean };
+  spec?: { unschedulable?: boolean; providerID?: string };
   status?: { conditions?: { type: string; status: string; lastTransitionTime?: unknown }[] };
 }
 
@@ -144,11 +210,14 @@ function cordonedByLlmcap(n: SupplyNode): boolean {
 /**
  * Why a node takes no pods, or undefined when it does: cordoned (`kubectl cordon`, `kubectl drain`) by anyone
  * but llmcap's own scale-down drain, whose nodes are on their way out already; NotReady for longer than
- * `graceMs` since its Ready condition last changed (a booting node is NotReady for a minute or two). A node
- * being deleted is leaving, not idle.
+ * `graceMs` since its Ready condition last changed (a booting node is NotReady for a minute or two); warned by
+ * EC2 that its Spot instance is reclaimed in two minutes (at once: it is as good as gone). A node being deleted is
+ * leaving, not idle.
  */
 export function idleReason(n: SupplyNode, now: string, graceMs: number): string | undefined {
   if (n.metadata.deletionTimestamp) return undefined;
+  const warned = n.metadata.annotations?.[SPOT_WARNING_ANNOTATION];
+  if (warned) return `Spot interruption warning at ${warned}`;
   if (n.spec?.unschedulable && !cordonedByLlmcap(n)) return 'cordoned';
   const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
   if (ready?.status === 'True') return undefined;
@@ -244,6 +313,7 @@ export function supplyStatus(s: ComputeSupply | undefined) {
     ...(s?.idleNodes?.length ? { idleNodes: s.idleNodes } : {}),
     ...(s?.replacementNodes ? { replacementNodes: s.replacementNodes } : {}),
     ...(s?.shortOfCapacity ? { shortOfCapacity: s.shortOfCapacity } : {}),
+    ...(s?.interruptions ? { interruptions: s.interruptions } : {}),
   };
 }
 

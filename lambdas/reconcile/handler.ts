@@ -2,6 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { spotWarning } from '../domain/supply';
 import { createReconciler, type Reconciler, type ReconcileSummary } from '../service/reconcile';
 import { logger } from '../shared/logger';
 import { publishMetricSet } from '../shared/metrics';
@@ -82,5 +83,17 @@ let reconciler: Reconciler | undefined;
 export const handler = middy(async (event: unknown, context: Context) => {
   reconciler ??= createReconciler();
   const r = reconciler;
-  return r.services.passes.recorded(event, context, (at) => reconcileOnce(r, at));
+  // EventBridge's Spot warning (issue 32 §4): counted and its node marked, then a pass at once, so the replicas
+  // it ran are replaced before EC2 takes it two minutes later.
+  const warning = spotWarning(event);
+  if (warning) {
+    try {
+      const compute = await r.spotInterruption(warning);
+      logger.info('Spot interruption warning', { ...warning, compute: compute ?? null });
+    } catch (e) {
+      logger.error('Spot interruption warning not recorded', { ...warning, error: e as Error });
+    }
+  }
+  // The pass it asks for is one of the reconciler's own ({}), as a scheduled pass without its time.
+  return r.services.passes.recorded(warning ? {} : event, context, (at) => reconcileOnce(r, at));
 }).use(injectLambdaContext(logger, { resetKeys: true }));

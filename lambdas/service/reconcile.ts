@@ -29,9 +29,13 @@ import {
   type ComputeSupply,
   holdsLaunches,
   type LaunchActivity,
+  nextInterruptions,
   nextShortage,
+  nodeOfInstance,
   nodesByCompute,
+  reclaimedRecently,
   replacementNodes,
+  SPOT_WARNING_ANNOTATION,
   type SupplyNode,
   sameSupply,
   withReplacements,
@@ -293,11 +297,13 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
           : 0
         : (c.supply?.replacementNodes ?? 0);
-      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs);
+      const reclaimed = reclaimedRecently(c.supply, now, graceMs);
+      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs, reclaimed);
       const next: ComputeSupply = {
         ...(idle.length ? { idleNodes: idle } : {}),
         ...(replacements ? { replacementNodes: replacements } : {}),
         ...(short ? { shortOfCapacity: short } : {}),
+        ...(c.supply?.interruptions ? { interruptions: c.supply.interruptions } : {}),
       };
       out.set(c.name, next);
       if (!sameSupply(c.supply, next)) await store.computes.recordSupply(c.name, next);
@@ -305,7 +311,39 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     return out;
   }
 
-  return { run: runReconcile, workflows: starter, syncAlarms: deps.alarms.syncAlarms, services };
+  /**
+   * EC2 warned that a Spot instance goes in two minutes (issue 32 §4): its node is marked (an annotation, so the
+   * pass that follows counts it idle at once: the group grows to replace it, and admission re-places the replicas
+   * on it elsewhere if the group cannot), and the warning is counted on its compute. A node of no compute of
+   * llmcap's is left alone. EKS's own capacity rebalancing is not duplicated: nothing here launches or drains.
+   */
+  async function spotInterruption(w: { instance: string; at: string }): Promise<string | undefined> {
+    const client = await deps.cluster();
+    const nodes = (await client.list('v1', 'Node', undefined, {
+      labelSelector: COMPUTE_LABEL,
+    })) as unknown as SupplyNode[];
+    const node = nodeOfInstance(nodes, w.instance);
+    const label = node?.metadata.labels?.[COMPUTE_LABEL];
+    const compute = label && (await store.computes.listComputes()).find((c) => labelValue(c.name) === label);
+    if (!node || !compute) return undefined;
+    await client.patch('v1', 'Node', undefined, node.metadata.name, {
+      metadata: { annotations: { [SPOT_WARNING_ANNOTATION]: w.at } },
+    });
+    const interruptions = nextInterruptions(compute.supply?.interruptions, {
+      ...w,
+      node: node.metadata.name,
+    });
+    await store.computes.recordSupply(compute.name, { ...compute.supply, interruptions });
+    return compute.name;
+  }
+
+  return {
+    run: runReconcile,
+    workflows: starter,
+    syncAlarms: deps.alarms.syncAlarms,
+    services,
+    spotInterruption,
+  };
 
   async function runReconcile(opts: { now?: Date } = {}): Promise<ReconcileSummary> {
     const started = opts.now ?? deps.clock();

@@ -1,6 +1,7 @@
 import type { ChangeResult } from '../domain/catalog';
 import type { Compute } from '../domain/compute';
 import type { Model } from '../domain/model';
+import { namedComputes } from '../domain/placement';
 import { config } from '../shared/config';
 import type { TxItem } from './commit';
 import { keys } from './keys';
@@ -56,7 +57,7 @@ export function changeItems(
       : { Delete: { TableName: table(), Key: key, ...cond } },
   ];
   // A compute replaced meanwhile (PUT /v1/computes) must not shrink under a model pinned to it.
-  const pinned = new Set((r.after?.spec.profiles ?? []).flatMap((p) => (p.compute ? [p.compute] : [])));
+  const pinned = new Set((r.after?.spec.profiles ?? []).flatMap((p) => namedComputes(p) ?? []));
   for (const c of computes.filter((x) => pinned.has(x.name))) {
     items.push({
       ConditionCheck: {

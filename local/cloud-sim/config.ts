@@ -32,6 +32,8 @@ export interface Durations {
   podStopMs: number;
   /** How long a container a `podCrashes` fault matches runs before it exits. */
   crashAfterMs: number;
+  /** A Spot interruption warning → EC2 reclaims the instance (two minutes, as EC2 gives). */
+  spotReclaimMs: number;
 }
 
 export const DEFAULT_DURATIONS: Durations = {
@@ -40,6 +42,7 @@ export const DEFAULT_DURATIONS: Durations = {
   instanceStaggerMs: 5_000,
   updateMs: 30_000,
   instanceTerminateMs: 60_000,
+  spotReclaimMs: 120_000,
   deleteMs: 300_000,
   createFailureMs: 35 * 60_000,
   scaleOutFailureMs: 5 * 60_000,
@@ -76,6 +79,14 @@ export interface DeleteFailureRule extends FaultSelector {
   code?: string;
   message?: string;
   omit?: (typeof OMITTABLE_ISSUE_MEMBERS)[number][];
+}
+
+/**
+ * EC2 reclaims instances of matching Spot groups: each InService instance is warned after a random time with
+ * this mean (exponential, drawn from the seed; scaled), and terminated two minutes (scaled) after its warning.
+ */
+export interface SpotInterruptionRule extends FaultSelector {
+  meanMs: number;
 }
 
 export interface VanishRule extends FaultSelector {
@@ -117,6 +128,8 @@ export interface FaultConfig {
   launchFailures?: LaunchFailureRule[];
   deleteFailures?: DeleteFailureRule[];
   vanish?: VanishRule[];
+  /** Spot instances EC2 reclaims at a rate (the warning event, then the termination); Spot groups only. */
+  spotInterruptions?: SpotInterruptionRule[];
   /** Kubernetes: containers that crash. */
   podCrashes?: PodCrashRule[];
   /** Kubernetes: containers that never become ready. */
@@ -171,6 +184,7 @@ const LIST_FAULTS = [
   'launchFailures',
   'deleteFailures',
   'vanish',
+  'spotInterruptions',
   'podCrashes',
   'podsUnready',
   'nodesNotReady',
@@ -217,6 +231,10 @@ export function checkFaults(f: FaultConfig): FaultConfig {
       )
         throw new Error(`faults.${key}[].omit must list code and/or message`);
     }
+  }
+  for (const r of f.spotInterruptions ?? []) {
+    if (typeof r?.meanMs !== 'number' || r.meanMs <= 0)
+      throw new Error('faults.spotInterruptions[].meanMs must be > 0 (the mean time to an interruption)');
   }
   for (const v of f.vanish ?? []) {
     if (typeof v.afterMs !== 'number' || v.afterMs < 0)

@@ -18,7 +18,7 @@ import { createOutOfBand, type OutOfBandNodegroup, renderNodegroup, renderUpdate
 import { EksError } from './errors';
 import { SERVICE_QUOTAS_TARGET, ServiceQuotasError, ServiceQuotasService } from './service-quotas';
 import { SNS_ACTIONS, SNS_VERSION, SnsError, SnsService } from './sns';
-import { Simulator } from './state';
+import { type SimEvent, Simulator } from './state';
 
 export { type Clock, DrivenClock, RealClock } from './clock';
 export type { AlarmStateChange, CloudWatchService, SimAlarm } from './cloudwatch';
@@ -26,6 +26,7 @@ export type { Durations, FaultConfig, LaunchFailureRule, Limits, SimConfigFile }
 export { DEFAULT_DURATIONS, DEFAULT_LIMITS } from './config';
 export type { OutOfBandNodegroup } from './eks';
 export type { Delivery, SnsService } from './sns';
+export type { SimEvent } from './state';
 
 /** A config file's options (port, time scale, seed, faults, cluster, durations, limits), and what only code passes. */
 export interface CloudSimOptions extends SimConfigFile {
@@ -91,6 +92,11 @@ export interface CloudSimAdmin {
    * limits the simulated EKS enforces.
    */
   setQuotas(values: Record<string, number | null>): void;
+  /**
+   * EC2 reclaims a Spot instance (issue 32 §4): the "EC2 Spot Instance Interruption Warning" event goes to the
+   * event targets (onEvent) now, and the instance is terminated two minutes (scaled) later.
+   */
+  interruptSpot(instanceId: string): SimEvent;
 }
 
 export interface CloudSim {
@@ -108,6 +114,8 @@ export interface CloudSim {
   sns: SnsService;
   /** The simulated cluster's API server (DescribeCluster's endpoint), unless started with kubernetes: false. */
   kubernetes?: K8sSim;
+  /** Follows the events AWS services send to EventBridge (EC2's Spot warnings); returns the unsubscribe. */
+  onEvent(target: (e: SimEvent) => void): () => void;
   stop(): Promise<void>;
 }
 
@@ -184,6 +192,10 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       )!;
     },
     reset: () => sim.reset(structuredClone(initialFaults)),
+    interruptSpot: (instanceId) => {
+      sim.catchUp();
+      return sim.interruptSpot(instanceId);
+    },
   };
 
   const server = createServer((req, res) => {
@@ -434,6 +446,11 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
         return [400, { message: 'body must be {"events": [{"timestamp": <ms>, "message": "<log line>"}]}' }];
       return [200, cloudwatch.putLogEvents(events as { timestamp: number; message: string }[])];
     }
+    if (route === 'POST /spot-interruptions') {
+      if (typeof body.instanceId !== 'string')
+        return [400, { message: 'body must be {"instanceId": "i-..."}' }];
+      return [200, admin.interruptSpot(body.instanceId)];
+    }
     if (route === 'POST /reset') {
       admin.reset();
       return [200, { reset: true }];
@@ -471,6 +488,7 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
     admin,
     cloudwatch,
     sns,
+    onEvent: (target) => sim.onEvent(target),
     stop: async () => {
       if (ticker) clearInterval(ticker);
       await kubernetes?.stop();

@@ -27,6 +27,21 @@ export interface SimInstance {
   subnet: string;
   state: LifecycleState;
   launchedAt: number;
+  /** When EC2 warned it will reclaim this Spot instance (it goes two minutes later). */
+  spotWarnedAt?: number;
+}
+
+/** An event as EventBridge delivers it to a rule's target (the fields every AWS event has). */
+export interface SimEvent {
+  version: '0';
+  id: string;
+  'detail-type': string;
+  source: string;
+  account: string;
+  time: string;
+  region: string;
+  resources: string[];
+  detail: Record<string, unknown>;
 }
 
 /** EKS's model makes code and message optional: a fault can leave either out (`omit`). */
@@ -161,6 +176,7 @@ export class Simulator {
   /** Simulated "now": the time of the event being run, else the clock's now at the last catch-up. */
   private t: number;
   private readonly observers: InstanceObserver[] = [];
+  private readonly eventTargets: ((e: SimEvent) => void)[] = [];
   private readonly resetters: (() => void)[] = [];
 
   constructor(readonly opts: SimOptions) {
@@ -187,6 +203,76 @@ export class Simulator {
   observeInstances(o: InstanceObserver, onReset?: () => void): void {
     this.observers.push(o);
     if (onReset) this.resetters.push(onReset);
+  }
+
+  /**
+   * The events the account's services send to EventBridge (EC2's Spot warnings): the local control plane
+   * delivers those its rules match to their targets, as EventBridge would. Returns the unsubscribe.
+   */
+  onEvent(target: (e: SimEvent) => void): () => void {
+    this.eventTargets.push(target);
+    return () => {
+      const i = this.eventTargets.indexOf(target);
+      if (i >= 0) this.eventTargets.splice(i, 1);
+    };
+  }
+
+  /**
+   * EC2 reclaims a Spot instance: the "EC2 Spot Instance Interruption Warning" event now (as EC2 sends it), and the
+   * instance terminated durations.spotReclaimMs (two minutes; scaled) later, which Auto Scaling then replaces. Only instances of SPOT
+   * groups; a second warning for the same instance is not sent.
+   */
+  interruptSpot(instanceId: string): SimEvent {
+    const found = this.list()
+      .map((ng) => ({ ng, inst: ng.asg.instances.find((i) => i.id === instanceId) }))
+      .find((x) => x.inst);
+    if (!found?.inst) throw new Error(`no instance ${instanceId}`);
+    const { ng, inst } = found;
+    if (ng.input.capacityType !== 'SPOT')
+      throw new Error(
+        `${instanceId} is not a Spot instance (node group ${ng.name} is ${ng.input.capacityType ?? 'ON_DEMAND'})`,
+      );
+    if (inst.state !== 'InService') throw new Error(`${instanceId} is ${inst.state}, not InService`);
+    if (inst.spotWarnedAt !== undefined) throw new Error(`${instanceId} was warned already`);
+    inst.spotWarnedAt = this.t;
+    const { region, accountId } = this.opts;
+    const event: SimEvent = {
+      version: '0',
+      id: this.ids.uuidV4(),
+      'detail-type': 'EC2 Spot Instance Interruption Warning',
+      source: 'aws.ec2',
+      account: accountId,
+      time: new Date(this.t).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      region,
+      resources: [`arn:aws:ec2:${region}:${accountId}:instance/${inst.id}`],
+      detail: { 'instance-id': inst.id, 'instance-action': 'terminate' },
+    };
+    this.schedule(this.d(this.opts.durations.spotReclaimMs), `${inst.id}: Spot instance reclaimed`, () => {
+      if (!this.alive(ng) || inst.state !== 'InService') return;
+      const at = new Date(this.t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const ending = this.activity(
+        ng,
+        `Terminating EC2 instance: ${inst.id}`,
+        `At ${at} an instance was taken out of service in response to an EC2 Spot interruption notice.`,
+        inst,
+      );
+      this.terminateOne(ng, inst, 0, ending);
+      this.reconcileAsg(ng);
+    });
+    for (const t of [...this.eventTargets]) t(event);
+    return event;
+  }
+
+  /** With a matching spotInterruptions rule, the instance's interruption is drawn when it comes InService. */
+  private drawSpotInterruption(ng: SimNodegroup, inst: SimInstance): void {
+    if (ng.input.capacityType !== 'SPOT') return;
+    const rule = (this.faults.spotInterruptions ?? []).find((r) => matches(r, ng));
+    if (!rule) return;
+    const wait = -Math.log(1 - this.faultRng.next()) * rule.meanMs;
+    this.schedule(this.d(wait), `${inst.id}: Spot interruption warning`, () => {
+      if (!this.alive(ng) || inst.state !== 'InService' || inst.spotWarnedAt !== undefined) return;
+      this.interruptSpot(inst.id);
+    });
   }
 
   private notify(ng: SimNodegroup, inst: SimInstance, change: InstanceChange): void {
@@ -631,6 +717,7 @@ export class Simulator {
         Object.assign(launching, { statusCode: 'Successful', progress: 100, endTime: this.t });
         inst.state = 'InService';
         this.notify(ng, inst, 'InService');
+        this.drawSpotInterruption(ng, inst);
         this.maybeRecover(ng);
       });
     }

@@ -107,6 +107,44 @@ describe('the reconciler and on-call', () => {
     });
   });
 
+  it('sends EC2 Spot Instance Interruption Warnings to the reconciler (issue 32 §4), undeliverable ones to its queue', () => {
+    const rules = Object.values(template.findResources('AWS::Events::Rule')) as any[];
+    const spot = rules.filter((r) =>
+      r.Properties.EventPattern?.['detail-type']?.includes('EC2 Spot Instance Interruption Warning'),
+    );
+    expect(spot).toHaveLength(1);
+    const rule = spot[0].Properties;
+    expect(rule.EventPattern).toEqual({
+      source: ['aws.ec2'],
+      'detail-type': ['EC2 Spot Instance Interruption Warning'],
+    });
+    const reconciler = Object.entries(template.findResources('AWS::Lambda::Function')).find(
+      ([, f]: [string, any]) =>
+        f.Properties.ReservedConcurrentExecutions === 1 &&
+        f.Properties.Environment?.Variables?.LLMCAP_RECONCILE_RATE_MINUTES,
+    )![0];
+    expect(rule.Targets).toEqual([
+      expect.objectContaining({
+        Arn: { 'Fn::GetAtt': [reconciler, 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 },
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^ReconcileFailures/), 'Arn'] } },
+      }),
+    ]);
+    // EventBridge may invoke the reconciler, from this rule only.
+    const permissions = Object.values(template.findResources('AWS::Lambda::Permission')) as any[];
+    expect(permissions.filter((p) => p.Properties.Principal === 'events.amazonaws.com')).toEqual([
+      {
+        Type: 'AWS::Lambda::Permission',
+        Properties: {
+          Action: 'lambda:InvokeFunction',
+          Principal: 'events.amazonaws.com',
+          FunctionName: { 'Fn::GetAtt': [reconciler, 'Arn'] },
+          SourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^SpotInterruptionWarnings/), 'Arn'] },
+        },
+      },
+    ]);
+  });
+
   it('routes every alarm to one on-call topic with the stage config subscriptions, over TLS only', () => {
     template.resourceCountIs('AWS::SNS::Topic', 1);
     template.hasResourceProperties('AWS::SNS::Subscription', {

@@ -43,9 +43,11 @@ export const missingModel = (name: string) =>
 export function resolveSpec(state: CatalogState, spec: ModelSpec, owner: string | undefined): ModelSpec {
   const reach = state.reach?.(owner) ?? (owner ? [owner] : []);
   const usable = (o: string | undefined) => mayUse(o, reach);
-  const profiles = spec.profiles.map((p) =>
-    p.compute ? { ...p, compute: resolveReference(p.compute, state.computes, usable) } : p,
-  );
+  const profiles = spec.profiles.map((p) => ({
+    ...p,
+    ...(p.compute ? { compute: resolveReference(p.compute, state.computes, usable) } : {}),
+    ...(p.computes ? { computes: p.computes.map((c) => resolveReference(c, state.computes, usable)) } : {}),
+  }));
   return {
     ...spec,
     profiles,

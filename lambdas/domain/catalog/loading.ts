@@ -70,7 +70,13 @@ function spoken(raw: Row): Row {
             ...(profiles
               ? {
                   profiles: profiles.map((p) =>
-                    isRow(p) && 'compute' in p ? { ...p, compute: speak(p.compute) } : p,
+                    !isRow(p)
+                      ? p
+                      : {
+                          ...p,
+                          ...('compute' in p ? { compute: speak(p.compute) } : {}),
+                          ...(Array.isArray(p.computes) ? { computes: p.computes.map(speak) } : {}),
+                        },
                   ),
                 }
               : {}),
@@ -90,9 +96,11 @@ function keyed(data: z.output<typeof StoredModelSchema>, raw: Row): z.output<typ
     ...(data.owner ? { owner: raw.owner as string } : {}),
     spec: {
       ...data.spec,
-      profiles: data.spec.profiles.map((p, i) =>
-        p.compute ? { ...p, compute: profiles[i]!.compute as string } : p,
-      ),
+      profiles: data.spec.profiles.map((p, i) => ({
+        ...p,
+        ...(p.compute ? { compute: profiles[i]!.compute as string } : {}),
+        ...(p.computes ? { computes: profiles[i]!.computes as string[] } : {}),
+      })),
       ...(data.spec.fallback ? { fallback: spec.fallback as string } : {}),
     },
   };

@@ -6,6 +6,7 @@ import {
   type ComputeLike,
   computeInfos,
   mayUse,
+  namedComputes,
   type Reach,
   rankCandidates,
 } from '../placement';
@@ -81,16 +82,19 @@ function modelIssues(m: Checked, infos: readonly ComputeInfo[], reach: Reach): C
     const path = `spec.profiles[${i}]`;
     const fit = rankCandidates(infos, p, reach);
     if (!fit.ok) {
+      const named = namedComputes(p);
       const todo =
         p.compute !== undefined
           ? `pin a compute that can hold it (GET /v1/computes lists them), or drop the pin`
-          : 'lower the request, or create a compute whose node can hold it';
-      const pinned = p.compute !== undefined ? infos.find((c) => c.name === p.compute) : undefined;
-      const hidden =
-        pinned?.owner !== undefined && !mayUse(pinned.owner, reach)
-          ? outOfReach('compute', pinned.name, pinned.owner, m, p.name)
-          : undefined;
-      at(p.compute !== undefined ? `${path}.compute` : path, `${fit.reason}; ${todo}`, 'conflict', hidden);
+          : p.computes
+            ? 'name computes that can hold it (GET /v1/computes lists them), or drop computes'
+            : 'lower the request, or create a compute whose node can hold it';
+      const pinned = named
+        ?.map((n) => infos.find((c) => c.name === n))
+        .find((c) => c?.owner !== undefined && !mayUse(c.owner, reach));
+      const hidden = pinned ? outOfReach('compute', pinned.name, pinned.owner!, m, p.name) : undefined;
+      const field = p.compute !== undefined ? `${path}.compute` : p.computes ? `${path}.computes` : path;
+      at(field, `${fit.reason}; ${todo}`, 'conflict', hidden);
     }
   });
   return issues;

@@ -200,8 +200,8 @@ class Shared {
 
   private readonly byReach = new Map<string, WeakMap<Profile, Candidates>>();
 
-  candidates(p: Profile, reach?: Reach): Candidates {
-    const r = reach?.join(' ') ?? '';
+  candidates(p: Profile, reach?: Reach, onDemandOnly = false): Candidates {
+    const r = `${onDemandOnly ? 'od|' : ''}${reach?.join(' ') ?? ''}`;
     let ids = this.byReach.get(r);
     if (!ids) {
       ids = new WeakMap();
@@ -210,10 +210,10 @@ class Shared {
     let c = ids.get(p);
     if (c) return c;
     // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.
-    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}`;
+    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}|${p.computes?.join(',') ?? ''}`;
     c = this.byKey.get(key);
     if (!c) {
-      c = rankCandidates(this.infos, p, reach);
+      c = rankCandidates(this.infos, p, reach, onDemandOnly);
       this.byKey.set(key, c);
     }
     ids.set(p, c);
@@ -261,7 +261,7 @@ export class PlacementHeadroom implements Headroom {
     const computes = new Int32Array(n);
     const slots = new Int32Array(n);
     for (const profile of unit.profiles) {
-      const cand = this.shared.candidates(profile, unit.reach);
+      const cand = this.shared.candidates(profile, unit.reach, unit.onDemandOnly);
       if (!cand.ok) {
         reasons.push(cand.reason);
         continue;
@@ -333,11 +333,18 @@ export class PlacementHeadroom implements Headroom {
   /**
    * Puts back a unit admitted in an earlier pass exactly where it was (the store keeps its placements), so a
    * new pass starts from the cluster as it is. Returns false, holding nothing, when it no longer fits there
-   * (the compute was removed or shrunk): the caller then treats the unit as not placed.
+   * (the compute was removed or shrunk, or is Spot and the unit may not be there): the caller then treats the
+   * unit as not placed.
    */
-  restore(unitId: string, profile: Profile, placements: readonly UnitPlacement[], reach?: Reach): boolean {
+  restore(
+    unitId: string,
+    profile: Profile,
+    placements: readonly UnitPlacement[],
+    reach?: Reach,
+    onDemandOnly = false,
+  ): boolean {
     if (this.units.get(unitId)) return false;
-    const cand = this.shared.candidates(profile, reach);
+    const cand = this.shared.candidates(profile, reach, onDemandOnly);
     if (!cand.ok) return false;
     const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
     const n = placements.reduce((k, pl) => k + pl.replicas, 0);
@@ -393,7 +400,7 @@ export class PlacementHeadroom implements Headroom {
   candidateComputes(unit: ReplicaUnit): string[] {
     const seen = new Set<string>();
     for (const p of unit.profiles) {
-      const cand = this.shared.candidates(p, unit.reach);
+      const cand = this.shared.candidates(p, unit.reach, unit.onDemandOnly);
       if (cand.ok) for (const c of cand.computes) seen.add(c.name);
     }
     return [...seen];

@@ -39,6 +39,7 @@ export {
   describeReplicas,
   fitsNode,
   mayUse,
+  namedComputes,
   perNode,
   type Reach,
   type ReplicaRequest,

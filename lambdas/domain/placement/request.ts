@@ -12,7 +12,11 @@ export interface ComputeLike {
   /** The scope that owns the compute; absent for platform computes, which every model may use. */
   owner?: string;
   spec: {
-    node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'> & { instanceType?: string };
+    node: Pick<ComputeSpec['node'], 'cpu' | 'memoryGb' | 'gpu'> & {
+      instanceType?: string;
+      /** Absent: ON_DEMAND. SPOT nodes may be reclaimed with two minutes' warning (issue 32 §4). */
+      capacityType?: ComputeSpec['node']['capacityType'];
+    };
     nodeGroup: Pick<ComputeSpec['nodeGroup'], 'maxNodes'>;
     cost: Pick<ComputeSpec['cost'], 'perHour'>;
   };
@@ -77,6 +81,8 @@ export interface ComputeInfo {
   gpuType?: string;
   owner?: string;
   fewerNodesBecause?: string;
+  /** Its nodes are Spot: a critical model's minimum never goes there (rankCandidates' onDemandOnly). */
+  spot?: true;
 }
 
 /** The allocatable placement plans with, without where it comes from (the status shows that). */
@@ -95,12 +101,25 @@ export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
     gpuType: c.spec.node.gpu?.type,
     ...(c.owner ? { owner: c.owner } : {}),
     ...(c.fewerNodesBecause ? { fewerNodesBecause: c.fewerNodesBecause } : {}),
+    ...(c.spec.node.capacityType === 'SPOT' ? { spot: true as const } : {}),
   }));
 }
 
 export type Candidates =
   | { ok: true; request: ReplicaRequest; computes: ComputeInfo[] }
   | { ok: false; request: ReplicaRequest; reason: string };
+
+/**
+ * The computes a profile names (`compute`, or `computes` in order of preference), or undefined for any. A pin
+ * wins: placement pins a copy of the profile to where a unit was placed.
+ */
+export function namedComputes(p: Pick<Profile, 'compute' | 'computes'>): string[] | undefined {
+  return p.compute !== undefined ? [p.compute] : p.computes;
+}
+
+/** Why a critical model's minimum is not placed on Spot, and what to do. */
+const SPOT_RULE =
+  "a critical model keeps at least its minimum on On-Demand or reserved capacity (Spot nodes can be reclaimed with two minutes' warning); add an ON_DEMAND or CAPACITY_BLOCK compute that can hold it, or lower the model's class";
 
 // GPU type names are compared without case: "l40s" and "L40S" are the same card to a person writing a profile.
 const sameGpu = (a: string | undefined, b: string) => a !== undefined && a.toUpperCase() === b.toUpperCase();
@@ -112,38 +131,69 @@ function hardwareFits(c: ComputeInfo, p: Profile, req: ReplicaRequest): boolean 
 
 /**
  * The computes a profile's replica may use, best first; only those `reach` allows (platform computes and
- * those of the model's owner or a scope above it). A pinned compute is the only candidate. Otherwise
+ * those of the model's owner or a scope above it). A pinned compute is the only candidate; computes a profile names (`computes`) are the candidates in that order. Otherwise
  * every compute whose GPU type matches and whose allocatable node holds one replica in every dimension,
  * ranked by cost per replica = perHour / (replicas of this profile one empty node holds), so an 8-GPU node
  * that holds eight 1-GPU replicas competes fairly with eight 1-GPU nodes. Ties go to the node that holds more
  * such replicas (its leftover is shared with other replicas instead of stranded: on the CPU fleet benchmark
  * this cut nodes by a quarter), then to the lower perHour, then to the name, so the order is total. A
  * CPU-only replica ranks every CPU compute before any GPU compute: GPU nodes are kept for GPU work.
+ * With `onDemandOnly` (a critical model's minimum, issue 32 §4) Spot computes are left out, and a profile that
+ * only Spot computes could hold is refused saying so.
  */
-export function rankCandidates(all: readonly ComputeInfo[], p: Profile, reach?: Reach): Candidates {
+export function rankCandidates(
+  all: readonly ComputeInfo[],
+  p: Profile,
+  reach?: Reach,
+  onDemandOnly = false,
+): Candidates {
   const request = replicaRequest(p);
   // Another tenant's compute is not there at all for this model: the same refusal as a name that does not exist.
   const infos = all.some((c) => c.owner) ? all.filter((c) => mayUse(c.owner, reach)) : all;
-  if (p.compute !== undefined) {
-    const c = infos.find((i) => i.name === p.compute);
-    if (!c)
-      return {
-        ok: false,
-        request,
-        reason: `profile ${p.name} pins compute ${p.compute}, which does not exist`,
-      };
-    if (!hardwareFits(c, p, request)) {
-      return {
-        ok: false,
-        request,
-        reason: `profile ${p.name} pins compute ${c.name}, whose node (${describeAlloc(c)}) cannot hold ${describeReplicas(p, 1)}`,
-      };
+  const named = namedComputes(p);
+  if (named) {
+    // A pin (`compute`) or a list in order of preference (`computes`): those computes only, in that order.
+    const verb = p.compute !== undefined ? 'pins' : 'names';
+    const chosen: ComputeInfo[] = [];
+    for (const name of named) {
+      const c = infos.find((i) => i.name === name);
+      if (!c)
+        return {
+          ok: false,
+          request,
+          reason: `profile ${p.name} ${verb} compute ${name}, which does not exist`,
+        };
+      if (!hardwareFits(c, p, request)) {
+        return {
+          ok: false,
+          request,
+          reason: `profile ${p.name} ${verb} compute ${c.name}, whose node (${describeAlloc(c)}) cannot hold ${describeReplicas(p, 1)}`,
+        };
+      }
+      chosen.push(c);
     }
-    return { ok: true, request, computes: [c] };
+    const allowed = onDemandOnly ? chosen.filter((c) => !c.spot) : chosen;
+    if (allowed.length === 0) {
+      const which =
+        chosen.length === 1
+          ? `compute ${chosen[0]!.name}, which is Spot`
+          : `computes ${named.join(', ')}, all Spot`;
+      return { ok: false, request, reason: `profile ${p.name} ${verb} ${which}, and ${SPOT_RULE}` };
+    }
+    return { ok: true, request, computes: allowed };
   }
-  const fitting = infos.filter((c) => hardwareFits(c, p, request));
-  if (fitting.length === 0) {
+  const hardware = infos.filter((c) => hardwareFits(c, p, request));
+  if (hardware.length === 0) {
     return { ok: false, request, reason: `no compute has a node that can hold ${describeReplicas(p, 1)}` };
+  }
+  const fitting = onDemandOnly ? hardware.filter((c) => !c.spot) : hardware;
+  if (fitting.length === 0) {
+    const names = hardware.map((c) => c.name).join(', ');
+    return {
+      ok: false,
+      request,
+      reason: `the computes that can hold ${describeReplicas(p, 1)} (${names}) are all Spot, and ${SPOT_RULE}`,
+    };
   }
   const cpuOnly = request.gpus === 0;
   const key = fitting.map((c) => {

@@ -405,6 +405,7 @@ class Pass implements RoomHost {
       profiles,
       replicas: r.replicas,
       reach: this.tree.reach(r.ms.m.owner),
+      ...(r.kind === 'min' && r.ms.cls === 'critical' ? { onDemandOnly: true } : {}),
     };
   }
 
@@ -454,7 +455,7 @@ class Pass implements RoomHost {
       }
       // The same request shape against the same state fails the same way: retried pending requests of
       // one scope often come one after another with nothing admitted in between.
-      const key = `${ms.scope}|${ms.rank}|${o.p.name}|${vec(o.per).join(',')}|${o.p.compute ?? ''}|${o.p.gpuType ?? ''}|${r.replicas}`;
+      const key = `${ms.scope}|${ms.rank}|${o.p.name}|${vec(o.per).join(',')}|${o.p.compute ?? ''}|${o.p.computes?.join(',') ?? ''}|${o.p.gpuType ?? ''}|${r.replicas}`;
       const known = this.failed.get(key);
       if (known !== undefined && known.epoch === this.epoch) {
         headroomFits.set(o, known.fits);
@@ -905,6 +906,7 @@ export function checkStart(
         profiles: model.spec.profiles,
         replicas: model.spec.scaling.min,
         reach: tree.reach(model.owner),
+        onDemandOnly: effectiveClass(model.spec) === 'critical',
       };
       if (input.headroom.candidateComputes(unit).length === 0) {
         return {

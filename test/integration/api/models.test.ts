@@ -2,6 +2,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { defaultModelCheck, type ModelCheck } from '../../../lambdas/domain/catalog';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { ADMIN_SESSION, callerArn, type TestApi, testApi } from '../../helpers/api';
+import { l4Pool } from '../../helpers/l4-pool';
 
 /** The model catalog over HTTP against DynamoDB Local: every rule, and that a refused change writes nothing. */
 
@@ -264,6 +265,66 @@ describe('the whole next catalog is validated before anything is written', () =>
         message: expect.stringMatching(/pins compute gpu-a10g-1x, whose node .* cannot hold/),
       },
     ]);
+  });
+
+  it('refuses a critical model whose minimum could only run on Spot (409), and takes it as standard', async () => {
+    const pool = l4Pool('spot-l4');
+    pool.spec.node = { ...pool.spec.node, capacityType: 'SPOT' } as typeof pool.spec.node;
+    expect((await api.call('POST', '/v1/computes', pool)).status).toBe(201);
+    const pinned = (cls: string) =>
+      manifest('spot-crit', {
+        class: cls,
+        profiles: [{ name: 'x', gpus: 1, gpuType: 'L4', cpuCores: 2, minMemoryGb: 8, compute: 'spot-l4' }],
+      });
+    const body = await refused(409, () => api.call('POST', '/v1/models', pinned('critical')));
+    expect(body).toMatchObject({ reason: 'Headroom' });
+    expect(body.detail).toMatch(
+      /pins compute spot-l4, which is Spot, and a critical model keeps at least its minimum on On-Demand or reserved capacity .*; add an ON_DEMAND or CAPACITY_BLOCK compute that can hold it, or lower the model's class/,
+    );
+    const std = await api.call('POST', '/v1/models', pinned('standard'));
+    expect(std.status).toBe(201);
+    expect((await api.call('DELETE', '/v1/models/spot-crit')).status).toBeLessThan(300);
+    expect((await api.call('DELETE', '/v1/computes/spot-l4')).status).toBeLessThan(300);
+  });
+
+  it('takes computes in order of preference, refusing one that does not exist (409) or both compute and computes (400)', async () => {
+    const p = { name: 'x', gpus: 1, gpuType: 'L4', cpuCores: 2, minMemoryGb: 8 };
+    const missing = await refused(409, () =>
+      api.call(
+        'POST',
+        '/v1/models',
+        manifest('ordered', { profiles: [{ ...p, computes: ['gpu-l4-1x', 'nowhere'] }] }),
+      ),
+    );
+    expect(missing.errors).toEqual([
+      {
+        path: 'spec.profiles[0].computes',
+        message: expect.stringMatching(
+          /names compute nowhere, which does not exist; name computes that can hold it/,
+        ),
+      },
+    ]);
+    const both = await refused(400, () =>
+      api.call(
+        'POST',
+        '/v1/models',
+        manifest('ordered', { profiles: [{ ...p, compute: 'gpu-l4-1x', computes: ['gpu-l4-1x'] }] }),
+      ),
+    );
+    expect(both.errors).toEqual([
+      expect.objectContaining({
+        path: 'spec.profiles[0].computes',
+        message: expect.stringContaining('sets both compute and computes'),
+      }),
+    ]);
+    const ok = await api.call(
+      'POST',
+      '/v1/models',
+      manifest('ordered', { profiles: [{ ...p, computes: ['gpu-l4-1x'] }] }),
+    );
+    expect(ok.status).toBe(201);
+    expect(ok.body.spec.profiles[0].computes).toEqual(['gpu-l4-1x']);
+    expect((await api.call('DELETE', '/v1/models/ordered')).status).toBeLessThan(300);
   });
 
   it('refuses a CPU-only profile without minMemoryGb (400)', async () => {

@@ -1,0 +1,34 @@
+import './env';
+import { controlPlane, log, num, record } from './common';
+import { P } from './lib/fixture';
+import { invokeHttp, jsonClient } from './lib/invoke';
+import { runSupplyChaos, type SupplyChaosReport } from './lib/supply';
+
+/** The long supply chaos run: SOAK_SUPPLY_ROUNDS (default 10) Spot reclaims, the last without Spot capacity. */
+export async function soakSupply(): Promise<SupplyChaosReport> {
+  // Node boot (140 s) takes a few wall seconds, about as long as a pass: the two keep their AWS proportions.
+  const timeScale = num('SOAK_SUPPLY_TIME_SCALE', 0.01);
+  const cp = await controlPlane(timeScale);
+  try {
+    const rounds = num('SOAK_SUPPLY_ROUNDS', 10);
+    log(`supply: ${rounds} Spot reclaims, the last with no Spot capacity to replace the node`);
+    const r = await runSupplyChaos(cp, jsonClient(invokeHttp(cp.apiUrl), P.platform), {
+      rounds,
+      timeScale,
+      log,
+    });
+    log(
+      `supply: warning → minimum Ready again p50 ${r.p50Seconds} s, p99 ${r.p99Seconds} s (node boot ${r.nodeBootSeconds} s); ` +
+        `availability ${JSON.stringify(r.availability)}; ${r.admittedNotRunningMinutes} replica-minutes admitted but not running`,
+    );
+    record('supply', r);
+    return r;
+  } finally {
+    await cp.stop();
+  }
+}
+
+export const supplyOk = (r: SupplyChaosReport) =>
+  r.availability.critical === 1 && r.recoverySeconds.length === r.rounds;
+
+if (require.main === module) soakSupply().then((r) => process.exit(supplyOk(r) ? 0 : 1));
