@@ -1,5 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '../../../lambdas/shared/clients';
+import { recordDemand } from '../../../lambdas/store/demand';
 import { type TestApi, testApi } from '../../helpers/api';
 
 /**
@@ -145,5 +146,24 @@ describe('the demand admission reads', () => {
     const st = (await api.as(EDITOR).call('GET', '/v1/models/as-legacy')).body.status;
     // Wanted 3 (its target is 1): admitted, or pending where the builtin L4 compute is full.
     expect(st.admitted + st.pending).toBe(3);
+  });
+
+  it("is what a dry run's preview decides on, as the admitter will", async () => {
+    await api
+      .as(EDITOR)
+      .call('POST', '/v1/models', manifest('as-preview', { scaling: { min: 0, max: 4, target: 1 } }));
+    await recordDemand({ model: 'as-preview', desired: 3, at: new Date().toISOString() });
+    await api.admitter.settled();
+    // A change that keeps the autoscaling: the preview wants what load asks (3), not the target (1).
+    const dry = await api
+      .as(EDITOR)
+      .call(
+        'PUT',
+        '/v1/models/as-preview/resources?dryRun=All',
+        { cpuCores: 3, memoryGb: 16 },
+        { settle: false },
+      );
+    expect(dry.status).toBe(200);
+    expect(dry.body.status.admitted + dry.body.status.pending).toBe(3);
   });
 });
