@@ -147,7 +147,8 @@ export function scopeService(deps: Dependencies, svc: { catalog: CatalogService 
               svc.catalog.ownedBy(name),
               deps.store.computes.listComputes(),
             ]);
-            const owned = computes.filter((c) => c.owner === name).map((c) => c.name);
+            // A compute whose deletion was asked for is going (its node group first): it holds the scope no longer.
+            const owned = computes.filter((c) => c.owner === name && !c.deletionRequested).map((c) => c.name);
             validateScopeDelete(tree, name, models, owned);
             return { items: tenancy.scopeDeleteItems(name, token), result: undefined };
           }),

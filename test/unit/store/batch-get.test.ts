@@ -41,7 +41,11 @@ it('sends the keys of one turn in one request, a key asked twice once, and answe
 it('keeps strongly consistent reads in a request of their own', async () => {
   ddb.on(BatchGetCommand).resolves({ Responses: { [table]: [] } });
   await Promise.all([batchGet({ pk: 'A', sk: '1' }, { consistent: true }), batchGet({ pk: 'B', sk: '2' })]);
-  expect(sent().map((r) => r.ConsistentRead).sort()).toEqual([false, true]);
+  expect(
+    sent()
+      .map((r) => r.ConsistentRead)
+      .sort(),
+  ).toEqual([false, true]);
 });
 
 it('asks again for the keys DynamoDB left unprocessed', async () => {
