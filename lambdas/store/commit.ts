@@ -1,7 +1,6 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
-  GetCommand,
   PutCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
