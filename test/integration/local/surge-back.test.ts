@@ -52,6 +52,9 @@ it('moves a replica back to the compute its model prefers once it can launch, th
   cp.sim.admin.patchFaults({ unavailableInstanceTypes: ['g6.2xlarge'] });
   expect((await call('PUT', '/v1/models/two-kinds/scaling', { min: 1, max: 2, target: 2 })).status).toBe(200);
   await reconcileUntil(cp, async () => (await readyOn('two-kinds')).join() === 'a10g-next,l4-first');
+  expect((await compute('l4-first')).shortOfCapacity).toMatchObject({
+    message: expect.stringContaining('g6.2xlarge'),
+  });
 
   // Capacity returns. From here on the model never has fewer than its two Ready replicas.
   cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
