@@ -7,7 +7,7 @@ import { DescribeNodegroupCommand, type Nodegroup } from '@aws-sdk/client-eks';
 import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute';
 import { needsObservation } from '../domain/compute-changes';
 import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
-import type { LaunchActivity } from '../domain/supply';
+import { type LaunchActivity, readsLaunches } from '../domain/supply';
 import { autoScalingClient, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { mapLimit } from '../shared/map-limit';
@@ -28,7 +28,8 @@ export interface Observation {
   calls: number;
   /**
    * The newest launch of its Auto Scaling group, read only while the group has fewer instances than it wants
-   * (a launch may be failing: issue 32 §3), so a steady pass makes no extra call.
+   * (a launch may be failing: issue 32 §3) or a probe of a compute short of capacity may have ended
+   * (readsLaunches), so a steady pass makes no extra call.
    */
   launch?: LaunchActivity;
 }
@@ -44,7 +45,7 @@ function healthMessage(ng: Nodegroup): { message?: string; issues: { code: strin
   return { issues, message: issues.map((i) => `${i.code}: ${i.message}`).join('; ') };
 }
 
-export type ObservedCompute = Pick<Compute, 'name' | 'status' | 'workflow' | 'createdAt' | 'uid'>;
+export type ObservedCompute = Pick<Compute, 'name' | 'status' | 'workflow' | 'createdAt' | 'uid' | 'supply'>;
 
 async function observeOne(c: ObservedCompute, now: string): Promise<Observation> {
   const name = nodegroupNameOf(config().stage, c);
@@ -109,7 +110,8 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
       (i) => i.LifecycleState === 'InService' && i.HealthStatus !== 'Unhealthy',
     ).length;
     const live = instances.filter((i) => !i.LifecycleState?.startsWith('Terminat')).length;
-    if (live < (group?.DesiredCapacity ?? 0)) {
+    const desired = group?.DesiredCapacity ?? 0;
+    if (readsLaunches({ live, ready, desired }, c.status, c.supply?.shortOfCapacity, now)) {
       calls++;
       launch = await newestLaunch(asgName);
     }

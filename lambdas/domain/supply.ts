@@ -167,6 +167,23 @@ export function nextShortage(
   };
 }
 
+/**
+ * Whether a pass reads the group's newest launch (DescribeScalingActivities, one call more): while it has fewer
+ * instances than it wants (a launch may be failing), and, for a compute short of capacity whose probe is due,
+ * when its ready instances changed since the last pass (`was`). A probe's launch is the only way a shortage
+ * ends, and once its instance is up the group has what it wants: without this read a probe that succeeded left
+ * the compute short for good. A steady group, short or not, costs no call.
+ */
+export function readsLaunches(
+  group: { live: number; ready: number; desired: number },
+  was: { readyNodes: number },
+  short: CapacityShortage | undefined,
+  now: string,
+): boolean {
+  if (group.live < group.desired) return true;
+  return short !== undefined && now >= short.nextProbeAt && group.ready !== was.readyNodes;
+}
+
 /** True while the pass must not ask the group for nodes it lacks: short of capacity, before the next probe. */
 export function holdsLaunches(s: CapacityShortage | undefined, now: string): boolean {
   return s !== undefined && now < s.nextProbeAt;

@@ -1,5 +1,6 @@
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, passesUntil, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
+import { llmcap } from '../cli/run';
 
 /**
  * Surge-back (issue 32 §3) on the local control plane: a model prefers L4 (its first profile, on l4-first) to
@@ -51,6 +52,9 @@ it('moves a replica back to the compute its model prefers once it can launch, th
   cp.sim.admin.patchFaults({ unavailableInstanceTypes: ['g6.2xlarge'] });
   expect((await call('PUT', '/v1/models/two-kinds/scaling', { min: 1, max: 2, target: 2 })).status).toBe(200);
   await reconcileUntil(cp, async () => (await readyOn('two-kinds')).join() === 'a10g-next,l4-first');
+  expect((await compute('l4-first')).shortOfCapacity).toMatchObject({
+    message: expect.stringContaining('g6.2xlarge'),
+  });
 
   // Capacity returns. From here on the model never has fewer than its two Ready replicas.
   cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
@@ -70,4 +74,12 @@ it('moves a replica back to the compute its model prefers once it can launch, th
     replicas: number;
   }[];
   expect(placements).toEqual([{ compute: 'l4-first', profile: 'l4', replicas: 2 }]);
+
+  // The move back was the probe, and it launched: within two passes l4-first is no longer short of capacity, and
+  // says so. Its group already has what it wants by then, so only a read of its scaling activities at the end of
+  // a due probe sees the launch that succeeded (without it, the compute stayed short for good).
+  await reconcileUntil(cp, async () => (await compute('l4-first')).shortOfCapacity === undefined, 2);
+  const listed = await llmcap(['get', 'computes', 'l4-first'], { endpoint: cp.apiUrl });
+  expect(listed.stdout).toMatch(/^l4-first\s.*\sok\s/m);
+  expect(listed.stdout).not.toContain('short');
 });

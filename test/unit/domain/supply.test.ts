@@ -9,6 +9,7 @@ import {
   idleReason,
   nextShortage,
   nodesByCompute,
+  readsLaunches,
   replacementNodes,
   type SupplyNode,
   withReplacements,
@@ -193,6 +194,34 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     expect(nextShortage(s, { launch: { status: 'Successful', at: at(18) } }, at(18), GRACE)).toBeUndefined();
     // Nothing seen (the group has all it wants, so no activity was read): it stands.
     expect(nextShortage(s, {}, at(20), GRACE)).toBe(s);
+  });
+
+  it('reads the launches of a short compute once its due probe changed the group, so a probe that launched ends it', () => {
+    const s = nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(0), message: ICE } },
+      at(0),
+      GRACE,
+    )!;
+    const steady = { live: 1, ready: 1, desired: 1 };
+    // A group with fewer instances than it wants is read, short or not: a launch may be failing.
+    expect(readsLaunches({ live: 1, ready: 1, desired: 2 }, { readyNodes: 1 }, undefined, at(1))).toBe(true);
+    // A steady group costs no call, short or not, probe due or not: nothing launched, so nothing can have ended.
+    expect(readsLaunches(steady, { readyNodes: 1 }, undefined, at(1))).toBe(false);
+    expect(readsLaunches(steady, { readyNodes: 1 }, s, at(1))).toBe(false);
+    expect(readsLaunches(steady, { readyNodes: 1 }, s, at(30))).toBe(false);
+    // The probe (from nextProbeAt) asked for a node and it came up: the group has what it wants again, and its
+    // ready nodes changed since the last pass. Read, the launch ends the shortage.
+    const probed = { live: 2, ready: 2, desired: 2 };
+    expect(readsLaunches(probed, { readyNodes: 1 }, s, at(6))).toBe(true);
+    const seen = {
+      launch: { status: 'Successful' as const, at: at(6) },
+      // EKS may still report the failed launch as the group's health issue: the newer launch outweighs it.
+      healthIssues: [{ code: 'AsgInstanceLaunchFailures', message: ICE }],
+    };
+    expect(nextShortage(s, seen, at(6), GRACE)).toBeUndefined();
+    // Before the probe nothing may have launched (llmcap holds launches): a changed group is not read for it.
+    expect(readsLaunches(probed, { readyNodes: 1 }, s, at(4))).toBe(false);
   });
 
   it('holds launches until the probe, and gives admission only the running nodes past the grace', () => {
