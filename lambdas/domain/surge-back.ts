@@ -83,13 +83,17 @@ export function stepSurgeBack(
       const kept = a.units.find((x) => x.id === u.id);
       if (!kept || kept.moving) continue;
       abandoned.push({ model: a.model, unitId: u.id, from: mv.from, to: mv.to });
-      changed.set(a.model, a);
+      const refunded = { ...a, units: a.units.map((x) => (x === kept ? refund(kept, mv.since) : x)) };
+      decided.set(a.model, refunded);
+      changed.set(a.model, refunded);
       touched.add(a.model);
     }
   }
 
   // 1. Moves in flight end (their new replicas Ready) or are given up (late, or the destination cannot launch).
-  const admissions = world.admissions.map((a) => {
+  const admissions = world.admissions.map((decidedA) => {
+    // As step 0 left it (a move it gave up already refunded).
+    const a = decided.get(decidedA.model) ?? decidedA;
     if (!a.units.some((u) => u.moving?.profile !== undefined)) return a;
     const allReady = readyOf(ready, a.model) >= total(a);
     const units = a.units.map((u) => {
@@ -113,7 +117,7 @@ export function stepSurgeBack(
       const stuck = ahead.some((p) => cannotLaunch(supply.get(p.compute)?.shortOfCapacity, now));
       if (late || stuck || !preferred) {
         abandoned.push(move);
-        return { ...rest, placements: own };
+        return refund({ ...rest, placements: own }, u.moving.since);
       }
       return u;
     });
@@ -175,4 +179,15 @@ export function stepSurgeBack(
     }
   }
   return { admissions: [...changed.values()], started, finished, abandoned };
+}
+
+/**
+ * A move back given up takes nothing from the model's hourly budget: its running replicas never stopped, and the
+ * next try waits for the compute's next probe anyway. Otherwise two failed probes would hold a model on its
+ * fallback for an hour after capacity came back.
+ */
+function refund(u: AdmittedUnit, since: string): AdmittedUnit {
+  const movedAt = (u.movedAt ?? []).filter((t) => t !== since);
+  const { movedAt: _, ...rest } = u;
+  return movedAt.length ? { ...rest, movedAt } : rest;
 }

@@ -147,6 +147,8 @@ describe('surge-back (stepSurgeBack through stepMoves)', () => {
     const r = run([failed, A10G], moving, allReady(moving, { 'l4-first': 1 }), at(32));
     expect(r.surgeBack!.abandoned).toEqual(probing.surgeBack!.started);
     expect(where(r.decision.admissions)).toEqual(['chat#1 a10g@a10g-next:1', 'chat#min l4@l4-first:1']);
+    // A failed probe takes nothing from the hourly budget: nothing running stopped.
+    expect(movedAt(r.decision.admissions)).toEqual([]);
   });
 
   it('waits while a replica of the model is not Ready, and moves nothing without observed pods', () => {
@@ -168,6 +170,8 @@ describe('surge-back (stepSurgeBack through stepMoves)', () => {
     const r = run([gpu('l4-first', 'L4'), A10G], admissions, allReady(admissions, { 'l4-first': 1 }), at(34));
     expect(r.surgeBack!.abandoned).toHaveLength(1);
     expect(where(r.decision.admissions)).toEqual(['chat#1 a10g@a10g-next:1', 'chat#min l4@l4-first:1']);
+    expect(movedAt(admissions)).toHaveLength(1);
+    expect(movedAt(r.decision.admissions)).toEqual([]);
     // The headroom holds what is placed, nothing of the move.
     const { admissions: restored } = restoreHeadroom(
       [gpu('l4-first', 'L4'), A10G] as never,
@@ -195,3 +199,8 @@ describe('surge-back (stepSurgeBack through stepMoves)', () => {
     expect(stepMoves(w, decideWorld(w, at(3)), POLICY, at(3)).surgeBack!.started).toEqual([]);
   });
 });
+
+/** Every start time a model's units keep in their hourly move budget. */
+function movedAt(admissions: readonly { units: readonly { movedAt?: readonly string[] }[] }[]): string[] {
+  return admissions.flatMap((a) => a.units.flatMap((u) => u.movedAt ?? []));
+}
