@@ -24,6 +24,8 @@ const EngineSchema = z.strictObject({
   image: z.string().min(1).max(512),
   command: z.array(z.string()).optional(),
   args: z.array(z.string()).default([]),
+  /** What makes the server serve /metrics, added for an autoscaled model only (its pods restart anyway). */
+  metricsArgs: z.array(z.string()).default([]),
   port: z.number().int().min(1).max(65535),
   health: z.string().regex(/^\//, 'a health path starts with /'),
   startupSeconds: z.number().int().min(10).max(86400).default(1800),
@@ -158,6 +160,19 @@ export function expandArgs(args: readonly string[], vars: Record<string, string>
   return out;
 }
 
+/**
+ * The engine's args, and for an autoscaled model those that make it serve the metrics the loop reads (SGLang's
+ * `--enable-metrics`, llama.cpp's `--metrics`), unless the args already have them. Only an autoscaled model's
+ * pods get them, so enabling autoscaling is the one change that restarts a server for them.
+ */
+export function serverArgs(
+  engine: Pick<EngineConfig, 'args' | 'metricsArgs'>,
+  autoscaled: boolean,
+): string[] {
+  if (!autoscaled) return [...engine.args];
+  return [...engine.args, ...(engine.metricsArgs ?? []).filter((a) => !engine.args.includes(a))];
+}
+
 /** Kubernetes quantities in their canonical form, so what the cluster reports compares equal. */
 export function cpuQuantity(cores: number): string {
   const m = Math.ceil(Math.round(cores * 1e6) / 1e3);
@@ -247,7 +262,7 @@ export function deploymentFor(
     name: 'server',
     image: engine.image,
     ...(engine.command ? { command: engine.command } : {}),
-    args: expandArgs(engine.args, vars),
+    args: expandArgs(serverArgs(engine, p.model.spec.autoscaling !== undefined), vars),
     ports: [{ name: 'http', containerPort: engine.port, protocol: 'TCP' }],
     ...(env.length ? { env } : {}),
     resources: { requests, ...(Object.keys(limits).length ? { limits } : {}) },

@@ -17,6 +17,7 @@ import {
   placementsOf,
   podMatches,
   podView,
+  serverArgs,
   workloadStatus,
 } from '../../../lambdas/domain/workloads';
 import { enginesConfig, parseEngines } from '../../../lambdas/shared/builtin-config';
@@ -125,6 +126,34 @@ describe('the Deployment of a placement', () => {
       'llmcap.dev/stage': 'prod',
     });
     expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
+  });
+
+  it('has an autoscaled SGLang or llama.cpp server serve its metrics, and no other', () => {
+    const args = (engine: Model['spec']['engine'], source: string, autoscaled: boolean) =>
+      container(
+        deploymentFor(
+          'prod',
+          {
+            model: model('m', {
+              engine,
+              source,
+              ...(autoscaled ? { autoscaling: { metric: `${engine}:x`, targetPerReplica: 1 } as never } : {}),
+            }),
+            profile: { name: 'p', gpus: 1, cpuCores: 8 },
+            compute: h100,
+            replicas: 1,
+          },
+          cfg,
+        ),
+      ).args as string[];
+    expect(args('sglang', 'hf://org/repo', true)).toContain('--enable-metrics');
+    expect(args('sglang', 'hf://org/repo', false)).not.toContain('--enable-metrics');
+    expect(args('llamacpp', 'hf://Qwen/Q-GGUF/q.gguf', true)).toContain('--metrics');
+    expect(args('llamacpp', 'hf://Qwen/Q-GGUF/q.gguf', false)).not.toContain('--metrics');
+    // vLLM serves /metrics as it is: its args stay as they were.
+    expect(args('vllm', 'hf://org/repo', true)).toEqual(args('vllm', 'hf://org/repo', false));
+    // A flag the engine's args already carry is not given twice.
+    expect(serverArgs({ args: ['--metrics'], metricsArgs: ['--metrics'] }, true)).toEqual(['--metrics']);
   });
 
   it('passes each engine its own way of naming the model and the tensor parallel size', () => {
