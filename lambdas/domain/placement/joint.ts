@@ -215,6 +215,25 @@ function greedy(
   const leftMi = new Float64Array(listId.size);
   const listsOfKind: number[][] = kinds.map(() => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
+  // Per list, the positions of its computes not yet at maxNodes, linked in order (next[el] is the first):
+  // computes only fill, so one found full is unlinked for good and never looked at again when a node opens.
+  // And whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
+  // replica), so a pass that skips GPU nodes stops at the first.
+  const openable: Int32Array[] = [];
+  const cpuFirst = new Uint8Array(listId.size);
+  for (const [list, id] of listId) {
+    const next = new Int32Array(list.length + 1);
+    for (let e = 0; e < list.length; e++) next[e] = e + 1;
+    next[list.length] = 0;
+    openable[id] = next;
+    let gpuSeen = false;
+    let ordered = true;
+    for (const k of list) {
+      if (kinds[k]!.alloc.gpus > 0) gpuSeen = true;
+      else if (gpuSeen) ordered = false;
+    }
+    cpuFirst[id] = ordered ? 1 : 0;
+  }
   const leftOfClass = classes.map((c) => c.count);
   classes.forEach((c, ci) => {
     const id = listOf[ci]!;
@@ -278,8 +297,11 @@ function greedy(
     const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
     let f = byReq.get(key);
     if (!f) {
-      // One pointer per eligible compute, and last the first compute not yet skipped for good.
-      f = new Int32Array(c.eligible.length + 1);
+      // One pointer per eligible compute; then the first compute not yet skipped for good; then, per
+      // compute, the next one not skipped for good (computes skipped for good are unlinked wherever they are).
+      const el = c.eligible.length;
+      f = new Int32Array(2 * el + 1);
+      for (let e = 0; e < el; e++) f[el + 1 + e] = e + 1;
       byReq.set(key, f);
     }
     return f;
@@ -294,20 +316,32 @@ function greedy(
     let chosen = -1;
     const f = from[ci]!;
     const el = c.eligible.length;
-    // Computes at their maxNodes whose every node refused this kind of replica are skipped for good.
-    while (f[el]! < el) {
-      const k = c.eligible[f[el]!]!;
-      if (byKind[k]!.length < kinds[k]!.maxNodes || f[f[el]!]! < byKind[k]!.length) break;
-      f[el]!++;
-    }
+    const id = listOf[ci]!;
+    const ordered = cpuFirst[id] === 1;
     for (let pass = 0; pass < 2 && chosen < 0; pass++) {
       const gpuNodes = pass === 1 || !cpuOnly;
       if (pass === 1 && !cpuOnly) break;
       let slack = Number.POSITIVE_INFINITY;
-      for (let e = f[el]!; e < el && (chosen < 0 || bestFit); e++) {
+      // Computes at their maxNodes whose every node refused this kind of replica are skipped for good.
+      for (let e = f[el]!, prev = -1; e < el && (chosen < 0 || bestFit); ) {
         const k = c.eligible[e]!;
-        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) continue;
+        const next = f[el + 1 + e]!;
+        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
+          if (ordered) break;
+          prev = e;
+          e = next;
+          continue;
+        }
         const list = byKind[k]!;
+        if (list.length >= kinds[k]!.maxNodes && f[e]! >= list.length) {
+          if (prev < 0) f[el] = next;
+          else f[el + 1 + prev] = next;
+          e = next;
+          continue;
+        }
+        const at = e;
+        prev = e;
+        e = next;
         if (bestFit) {
           // Best fit: the open node left with the least room, normalised by its shape.
           const a = kinds[k]!.alloc;
@@ -323,22 +357,36 @@ function greedy(
           }
           continue;
         }
-        for (let s = f[e]!; s < list.length; s++) {
+        for (let s = f[at]!; s < list.length; s++) {
           const nd = nodes[list[s]!]!;
           if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
             chosen = list[s]!;
-            f[e] = s;
+            f[at] = s;
             break;
           }
-          f[e] = s + 1;
+          f[at] = s + 1;
         }
       }
       if (chosen >= 0) break;
       let best = -1;
       let bestCost = Number.POSITIVE_INFINITY;
       openings++;
-      for (const k of c.eligible) {
-        if (byKind[k]!.length >= kinds[k]!.maxNodes || (!gpuNodes && kinds[k]!.alloc.gpus > 0)) continue;
+      const open = openable[id]!;
+      const elist = c.eligible;
+      for (let e = open[el]!, prev = el; e < el; ) {
+        const k = elist[e]!;
+        const next = open[e]!;
+        if (byKind[k]!.length >= kinds[k]!.maxNodes) {
+          open[prev] = next;
+          e = next;
+          continue;
+        }
+        prev = e;
+        e = next;
+        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
+          if (ordered) break;
+          continue;
+        }
         const fam = familyOf[k]!;
         if (familyStamp[fam] !== openings) {
           // What this replica pays of a node opened for it, if what may still go there fills it.
@@ -365,7 +413,6 @@ function greedy(
     nd.mi -= mi;
     nd.items.push(i);
     leftOfClass[ci]!--;
-    const id = listOf[ci]!;
     leftG[id]! -= g;
     leftM[id]! -= m;
     leftMi[id]! -= mi;
