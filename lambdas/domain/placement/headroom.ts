@@ -200,14 +200,16 @@ class Shared {
   /** Per reach: by profile object, and by name for equal profiles built afresh (compared field by field). */
   private readonly byReach = new Map<
     string,
-    { ids: WeakMap<Profile, Candidates>; byName: Map<string, { p: Profile; c: Candidates }[]> }
+    { ids: Map<Profile, Candidates>; byName: Map<string, { p: Profile; c: Candidates }[]> }
   >();
 
   candidates(p: Profile, reach?: Reach, onDemandOnly = false): Candidates {
     const r = onDemandOnly ? (reach ? `od|${reach.join(' ')}` : 'od|') : reach ? reach.join(' ') : '';
     let at = this.byReach.get(r);
     if (!at) {
-      at = { ids: new WeakMap(), byName: new Map() };
+      // A Map, not a WeakMap: this lives as long as the headroom, whose records hold the profiles anyway, and
+      // a WeakMap's entries cost the collector far more (thousands a plan).
+      at = { ids: new Map(), byName: new Map() };
       this.byReach.set(r, at);
     }
     let c = at.ids.get(p);

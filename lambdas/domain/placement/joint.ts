@@ -215,17 +215,10 @@ function greedy(
   const leftMi = new Float64Array(listId.size);
   const listsOfKind: number[][] = kinds.map(() => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
-  // Per list, the positions of its computes not yet at maxNodes, linked in order (next[el] is the first):
-  // computes only fill, so one found full is unlinked for good and never looked at again when a node opens.
-  // And whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
+  // Per list, whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
   // replica), so a pass that skips GPU nodes stops at the first.
-  const openable: Int32Array[] = [];
   const cpuFirst = new Uint8Array(listId.size);
   for (const [list, id] of listId) {
-    const next = new Int32Array(list.length + 1);
-    for (let e = 0; e < list.length; e++) next[e] = e + 1;
-    next[list.length] = 0;
-    openable[id] = next;
     let gpuSeen = false;
     let ordered = true;
     for (const k of list) {
@@ -261,6 +254,8 @@ function greedy(
     return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
   };
 
+  const nodes: Node[] = [];
+  const byKind: number[][] = kinds.map(() => []);
   // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
   // cost of opening a node is computed once per such family.
   const familyOf = new Int32Array(kinds.length);
@@ -277,34 +272,75 @@ function greedy(
       familyOf[k] = id;
     });
   }
+  // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
+  // one found full is passed over for good), and the first past the run of computes of its family there
+  // (pools of one kind sit together in a ranking): once a family is priced, the rest of its run costs the
+  // same and cannot win, so opening a node looks at one compute per family, not one per pool.
+  const notFull: Int32Array[] = [];
+  const runEnd: Int32Array[] = [];
+  for (const [list, id] of listId) {
+    const el = list.length;
+    const up = new Int32Array(el + 1);
+    const end = new Int32Array(el);
+    for (let e = el - 1; e >= 0; e--) {
+      up[e] = e;
+      end[e] = e + 1 < el && familyOf[list[e + 1]!] === familyOf[list[e]!] ? end[e + 1]! : e + 1;
+    }
+    up[el] = el;
+    notFull[id] = up;
+    runEnd[id] = end;
+  }
+  // The first position at or after x of a compute not at maxNodes, path-compressed as in union-find.
+  const openFrom = (list: readonly number[], up: Int32Array, x: number) => {
+    const el = list.length;
+    let r = x;
+    while (r < el) {
+      if (up[r] !== r) r = up[r]!;
+      else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
+        up[r] = r + 1;
+        r++;
+      } else break;
+    }
+    while (x < r) {
+      const nx = up[x]!;
+      up[x] = r;
+      x = nx;
+    }
+    return r;
+  };
   const familyStamp = new Int32Array(kinds.length).fill(-1);
   const familyCost = new Float64Array(kinds.length);
   let openings = 0;
 
-  const nodes: Node[] = [];
-  const byKind: number[][] = kinds.map(() => []);
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
   // Shared by classes with the same request and the same eligible list (the same array: callers pass one per
   // profile's candidates), so the scan is paid once per kind of replica, not once per unit.
-  const shared = new Map<readonly number[], Map<string, Int32Array>>();
-  const from = classes.map((c) => {
+  // With each pointer array, the positions worth scanning as bits: computes with a node open and not yet
+  // skipped for good (at maxNodes, every node refused this kind of replica). A compute's bit is set in every
+  // array that names it when its first node opens, so the scan passes over the computes with no node at
+  // all (most pools, most of the time) without looking at them.
+  const shared = new Map<readonly number[], Map<string, number>>();
+  const fs: Int32Array[] = [];
+  const bitsOf: Uint32Array[] = [];
+  const watchers: number[][] = kinds.map(() => []);
+  const from = new Int32Array(classes.length);
+  classes.forEach((c, ci) => {
     let byReq = shared.get(c.eligible);
     if (!byReq) {
       byReq = new Map();
       shared.set(c.eligible, byReq);
     }
     const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
-    let f = byReq.get(key);
-    if (!f) {
-      // One pointer per eligible compute; then the first compute not yet skipped for good; then, per
-      // compute, the next one not skipped for good (computes skipped for good are unlinked wherever they are).
-      const el = c.eligible.length;
-      f = new Int32Array(2 * el + 1);
-      for (let e = 0; e < el; e++) f[el + 1 + e] = e + 1;
-      byReq.set(key, f);
+    let fi = byReq.get(key);
+    if (fi === undefined) {
+      fi = fs.length;
+      byReq.set(key, fi);
+      fs.push(new Int32Array(c.eligible.length));
+      bitsOf.push(new Uint32Array((c.eligible.length + 31) >>> 5));
+      for (let e = 0; e < c.eligible.length; e++) watchers[c.eligible[e]!]!.push(fi, e);
     }
-    return f;
+    from[ci] = fi;
   });
   for (const i of order) {
     const ci = cls[i]!;
@@ -314,75 +350,68 @@ function greedy(
     // uses no GPU node, open or new, unless no CPU compute has room left (the second pass).
     const cpuOnly = g === 0;
     let chosen = -1;
-    const f = from[ci]!;
-    const el = c.eligible.length;
+    const f = fs[from[ci]!]!;
+    const bits = bitsOf[from[ci]!]!;
     const id = listOf[ci]!;
     const ordered = cpuFirst[id] === 1;
     for (let pass = 0; pass < 2 && chosen < 0; pass++) {
       const gpuNodes = pass === 1 || !cpuOnly;
       if (pass === 1 && !cpuOnly) break;
       let slack = Number.POSITIVE_INFINITY;
-      // Computes at their maxNodes whose every node refused this kind of replica are skipped for good.
-      for (let e = f[el]!, prev = -1; e < el && (chosen < 0 || bestFit); ) {
-        const k = c.eligible[e]!;
-        const next = f[el + 1 + e]!;
-        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
-          if (ordered) break;
-          prev = e;
-          e = next;
-          continue;
-        }
-        const list = byKind[k]!;
-        if (list.length >= kinds[k]!.maxNodes && f[e]! >= list.length) {
-          if (prev < 0) f[el] = next;
-          else f[el + 1 + prev] = next;
-          e = next;
-          continue;
-        }
-        const at = e;
-        prev = e;
-        e = next;
-        if (bestFit) {
-          // Best fit: the open node left with the least room, normalised by its shape.
-          const a = kinds[k]!.alloc;
-          for (const x of list) {
-            const nd = nodes[x]!;
-            if (nd.g < g || nd.m < m || nd.mi < mi) continue;
-            const sl =
-              (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) + (nd.m - m) / a.millicores + (nd.mi - mi) / a.memoryMiB;
-            if (sl < slack) {
-              slack = sl;
-              chosen = x;
+      scan: for (let w = 0; w < bits.length; w++) {
+        let word = bits[w]!;
+        while (word !== 0) {
+          if (chosen >= 0 && !bestFit) break scan;
+          const low = word & -word;
+          word ^= low;
+          const e = (w << 5) + 31 - Math.clz32(low);
+          const k = c.eligible[e]!;
+          if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
+            if (ordered) break scan;
+            continue;
+          }
+          const list = byKind[k]!;
+          if (list.length >= kinds[k]!.maxNodes && f[e]! >= list.length) {
+            bits[w]! &= ~low;
+            continue;
+          }
+          if (bestFit) {
+            // Best fit: the open node left with the least room, normalised by its shape.
+            const a = kinds[k]!.alloc;
+            for (const x of list) {
+              const nd = nodes[x]!;
+              if (nd.g < g || nd.m < m || nd.mi < mi) continue;
+              const sl =
+                (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) +
+                (nd.m - m) / a.millicores +
+                (nd.mi - mi) / a.memoryMiB;
+              if (sl < slack) {
+                slack = sl;
+                chosen = x;
+              }
             }
+            continue;
           }
-          continue;
-        }
-        for (let s = f[at]!; s < list.length; s++) {
-          const nd = nodes[list[s]!]!;
-          if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
-            chosen = list[s]!;
-            f[at] = s;
-            break;
+          for (let s = f[e]!; s < list.length; s++) {
+            const nd = nodes[list[s]!]!;
+            if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
+              chosen = list[s]!;
+              f[e] = s;
+              break;
+            }
+            f[e] = s + 1;
           }
-          f[at] = s + 1;
         }
       }
       if (chosen >= 0) break;
       let best = -1;
       let bestCost = Number.POSITIVE_INFINITY;
       openings++;
-      const open = openable[id]!;
       const elist = c.eligible;
-      for (let e = open[el]!, prev = el; e < el; ) {
+      const up = notFull[id]!;
+      const end = runEnd[id]!;
+      for (let e = openFrom(elist, up, 0); e < elist.length; e = openFrom(elist, up, end[e]!)) {
         const k = elist[e]!;
-        const next = open[e]!;
-        if (byKind[k]!.length >= kinds[k]!.maxNodes) {
-          open[prev] = next;
-          e = next;
-          continue;
-        }
-        prev = e;
-        e = next;
         if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
           if (ordered) break;
           continue;
@@ -405,6 +434,10 @@ function greedy(
       chosen = nodes.length;
       nodes.push({ kind: best, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
       byKind[best]!.push(chosen);
+      if (byKind[best]!.length === 1) {
+        const wk = watchers[best]!;
+        for (let x = 0; x < wk.length; x += 2) bitsOf[wk[x]!]![wk[x + 1]! >>> 5]! |= 1 << (wk[x + 1]! & 31);
+      }
     }
     if (chosen < 0) return undefined;
     const nd = nodes[chosen]!;

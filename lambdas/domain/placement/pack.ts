@@ -47,9 +47,12 @@ type Key = (i: number) => number;
 /** Items sorted by decreasing key, ties by decreasing (g, m, mi) then index: a total, deterministic order. */
 function order(items: Items, key: Key): Int32Array {
   const n = items.g.length;
-  const idx = Array.from({ length: n }, (_, i) => i);
+  const idx = new Array<number>(n);
   const k = new Float64Array(n);
-  for (let i = 0; i < n; i++) k[i] = key(i);
+  for (let i = 0; i < n; i++) {
+    idx[i] = i;
+    k[i] = key(i);
+  }
   const { g, m, mi } = items;
   idx.sort((a, b) => k[b]! - k[a]! || g[b]! - g[a]! || m[b]! - m[a]! || mi[b]! - mi[a]! || a - b);
   return Int32Array.from(idx);
@@ -271,8 +274,8 @@ export function pack(items: Items, alloc: Allocatable, cap: number, strategy: St
   const floor = strategy === 'best' && best && best.bins > lb ? strongLowerBound(items, alloc) : lb;
   if (strategy === 'best') {
     for (const key of [k.max, k.sum]) {
-      const ord = order(items, key);
       if (best && best.bins <= floor) break;
+      const ord = order(items, key);
       consider(greedy(items, alloc, cap, ord, false));
       consider(greedy(items, alloc, cap, ord, true));
     }
