@@ -96,8 +96,11 @@ export function planJoint(
       order = Array.from({ length: n }, (_, i) => i);
       order.sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b);
     }
-    const nodes = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
-    if (!nodes) continue;
+    const flat = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
+    if (!flat) continue;
+    // Large plans that are not improved keep the greedy's flat arrays (no object per node) to the end.
+    if (budget === 0 && n > SMALL) return flatResult(kinds, flat, n);
+    const nodes = nodesOf(flat, order);
     if (budget > 0) improve(kinds, classes, cls, nodes, budget);
     const cost = nodes.reduce((s, nd) => s + (nd.items.length ? kinds[nd.kind]!.perHour : 0), 0);
     if (cost < bestCost - 1e-9) {
@@ -196,7 +199,7 @@ function greedy(
   order: readonly number[],
   alone: boolean,
   bestFit: boolean,
-): Node[] | undefined {
+): FlatNodes | undefined {
   // Demand still to place, per eligible list (classes of one profile share theirs) and dimension; a compute's
   // is the sum over the lists that name it: how full a node opened there can get. Kept per list so that
   // placing a replica costs O(1), not O(computes it may use).
@@ -254,7 +257,14 @@ function greedy(
     return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
   };
 
-  const nodes: Node[] = [];
+  // Nodes as flat arrays (a node holds at least one replica, so there are at most n): no object per node.
+  const n = order.length;
+  const nodeKind = new Int32Array(n);
+  const freeG = new Float64Array(n);
+  const freeM = new Float64Array(n);
+  const freeMi = new Float64Array(n);
+  const nodeOf = new Int32Array(cls.length);
+  let count = 0;
   const byKind: number[][] = kinds.map(() => []);
   // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
   // cost of opening a node is computed once per such family.
@@ -379,12 +389,12 @@ function greedy(
             // Best fit: the open node left with the least room, normalised by its shape.
             const a = kinds[k]!.alloc;
             for (const x of list) {
-              const nd = nodes[x]!;
-              if (nd.g < g || nd.m < m || nd.mi < mi) continue;
+              const ng = freeG[x]!;
+              const nm = freeM[x]!;
+              const nmi = freeMi[x]!;
+              if (ng < g || nm < m || nmi < mi) continue;
               const sl =
-                (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) +
-                (nd.m - m) / a.millicores +
-                (nd.mi - mi) / a.memoryMiB;
+                (a.gpus > 0 ? (ng - g) / a.gpus : 0) + (nm - m) / a.millicores + (nmi - mi) / a.memoryMiB;
               if (sl < slack) {
                 slack = sl;
                 chosen = x;
@@ -393,8 +403,8 @@ function greedy(
             continue;
           }
           for (let s = f[e]!; s < list.length; s++) {
-            const nd = nodes[list[s]!]!;
-            if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
+            const x = list[s]!;
+            if (freeG[x]! >= g && freeM[x]! >= m && freeMi[x]! >= mi) {
               chosen = list[s]!;
               f[e] = s;
               break;
@@ -431,8 +441,11 @@ function greedy(
       }
       if (best < 0) continue;
       const a = kinds[best]!.alloc;
-      chosen = nodes.length;
-      nodes.push({ kind: best, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
+      chosen = count++;
+      nodeKind[chosen] = best;
+      freeG[chosen] = a.gpus;
+      freeM[chosen] = a.millicores;
+      freeMi[chosen] = a.memoryMiB;
       byKind[best]!.push(chosen);
       if (byKind[best]!.length === 1) {
         const wk = watchers[best]!;
@@ -440,17 +453,55 @@ function greedy(
       }
     }
     if (chosen < 0) return undefined;
-    const nd = nodes[chosen]!;
-    nd.g -= g;
-    nd.m -= m;
-    nd.mi -= mi;
-    nd.items.push(i);
+    freeG[chosen]! -= g;
+    freeM[chosen]! -= m;
+    freeMi[chosen]! -= mi;
+    nodeOf[i] = chosen;
     leftOfClass[ci]!--;
     leftG[id]! -= g;
     leftM[id]! -= m;
     leftMi[id]! -= mi;
   }
+  return { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+}
+
+/** The greedy's nodes: the first `count` entries of each array; nodeOf gives each replica's node. */
+interface FlatNodes {
+  count: number;
+  kind: Int32Array;
+  g: Float64Array;
+  m: Float64Array;
+  mi: Float64Array;
+  nodeOf: Int32Array;
+}
+
+/** The greedy's nodes as objects, each with its replicas in the order they were placed. */
+function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
+  const nodes: Node[] = new Array(flat.count);
+  for (let x = 0; x < flat.count; x++)
+    nodes[x] = { kind: flat.kind[x]!, g: flat.g[x]!, m: flat.m[x]!, mi: flat.mi[x]!, items: [] };
+  for (const i of order) nodes[flat.nodeOf[i]!]!.items.push(i);
   return nodes;
+}
+
+/** result() of the greedy's nodes, read from its flat arrays (every node holds a replica). */
+function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): JointPlan {
+  const counts = new Int32Array(kinds.length);
+  const number = new Int32Array(flat.count);
+  let cost = 0;
+  for (let x = 0; x < flat.count; x++) {
+    const k = flat.kind[x]!;
+    number[x] = counts[k]!++;
+    cost += kinds[k]!.perHour;
+  }
+  const compute = new Int32Array(n);
+  const node = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const x = flat.nodeOf[i]!;
+    compute[i] = flat.kind[x]!;
+    node[i] = number[x]!;
+  }
+  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
 }
 
 /**
