@@ -126,6 +126,11 @@ export interface UnitRecord {
   computes: Int32Array;
   slots: Int32Array;
   placements: UnitPlacement[];
+  /**
+   * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
+   * on-demand-only list): the batch plan reads them here instead of looking the profile up again.
+   */
+  candidates?: Candidates;
 }
 
 const TOMB = Symbol('released');
@@ -318,6 +323,7 @@ export class PlacementHeadroom implements Headroom {
           computes,
           slots,
           placements,
+          candidates: unit.onDemandOnly ? undefined : cand,
         });
         return { ok: true, profile, placements };
       }

@@ -146,7 +146,7 @@ export function planPlacement(
     // One eligible list per candidates object, so joint.ts can tell identical replicas apart cheaply.
     const lists = new Map<object, number[]>();
     const classes: JointClass[] = records.map((rec, ri) => {
-      const cand = h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
+      const cand = rec.candidates ?? h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
       let eligible = lists.get(cand);
       if (!eligible) {
         eligible = cand.ok ? cand.computes.map((c) => c.index) : [];
