@@ -276,11 +276,14 @@ const f3 = (x: number) => x.toFixed(3);
 const int = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => x.toFixed(x < 10 ? 2 : 1);
 
-export function placementMarkdown(rows: PlacementBenchRow[]): string {
+export function placementMarkdown(
+  rows: PlacementBenchRow[],
+  load?: { before: number; after: number },
+): string {
   const lines = [
     '### Placement and node sizing',
     '',
-    `Seeded mixes over the built-in compute shapes (maxNodes raised to 100 and pools duplicated to fit the mix, except the first row). Nodes and cost are against the sum of per-compute lower bounds (LB, docs/design.md §3.4); "worst" is the highest needed / LB of any one compute; L2 is Martello and Toth's tighter bound (replicas above half a node counted one per node). FFD is plain first-fit decreasing; best adds best fit, two more orders, bin elimination and an exact search for small computes. Times are medians after a warm-up; "admission" is one place() per unit, as admission's pass; the last column adopts a clone per unit, the worst case for copy-on-write. Speed target: ${int(TARGET_PER_S)} replicas/s (50 × Karpenter's ${KARPENTER_PODS_PER_S} pods/s).`,
+    `Seeded mixes over the built-in compute shapes (maxNodes raised to 100 and pools duplicated to fit the mix, except the first row). Nodes and cost are against the sum of per-compute lower bounds (LB, docs/design.md §3.4); "worst" is the highest needed / LB of any one compute; L2 is Martello and Toth's tighter bound (replicas above half a node counted one per node). FFD is plain first-fit decreasing; best adds best fit, two more orders, bin elimination and an exact search for small computes. Times are medians after a warm-up; "admission" is one place() per unit, as admission's pass; the last column adopts a clone per unit, the worst case for copy-on-write. Speed target: ${int(TARGET_PER_S)} replicas/s (50 × Karpenter's ${KARPENTER_PODS_PER_S} pods/s).${load ? ` Load average (1 min) ${load.before.toFixed(2)} before the mixes and ${load.after.toFixed(2)} after, on ${cpus().length} cores: above that, the times are other work's as much as the planner's.` : ''}`,
     '',
     '| mix | replicas | units | computes | headroom units | lower bound | FFD nodes | best nodes | FFD / LB | best / LB | worst compute | L2 bound | best / L2 | FFD cost / LB | best cost / LB | plan ms | plan replicas/s | admission ms | admission replicas/s | admission with a trial clone per unit, ms |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -377,11 +380,13 @@ export async function benchPlacement(): Promise<{
   rows: { mixes: PlacementBenchRow[]; thirtyK: ThirtyKRow };
   markdown: string;
 }> {
+  const before = loadavg()[0]!;
   const rows = MIXES.map(benchMix);
+  const load = { before, after: loadavg()[0]! };
   const thirtyK = bench30k();
   return {
     rows: { mixes: rows, thirtyK },
-    markdown: `${placementMarkdown(rows)}\n\n${thirtyKMarkdown(thirtyK)}`,
+    markdown: `${placementMarkdown(rows, load)}\n\n${thirtyKMarkdown(thirtyK)}`,
   };
 }
 
