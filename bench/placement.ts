@@ -1,3 +1,4 @@
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { ReplicaUnit } from '../lambdas/domain/headroom';
 import type { Profile } from '../lambdas/domain/model';
@@ -275,11 +276,14 @@ const f3 = (x: number) => x.toFixed(3);
 const int = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => x.toFixed(x < 10 ? 2 : 1);
 
-export function placementMarkdown(rows: PlacementBenchRow[]): string {
+export function placementMarkdown(
+  rows: PlacementBenchRow[],
+  load?: { before: number; after: number },
+): string {
   const lines = [
     '### Placement and node sizing',
     '',
-    `Seeded mixes over the built-in compute shapes (maxNodes raised to 100 and pools duplicated to fit the mix, except the first row). Nodes and cost are against the sum of per-compute lower bounds (LB, docs/design.md §3.4); "worst" is the highest needed / LB of any one compute; L2 is Martello and Toth's tighter bound (replicas above half a node counted one per node). FFD is plain first-fit decreasing; best adds best fit, two more orders, bin elimination and an exact search for small computes. Times are medians after a warm-up; "admission" is one place() per unit, as admission's pass; the last column adopts a clone per unit, the worst case for copy-on-write. Speed target: ${int(TARGET_PER_S)} replicas/s (50 × Karpenter's ${KARPENTER_PODS_PER_S} pods/s).`,
+    `Seeded mixes over the built-in compute shapes (maxNodes raised to 100 and pools duplicated to fit the mix, except the first row). Nodes and cost are against the sum of per-compute lower bounds (LB, docs/design.md §3.4); "worst" is the highest needed / LB of any one compute; L2 is Martello and Toth's tighter bound (replicas above half a node counted one per node). FFD is plain first-fit decreasing; best adds best fit, two more orders, bin elimination and an exact search for small computes. Times are medians after a warm-up; "admission" is one place() per unit, as admission's pass; the last column adopts a clone per unit, the worst case for copy-on-write. Speed target: ${int(TARGET_PER_S)} replicas/s (50 × Karpenter's ${KARPENTER_PODS_PER_S} pods/s).${load ? ` Load average (1 min) ${load.before.toFixed(2)} before the mixes and ${load.after.toFixed(2)} after, on ${cpus().length} cores: above that, the times are other work's as much as the planner's.` : ''}`,
     '',
     '| mix | replicas | units | computes | headroom units | lower bound | FFD nodes | best nodes | FFD / LB | best / LB | worst compute | L2 bound | best / L2 | FFD cost / LB | best cost / LB | plan ms | plan replicas/s | admission ms | admission replicas/s | admission with a trial clone per unit, ms |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -291,6 +295,13 @@ export function placementMarkdown(rows: PlacementBenchRow[]): string {
   }
   return lines.join('\n');
 }
+
+/**
+ * The speed work of issue 34 (plans unchanged: test/unit/domain/placement/plan-identity.test.ts), measured once
+ * by alternating the planner before it and after it in separate processes on the same shared machine.
+ */
+const BEFORE_AFTER =
+  "Before and after the speed work of issue 34 (main 88f19e3 against this planner, same plans), alternated in separate processes on a shared 2-core machine, min / median / max ms over every round: at load average 3 to 5 (7 processes each, 15 rounds), before 131 / 277 / 723 wall and 131 / 243 / 613 CPU, after 71 / 202 / 745 wall and 70 / 196 / 583 CPU; at load average 9 to 10 (7 processes each, 9 rounds), before 157 / 477 / 1436 wall and 151 / 254 / 487 CPU, after 145 / 374 / 1110 wall and 117 / 235 / 427 CPU. So at load 3 to 5 the best round fell from 131 to 71 ms and the median from 277 to 202; at load 9 to 10 the median from 477 to 374. Under that load a young-generation collection took 5 to 40 ms (--trace-gc), a few per plan, so the medians say more about the machine than the planner. What changed: no object per node in the joint greedy, a scan that passes over computes with no open node, one compute priced per family of pools when a node opens, the bounds summed over distinct sizes, no key string per profile, the ranked computes reused from admission's pass.";
 
 /** The issue's speed target (issue 34): planning 30,000 replicas in under 100 ms. */
 const TARGET_30K_MS = 100;
@@ -304,6 +315,10 @@ export interface ThirtyKRow {
   /** Its parts, per round: admission's pass alone (one place() per unit), and the plan without the joint choice. */
   admissionMs: number[];
   ffdMs: number[];
+  /** The 1-minute load average before and after the rounds, and the cores: the machine may be shared. */
+  loadBefore: number;
+  loadAfter: number;
+  cores: number;
 }
 
 /**
@@ -315,6 +330,7 @@ export function bench30k(): ThirtyKRow {
   const mix = MIXES.find((m) => m.replicas === 30_000)!;
   const units = generateUnits(mix);
   const computes = benchComputes(units);
+  const loadBefore = loadavg()[0]!;
   const series = (fn: () => void) => {
     fn();
     return Array.from({ length: ROUNDS_30K }, () => {
@@ -323,15 +339,21 @@ export function bench30k(): ThirtyKRow {
       return performance.now() - t;
     });
   };
+  const planMs = series(() => planPlacement(computes, units));
+  const admissionMs = series(() => {
+    const h = PlacementHeadroom.create(computes);
+    for (const u of units) h.place(u);
+  });
+  const ffdMs = series(() => planPlacement(computes, units, { strategy: 'ffd' }));
   return {
     rounds: ROUNDS_30K,
     replicas: mix.replicas,
-    planMs: series(() => planPlacement(computes, units)),
-    admissionMs: series(() => {
-      const h = PlacementHeadroom.create(computes);
-      for (const u of units) h.place(u);
-    }),
-    ffdMs: series(() => planPlacement(computes, units, { strategy: 'ffd' })),
+    planMs,
+    admissionMs,
+    ffdMs,
+    loadBefore,
+    loadAfter: loadavg()[0]!,
+    cores: cpus().length,
   };
 }
 
@@ -344,7 +366,9 @@ export function thirtyKMarkdown(r: ThirtyKRow): string {
   return [
     '### Planning 30,000 replicas',
     '',
-    `The mixed 30k mix above, ${r.rounds} rounds after a warm-up in one process; min / median / max ms. Target: under ${TARGET_30K_MS} ms (issue 34).`,
+    `The mixed 30k mix above, ${r.rounds} rounds after a warm-up in one process; min / median / max ms. Target: under ${TARGET_30K_MS} ms (issue 34). Load average (1 min) ${r.loadBefore.toFixed(2)} before the rounds and ${r.loadAfter.toFixed(2)} after, on ${r.cores} cores: above ${r.cores} other work shared the machine, and a collection pause or a lost time slice lands in whichever round it hits, so min says most about the planner.`,
+    '',
+    BEFORE_AFTER,
     '',
     '| plan (reconcile, joint kind choice) | admission pass alone | plan without the joint choice (ffd) | target met (median) |',
     '|---:|---:|---:|---|',
@@ -356,11 +380,13 @@ export async function benchPlacement(): Promise<{
   rows: { mixes: PlacementBenchRow[]; thirtyK: ThirtyKRow };
   markdown: string;
 }> {
+  const before = loadavg()[0]!;
   const rows = MIXES.map(benchMix);
+  const load = { before, after: loadavg()[0]! };
   const thirtyK = bench30k();
   return {
     rows: { mixes: rows, thirtyK },
-    markdown: `${placementMarkdown(rows)}\n\n${thirtyKMarkdown(thirtyK)}`,
+    markdown: `${placementMarkdown(rows, load)}\n\n${thirtyKMarkdown(thirtyK)}`,
   };
 }
 

@@ -126,6 +126,11 @@ export interface UnitRecord {
   computes: Int32Array;
   slots: Int32Array;
   placements: UnitPlacement[];
+  /**
+   * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
+   * on-demand-only list): the batch plan reads them here instead of looking the profile up again.
+   */
+  candidates?: Candidates;
 }
 
 const TOMB = Symbol('released');
@@ -195,30 +200,52 @@ class ForkableMap<V> {
 
 /** State shared by every clone: the computes and the ranked candidates per profile, both immutable. */
 class Shared {
-  readonly byKey = new Map<string, Candidates>();
   constructor(readonly infos: ComputeInfo[]) {}
 
-  private readonly byReach = new Map<string, WeakMap<Profile, Candidates>>();
+  /** Per reach: by profile object, and by name for equal profiles built afresh (compared field by field). */
+  private readonly byReach = new Map<
+    string,
+    { ids: Map<Profile, Candidates>; byName: Map<string, { p: Profile; c: Candidates }[]> }
+  >();
 
   candidates(p: Profile, reach?: Reach, onDemandOnly = false): Candidates {
-    const r = `${onDemandOnly ? 'od|' : ''}${reach?.join(' ') ?? ''}`;
-    let ids = this.byReach.get(r);
-    if (!ids) {
-      ids = new WeakMap();
-      this.byReach.set(r, ids);
+    const r = onDemandOnly ? (reach ? `od|${reach.join(' ')}` : 'od|') : reach ? reach.join(' ') : '';
+    let at = this.byReach.get(r);
+    if (!at) {
+      // A Map, not a WeakMap: this lives as long as the headroom, whose records hold the profiles anyway, and
+      // a WeakMap's entries cost the collector far more (thousands a plan).
+      at = { ids: new Map(), byName: new Map() };
+      this.byReach.set(r, at);
     }
-    let c = ids.get(p);
+    let c = at.ids.get(p);
     if (c) return c;
-    // Admission usually passes the catalog's own profile objects; equal profiles built afresh share by key.
-    const key = `${r}|${p.name}|${p.gpus}|${p.gpuType ?? ''}|${p.cpuCores}|${p.minMemoryGb ?? ''}|${p.compute ?? ''}|${p.computes?.join(',') ?? ''}`;
-    c = this.byKey.get(key);
+    // Admission usually passes the catalog's own profile objects; equal profiles built afresh share one
+    // answer. Compared field by field, not through a key string, which cost a string per unit on 30k replicas.
+    let same = at.byName.get(p.name);
+    if (!same) {
+      same = [];
+      at.byName.set(p.name, same);
+    }
+    c = same.find((e) => sameProfile(e.p, p))?.c;
     if (!c) {
       c = rankCandidates(this.infos, p, reach, onDemandOnly);
-      this.byKey.set(key, c);
+      same.push({ p, c });
     }
-    ids.set(p, c);
+    at.ids.set(p, c);
     return c;
   }
+}
+
+/** Equal for ranking: what rankCandidates reads of a profile (a missing value and '' alike, as before). */
+function sameProfile(a: Profile, b: Profile): boolean {
+  return (
+    a.gpus === b.gpus &&
+    (a.gpuType ?? '') === (b.gpuType ?? '') &&
+    a.cpuCores === b.cpuCores &&
+    (a.minMemoryGb ?? '') === (b.minMemoryGb ?? '') &&
+    (a.compute ?? '') === (b.compute ?? '') &&
+    (a.computes === b.computes || (a.computes?.join(',') ?? '') === (b.computes?.join(',') ?? ''))
+  );
 }
 
 /** How many candidate computes a message names before "and N more". */
@@ -296,6 +323,7 @@ export class PlacementHeadroom implements Headroom {
           computes,
           slots,
           placements,
+          candidates: unit.onDemandOnly ? undefined : cand,
         });
         return { ok: true, profile, placements };
       }

@@ -96,8 +96,11 @@ export function planJoint(
       order = Array.from({ length: n }, (_, i) => i);
       order.sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b);
     }
-    const nodes = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
-    if (!nodes) continue;
+    const flat = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
+    if (!flat) continue;
+    // Large plans that are not improved keep the greedy's flat arrays (no object per node) to the end.
+    if (budget === 0 && n > SMALL) return flatResult(kinds, flat, n);
+    const nodes = nodesOf(flat, order);
     if (budget > 0) improve(kinds, classes, cls, nodes, budget);
     const cost = nodes.reduce((s, nd) => s + (nd.items.length ? kinds[nd.kind]!.perHour : 0), 0);
     if (cost < bestCost - 1e-9) {
@@ -196,7 +199,7 @@ function greedy(
   order: readonly number[],
   alone: boolean,
   bestFit: boolean,
-): Node[] | undefined {
+): FlatNodes | undefined {
   // Demand still to place, per eligible list (classes of one profile share theirs) and dimension; a compute's
   // is the sum over the lists that name it: how full a node opened there can get. Kept per list so that
   // placing a replica costs O(1), not O(computes it may use).
@@ -215,6 +218,18 @@ function greedy(
   const leftMi = new Float64Array(listId.size);
   const listsOfKind: number[][] = kinds.map(() => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
+  // Per list, whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
+  // replica), so a pass that skips GPU nodes stops at the first.
+  const cpuFirst = new Uint8Array(listId.size);
+  for (const [list, id] of listId) {
+    let gpuSeen = false;
+    let ordered = true;
+    for (const k of list) {
+      if (kinds[k]!.alloc.gpus > 0) gpuSeen = true;
+      else if (gpuSeen) ordered = false;
+    }
+    cpuFirst[id] = ordered ? 1 : 0;
+  }
   const leftOfClass = classes.map((c) => c.count);
   classes.forEach((c, ci) => {
     const id = listOf[ci]!;
@@ -242,6 +257,15 @@ function greedy(
     return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
   };
 
+  // Nodes as flat arrays (a node holds at least one replica, so there are at most n): no object per node.
+  const n = order.length;
+  const nodeKind = new Int32Array(n);
+  const freeG = new Float64Array(n);
+  const freeM = new Float64Array(n);
+  const freeMi = new Float64Array(n);
+  const nodeOf = new Int32Array(cls.length);
+  let count = 0;
+  const byKind: number[][] = kinds.map(() => []);
   // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
   // cost of opening a node is computed once per such family.
   const familyOf = new Int32Array(kinds.length);
@@ -258,31 +282,75 @@ function greedy(
       familyOf[k] = id;
     });
   }
+  // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
+  // one found full is passed over for good), and the first past the run of computes of its family there
+  // (pools of one kind sit together in a ranking): once a family is priced, the rest of its run costs the
+  // same and cannot win, so opening a node looks at one compute per family, not one per pool.
+  const notFull: Int32Array[] = [];
+  const runEnd: Int32Array[] = [];
+  for (const [list, id] of listId) {
+    const el = list.length;
+    const up = new Int32Array(el + 1);
+    const end = new Int32Array(el);
+    for (let e = el - 1; e >= 0; e--) {
+      up[e] = e;
+      end[e] = e + 1 < el && familyOf[list[e + 1]!] === familyOf[list[e]!] ? end[e + 1]! : e + 1;
+    }
+    up[el] = el;
+    notFull[id] = up;
+    runEnd[id] = end;
+  }
+  // The first position at or after x of a compute not at maxNodes, path-compressed as in union-find.
+  const openFrom = (list: readonly number[], up: Int32Array, x: number) => {
+    const el = list.length;
+    let r = x;
+    while (r < el) {
+      if (up[r] !== r) r = up[r]!;
+      else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
+        up[r] = r + 1;
+        r++;
+      } else break;
+    }
+    while (x < r) {
+      const nx = up[x]!;
+      up[x] = r;
+      x = nx;
+    }
+    return r;
+  };
   const familyStamp = new Int32Array(kinds.length).fill(-1);
   const familyCost = new Float64Array(kinds.length);
   let openings = 0;
 
-  const nodes: Node[] = [];
-  const byKind: number[][] = kinds.map(() => []);
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
   // Shared by classes with the same request and the same eligible list (the same array: callers pass one per
   // profile's candidates), so the scan is paid once per kind of replica, not once per unit.
-  const shared = new Map<readonly number[], Map<string, Int32Array>>();
-  const from = classes.map((c) => {
+  // With each pointer array, the positions worth scanning as bits: computes with a node open and not yet
+  // skipped for good (at maxNodes, every node refused this kind of replica). A compute's bit is set in every
+  // array that names it when its first node opens, so the scan passes over the computes with no node at
+  // all (most pools, most of the time) without looking at them.
+  const shared = new Map<readonly number[], Map<string, number>>();
+  const fs: Int32Array[] = [];
+  const bitsOf: Uint32Array[] = [];
+  const watchers: number[][] = kinds.map(() => []);
+  const from = new Int32Array(classes.length);
+  classes.forEach((c, ci) => {
     let byReq = shared.get(c.eligible);
     if (!byReq) {
       byReq = new Map();
       shared.set(c.eligible, byReq);
     }
     const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
-    let f = byReq.get(key);
-    if (!f) {
-      // One pointer per eligible compute, and last the first compute not yet skipped for good.
-      f = new Int32Array(c.eligible.length + 1);
-      byReq.set(key, f);
+    let fi = byReq.get(key);
+    if (fi === undefined) {
+      fi = fs.length;
+      byReq.set(key, fi);
+      fs.push(new Int32Array(c.eligible.length));
+      bitsOf.push(new Uint32Array((c.eligible.length + 31) >>> 5));
+      for (let e = 0; e < c.eligible.length; e++) watchers[c.eligible[e]!]!.push(fi, e);
     }
-    return f;
+    from[ci] = fi;
   });
   for (const i of order) {
     const ci = cls[i]!;
@@ -292,53 +360,72 @@ function greedy(
     // uses no GPU node, open or new, unless no CPU compute has room left (the second pass).
     const cpuOnly = g === 0;
     let chosen = -1;
-    const f = from[ci]!;
-    const el = c.eligible.length;
-    // Computes at their maxNodes whose every node refused this kind of replica are skipped for good.
-    while (f[el]! < el) {
-      const k = c.eligible[f[el]!]!;
-      if (byKind[k]!.length < kinds[k]!.maxNodes || f[f[el]!]! < byKind[k]!.length) break;
-      f[el]!++;
-    }
+    const f = fs[from[ci]!]!;
+    const bits = bitsOf[from[ci]!]!;
+    const id = listOf[ci]!;
+    const ordered = cpuFirst[id] === 1;
     for (let pass = 0; pass < 2 && chosen < 0; pass++) {
       const gpuNodes = pass === 1 || !cpuOnly;
       if (pass === 1 && !cpuOnly) break;
       let slack = Number.POSITIVE_INFINITY;
-      for (let e = f[el]!; e < el && (chosen < 0 || bestFit); e++) {
-        const k = c.eligible[e]!;
-        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) continue;
-        const list = byKind[k]!;
-        if (bestFit) {
-          // Best fit: the open node left with the least room, normalised by its shape.
-          const a = kinds[k]!.alloc;
-          for (const x of list) {
-            const nd = nodes[x]!;
-            if (nd.g < g || nd.m < m || nd.mi < mi) continue;
-            const sl =
-              (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) + (nd.m - m) / a.millicores + (nd.mi - mi) / a.memoryMiB;
-            if (sl < slack) {
-              slack = sl;
-              chosen = x;
+      scan: for (let w = 0; w < bits.length; w++) {
+        let word = bits[w]!;
+        while (word !== 0) {
+          if (chosen >= 0 && !bestFit) break scan;
+          const low = word & -word;
+          word ^= low;
+          const e = (w << 5) + 31 - Math.clz32(low);
+          const k = c.eligible[e]!;
+          if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
+            if (ordered) break scan;
+            continue;
+          }
+          const list = byKind[k]!;
+          if (list.length >= kinds[k]!.maxNodes && f[e]! >= list.length) {
+            bits[w]! &= ~low;
+            continue;
+          }
+          if (bestFit) {
+            // Best fit: the open node left with the least room, normalised by its shape.
+            const a = kinds[k]!.alloc;
+            for (const x of list) {
+              const ng = freeG[x]!;
+              const nm = freeM[x]!;
+              const nmi = freeMi[x]!;
+              if (ng < g || nm < m || nmi < mi) continue;
+              const sl =
+                (a.gpus > 0 ? (ng - g) / a.gpus : 0) + (nm - m) / a.millicores + (nmi - mi) / a.memoryMiB;
+              if (sl < slack) {
+                slack = sl;
+                chosen = x;
+              }
             }
+            continue;
           }
-          continue;
-        }
-        for (let s = f[e]!; s < list.length; s++) {
-          const nd = nodes[list[s]!]!;
-          if (nd.g >= g && nd.m >= m && nd.mi >= mi) {
-            chosen = list[s]!;
-            f[e] = s;
-            break;
+          for (let s = f[e]!; s < list.length; s++) {
+            const x = list[s]!;
+            if (freeG[x]! >= g && freeM[x]! >= m && freeMi[x]! >= mi) {
+              chosen = list[s]!;
+              f[e] = s;
+              break;
+            }
+            f[e] = s + 1;
           }
-          f[e] = s + 1;
         }
       }
       if (chosen >= 0) break;
       let best = -1;
       let bestCost = Number.POSITIVE_INFINITY;
       openings++;
-      for (const k of c.eligible) {
-        if (byKind[k]!.length >= kinds[k]!.maxNodes || (!gpuNodes && kinds[k]!.alloc.gpus > 0)) continue;
+      const elist = c.eligible;
+      const up = notFull[id]!;
+      const end = runEnd[id]!;
+      for (let e = openFrom(elist, up, 0); e < elist.length; e = openFrom(elist, up, end[e]!)) {
+        const k = elist[e]!;
+        if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
+          if (ordered) break;
+          continue;
+        }
         const fam = familyOf[k]!;
         if (familyStamp[fam] !== openings) {
           // What this replica pays of a node opened for it, if what may still go there fills it.
@@ -354,23 +441,67 @@ function greedy(
       }
       if (best < 0) continue;
       const a = kinds[best]!.alloc;
-      chosen = nodes.length;
-      nodes.push({ kind: best, g: a.gpus, m: a.millicores, mi: a.memoryMiB, items: [] });
+      chosen = count++;
+      nodeKind[chosen] = best;
+      freeG[chosen] = a.gpus;
+      freeM[chosen] = a.millicores;
+      freeMi[chosen] = a.memoryMiB;
       byKind[best]!.push(chosen);
+      if (byKind[best]!.length === 1) {
+        const wk = watchers[best]!;
+        for (let x = 0; x < wk.length; x += 2) bitsOf[wk[x]!]![wk[x + 1]! >>> 5]! |= 1 << (wk[x + 1]! & 31);
+      }
     }
     if (chosen < 0) return undefined;
-    const nd = nodes[chosen]!;
-    nd.g -= g;
-    nd.m -= m;
-    nd.mi -= mi;
-    nd.items.push(i);
+    freeG[chosen]! -= g;
+    freeM[chosen]! -= m;
+    freeMi[chosen]! -= mi;
+    nodeOf[i] = chosen;
     leftOfClass[ci]!--;
-    const id = listOf[ci]!;
     leftG[id]! -= g;
     leftM[id]! -= m;
     leftMi[id]! -= mi;
   }
+  return { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+}
+
+/** The greedy's nodes: the first `count` entries of each array; nodeOf gives each replica's node. */
+interface FlatNodes {
+  count: number;
+  kind: Int32Array;
+  g: Float64Array;
+  m: Float64Array;
+  mi: Float64Array;
+  nodeOf: Int32Array;
+}
+
+/** The greedy's nodes as objects, each with its replicas in the order they were placed. */
+function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
+  const nodes: Node[] = new Array(flat.count);
+  for (let x = 0; x < flat.count; x++)
+    nodes[x] = { kind: flat.kind[x]!, g: flat.g[x]!, m: flat.m[x]!, mi: flat.mi[x]!, items: [] };
+  for (const i of order) nodes[flat.nodeOf[i]!]!.items.push(i);
   return nodes;
+}
+
+/** result() of the greedy's nodes, read from its flat arrays (every node holds a replica). */
+function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): JointPlan {
+  const counts = new Int32Array(kinds.length);
+  const number = new Int32Array(flat.count);
+  let cost = 0;
+  for (let x = 0; x < flat.count; x++) {
+    const k = flat.kind[x]!;
+    number[x] = counts[k]!++;
+    cost += kinds[k]!.perHour;
+  }
+  const compute = new Int32Array(n);
+  const node = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const x = flat.nodeOf[i]!;
+    compute[i] = flat.kind[x]!;
+    node[i] = number[x]!;
+  }
+  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
 }
 
 /**

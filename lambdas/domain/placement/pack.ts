@@ -47,9 +47,12 @@ type Key = (i: number) => number;
 /** Items sorted by decreasing key, ties by decreasing (g, m, mi) then index: a total, deterministic order. */
 function order(items: Items, key: Key): Int32Array {
   const n = items.g.length;
-  const idx = Array.from({ length: n }, (_, i) => i);
+  const idx = new Array<number>(n);
   const k = new Float64Array(n);
-  for (let i = 0; i < n; i++) k[i] = key(i);
+  for (let i = 0; i < n; i++) {
+    idx[i] = i;
+    k[i] = key(i);
+  }
   const { g, m, mi } = items;
   idx.sort((a, b) => k[b]! - k[a]! || g[b]! - g[a]! || m[b]! - m[a]! || mi[b]! - mi[a]! || a - b);
   return Int32Array.from(idx);
@@ -271,8 +274,8 @@ export function pack(items: Items, alloc: Allocatable, cap: number, strategy: St
   const floor = strategy === 'best' && best && best.bins > lb ? strongLowerBound(items, alloc) : lb;
   if (strategy === 'best') {
     for (const key of [k.max, k.sum]) {
-      const ord = order(items, key);
       if (best && best.bins <= floor) break;
+      const ord = order(items, key);
       consider(greedy(items, alloc, cap, ord, false));
       consider(greedy(items, alloc, cap, ord, true));
     }
@@ -310,30 +313,49 @@ export function strongLowerBound(items: Items, alloc: Allocatable): number {
   ];
   for (const [sizes, cap] of dims) {
     if (cap <= 0) continue;
-    const s = Float64Array.from(sizes).sort().reverse(); // decreasing
-    const n = s.length;
+    // Thousands of replicas have a few dozen distinct sizes: every sum below runs over those, with counts.
+    const { value, count } = distinctDecreasing(sizes);
+    const n = value.length;
     // Candidate α: 0 and every distinct size at most cap/2.
-    const alphas = [0, ...new Set(Array.from(s).filter((x) => x <= cap / 2))];
-    for (const a of alphas) {
+    for (let ai = -1; ai < n; ai++) {
+      const a = ai < 0 ? 0 : value[ai]!;
+      if (ai >= 0 && a > cap / 2) continue;
       let j1 = 0;
       let j2 = 0;
       let sum2 = 0;
       let sum3 = 0;
       for (let i = 0; i < n; i++) {
-        const x = s[i]!;
-        if (x > cap - a) j1++;
+        const x = value[i]!;
+        const c = count[i]!;
+        if (x > cap - a) j1 += c;
         else if (x > cap / 2) {
-          j2++;
-          sum2 += x;
-        } else if (x >= a) sum3 += x;
+          j2 += c;
+          sum2 += x * c;
+        } else if (x >= a) sum3 += x * c;
       }
       const l = j1 + j2 + Math.max(0, Math.ceil((sum3 - (j2 * cap - sum2)) / cap));
       if (l > best) best = l;
     }
-    const d = dualFeasibleBound(s, cap);
+    const d = dualFeasibleBound(value, count, cap);
     if (d > best) best = d;
   }
   return best;
+}
+
+/** The distinct sizes, largest first, and how many items have each. */
+function distinctDecreasing(sizes: Int32Array): { value: Float64Array; count: Float64Array } {
+  const s = Float64Array.from(sizes).sort();
+  const value = new Float64Array(s.length);
+  const count = new Float64Array(s.length);
+  let n = 0;
+  for (let i = s.length - 1; i >= 0; i--) {
+    if (n > 0 && value[n - 1] === s[i]) count[n - 1]!++;
+    else {
+      value[n] = s[i]!;
+      count[n++] = 1;
+    }
+  }
+  return { value: value.subarray(0, n), count: count.subarray(0, n) };
 }
 
 /** Steps k tried by dualFeasibleBound: enough for GPU counts (at most 16 a node) and coarse CPU or memory. */
@@ -343,15 +365,15 @@ const DFF_MAX_K = 16;
  * max over k of ⌈Σ u(k)(x)⌉ with u(k)(x) = x when (k+1)x is whole, ⌊(k+1)x⌋/k otherwise (x = size/cap).
  * Summed exactly as integers over cap·k, so no rounding can push the bound past the optimum.
  */
-function dualFeasibleBound(sizes: Float64Array, cap: number): number {
+function dualFeasibleBound(value: Float64Array, count: Float64Array, cap: number): number {
   let best = 0;
   for (let k = 1; k <= DFF_MAX_K; k++) {
     let whole = 0; // Σ sizes kept as they are, over cap
     let steps = 0; // Σ ⌊(k+1)x⌋, over k
-    for (let i = 0; i < sizes.length; i++) {
-      const t = (k + 1) * sizes[i]!;
-      if (t % cap === 0) whole += sizes[i]!;
-      else steps += Math.floor(t / cap);
+    for (let i = 0; i < value.length; i++) {
+      const t = (k + 1) * value[i]!;
+      if (t % cap === 0) whole += value[i]! * count[i]!;
+      else steps += Math.floor(t / cap) * count[i]!;
     }
     const l = Math.ceil((whole * k + steps * cap) / (cap * k));
     if (l > best) best = l;

@@ -146,7 +146,7 @@ export function planPlacement(
     // One eligible list per candidates object, so joint.ts can tell identical replicas apart cheaply.
     const lists = new Map<object, number[]>();
     const classes: JointClass[] = records.map((rec, ri) => {
-      const cand = h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
+      const cand = rec.candidates ?? h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
       let eligible = lists.get(cand);
       if (!eligible) {
         eligible = cand.ok ? cand.computes.map((c) => c.index) : [];
@@ -187,20 +187,28 @@ export function planPlacement(
 
   if (chosen) {
     // The units' placements follow the plan's choice of computes, grouped per compute in compute order.
+    // A unit has a handful of replicas: its computes are counted in a small list kept sorted as it grows.
     let k = 0;
+    const cis: number[] = [];
+    const counts: number[] = [];
     records.forEach((rec, ri) => {
-      const per = new Map<number, number>();
+      cis.length = 0;
+      counts.length = 0;
       for (let j = 0; j < rec.computes.length; j++, k++) {
         const ci = chosen!.compute[k]!;
-        per.set(ci, (per.get(ci) ?? 0) + 1);
+        let x = cis.length - 1;
+        while (x >= 0 && cis[x]! > ci) x--;
+        if (x >= 0 && cis[x] === ci) counts[x]!++;
+        else {
+          cis.splice(x + 1, 0, ci);
+          counts.splice(x + 1, 0, 1);
+        }
       }
-      placements[ri] = {
-        unitId: rec.unitId,
-        profile: rec.profile.name,
-        placements: [...per]
-          .sort((a, b) => a[0] - b[0])
-          .map(([ci, replicas]) => ({ compute: infos[ci]!.name, profile: rec.profile.name, replicas })),
-      };
+      const name = rec.profile.name;
+      const out: UnitPlacement[] = new Array(cis.length);
+      for (let x = 0; x < cis.length; x++)
+        out[x] = { compute: infos[cis[x]!]!.name, profile: name, replicas: counts[x]! };
+      placements[ri] = { unitId: rec.unitId, profile: name, placements: out };
     });
   }
 
@@ -379,10 +387,9 @@ function nodesOf(
   records: readonly UnitRecord[],
   recOf: Int32Array,
 ): PlannedNode[] {
-  const nodes: PlannedNode[] = Array.from({ length: p.bins }, () => ({
-    used: { gpus: 0, millicores: 0, memoryMiB: 0 },
-    replicas: [],
-  }));
+  const nodes: PlannedNode[] = new Array(p.bins);
+  for (let b = 0; b < p.bins; b++)
+    nodes[b] = { used: { gpus: 0, millicores: 0, memoryMiB: 0 }, replicas: [] };
   for (let i = 0; i < p.assign.length; i++) {
     const node = nodes[p.assign[i]!]!;
     node.used.gpus += items.g[i]!;
