@@ -108,7 +108,7 @@ function previousSections(): Map<string, string> {
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
-  const before = only.length ? previousSections() : new Map<string, string>();
+  const before = previousSections();
   const kept = (
     only.length && existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {}
   ) as Record<string, unknown>;
@@ -147,9 +147,16 @@ async function main(): Promise<void> {
     }
   }
   // Figures measured by other runs (workflow transitions, npm run soak) are kept as those runs wrote them.
-  for (const extra of [join(__dirname, 'workflows.md'), join(__dirname, '..', 'soak', 'RESULTS.md')]) {
-    if (existsSync(extra)) md.push(readFileSync(extra, 'utf8'));
-  }
+  const extras = [join(__dirname, 'workflows.md'), join(__dirname, '..', 'soak', 'RESULTS.md')]
+    .filter((f) => existsSync(f))
+    .map((f) => readFileSync(f, 'utf8'));
+  // So are sections no run writes (the supply chaos figures, measured by a soak suite and described by hand):
+  // a bench run rewrites its own sections and drops nobody else's.
+  const written = new Set(
+    [...md, ...extras].flatMap((part) => [...part.matchAll(/^## (.*)$/gm)].map((m) => m[1]!)),
+  );
+  for (const [title, part] of before) if (!written.has(title)) md.push(part);
+  md.push(...extras);
   writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
   const m = results.machine as Record<string, unknown>;
   writeFileSync(
