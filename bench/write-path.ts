@@ -388,7 +388,7 @@ function markdown(r: Results): string {
     '',
     whereTheTimeGoes(r.inProcess.one),
     '',
-    'DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored: its WORKLOAD item and the pass stamp, read in one BatchGetItem beside the decision; GetItem ADMITTER and the Queries beyond five per write are the admitter this process runs, woken by the writes):',
+    'DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored: its WORKLOAD item and the pass stamp, read in one BatchGetItem beside the decision; a write makes six Queries, SCOPE for the caller and SCOPE, MODEL, COMPUTE, QUOTA and ADMISSION for the decision; GetItem ADMITTER and the Queries beyond those are the admitter this process runs, woken by the writes):',
     '',
     '| run | calls per write |',
     '|---|---|',
