@@ -21,6 +21,9 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
       `supply: warning → minimum Ready again p50 ${r.p50Seconds} s, p99 ${r.p99Seconds} s (node boot ${r.nodeBootSeconds} s); ` +
         `availability ${JSON.stringify(r.availability)}; ${r.admittedNotRunningMinutes} replica-minutes admitted but not running`,
     );
+    log(
+      `supply per fault: ${JSON.stringify(r.faults)}; replicas held on a short compute up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGrace} samples past the grace); ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
+    );
     record('supply', r);
     return r;
   } finally {

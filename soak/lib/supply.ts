@@ -56,11 +56,11 @@ export interface SupplyChaosReport {
   /** LLMCAP_SUPPLY_GRACE_SECONDS in simulated seconds. */
   graceSeconds: number;
   /**
-   * Longest a replica stayed admitted and not Running on a compute marked short of capacity, from the compute's
-   * `shortOfCapacity.since`, in simulated seconds (sampled once per pass).
+   * Most passes a replica stayed admitted and not Running on a compute marked short of capacity, counted from the
+   * first pass that saw it short (that one included).
    */
-  admittedOnShortMaxSeconds: number;
-  /** Passes begun after a short compute's since + grace that still found a replica admitted there and not Running. */
+  admittedOnShortMaxPasses: number;
+  /** Samples of a replica still admitted and not Running on a short compute more than one pass after the pass that saw it short. */
   admittedPastGrace: number;
   /** ICE rounds whose replicas all went back to the preferred compute once EC2 had capacity, and how long it took. */
   movedBack: number;
@@ -164,14 +164,14 @@ export async function runSupplyChaos(
   let kind: FaultKind | 'start' = 'start';
   /** Models outside the availability figures (the quota rounds' own), still counted when admitted and not Running. */
   const extra = new Set<string>();
-  let onShortMaxMs = 0;
+  let onShortMaxPasses = 0;
+  const held = new Map<string, number>();
   let pastGrace = 0;
   let last = Date.now();
   const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
   const computeStatus = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body.status;
   /** One pass, and what it left: per model admitted and Running, and replicas held on computes that cannot launch. */
   const pass = async () => {
-    const began = Date.now();
     const summary = await cp.reconcile();
     await cp.sfn.waitForIdle(10_000);
     const now = Date.now();
@@ -195,12 +195,16 @@ export async function runSupplyChaos(
           (p: { compute: string; ready: boolean }) => p.compute === c && p.ready,
         ).length;
         if (placed <= ready) continue;
-        onShortMaxMs = Math.max(onShortMaxMs, now - since);
-        // A pass that began after the grace had run out should not have left it there.
-        if (began > since + graceMs) {
+        // Counted in passes from the first that saw the compute short: the grace (300 s simulated) is shorter
+        // than a pass's wall time at these time scales, so the pass after the marking should have re-placed it.
+        const key = `${name}@${c}@${since}`;
+        const n = (held.get(key) ?? 0) + 1;
+        held.set(key, n);
+        onShortMaxPasses = Math.max(onShortMaxPasses, n);
+        if (n > 2) {
           pastGrace++;
           log(
-            `supply: ${name} has ${placed - ready} replica(s) admitted on ${c}, short since ${new Date(since).toISOString()}, past the grace`,
+            `supply: ${name} has ${placed - ready} replica(s) admitted on ${c} ${n} passes after it was seen short`,
           );
         }
       }
@@ -363,6 +367,10 @@ export async function runSupplyChaos(
         );
       }
       if (named) quotaNamed++;
+      else
+        log(
+          `supply quota ${round + 1}: sc-od did not name the quota: ${JSON.stringify(await computeStatus('sc-od'))}`,
+        );
       cp.sim.admin.setQuotas({ [G_QUOTA]: 768 });
       resetQuotaCache();
       const t0 = Date.now();
@@ -417,7 +425,7 @@ export async function runSupplyChaos(
       quota: figures('quota'),
     },
     graceSeconds: Math.round(sim(graceMs)),
-    admittedOnShortMaxSeconds: Math.round(sim(onShortMaxMs)),
+    admittedOnShortMaxPasses: onShortMaxPasses,
     admittedPastGrace: pastGrace,
     movedBack: moveBack.length,
     moveBackSeconds: moveBack.map((x) => Math.round(x)),
