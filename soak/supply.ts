@@ -14,6 +14,9 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
     log(`supply: ${rounds} Spot reclaims, the last with no Spot capacity to replace the node`);
     const r = await runSupplyChaos(cp, jsonClient(invokeHttp(cp.apiUrl), P.platform), {
       rounds,
+      iceRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
+      cordonRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
+      quotaRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
       timeScale,
       log,
     });

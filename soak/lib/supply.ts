@@ -130,12 +130,18 @@ export async function runSupplyChaos(
     });
     if (r.status !== 201) throw new Error(`compute ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   }
-  const createModel = async (name: string, cls: string, profiles: object[]) => {
+  const createModel = async (name: string, cls: string, profiles: object[], replicas = 1) => {
     const r = await call('POST', '/v1/models', {
       apiVersion: 'llmcap/v1',
       kind: 'Model',
       metadata: { name },
-      spec: { source: `hf://org/${name}`, engine: 'vllm', class: cls, profiles, scaling: { min: 1, max: 1 } },
+      spec: {
+        source: `hf://org/${name}`,
+        engine: 'vllm',
+        class: cls,
+        profiles,
+        scaling: { min: replicas, max: replicas },
+      },
     });
     if (r.status !== 201) throw new Error(`model ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   };
@@ -344,39 +350,55 @@ export async function runSupplyChaos(
 
     kind = 'quota';
     for (let round = 0; round < (opts.quotaRounds ?? 1); round++) {
-      const state = cp.sim.admin.state();
-      // What the G groups want now: the quota binds at once for any node more.
-      const gVcpus = state.nodegroups
-        .filter((g) => /^g/.test(g.autoScalingGroup.instances[0]?.type ?? 'g'))
-        .reduce((n, g) => n + 8 * g.scalingConfig.desiredSize, 0);
-      cp.sim.admin.setQuotas({ [G_QUOTA]: gVcpus });
+      // The G and VT vCPUs the groups want now (as their computes say), and sc-od's nodes to spare: the quota
+      // binds at that value, and the model asks for one replica more than the spare nodes hold.
+      const gComputes = async () =>
+        (
+          (await call('GET', '/v1/computes')).body.items as {
+            metadata: { name: string };
+            spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
+            status: { desiredNodes?: number; neededNodes?: number };
+          }[]
+        ).filter((c) => /^g/.test(c.spec.node.instanceType));
+      // Spot nodes count against the Spot quota, not this one.
+      const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
+        c.spec.node.capacityType !== 'SPOT';
+      // At what the groups need (not what they hold: surplus nodes leaving would make room for the new one).
+      const before = await gComputes();
+      const quota = before
+        .filter(onDemand)
+        .reduce((n, c) => n + c.spec.node.cpu * (c.status.neededNodes ?? 0), 0);
+      const desiredBefore = new Map(before.map((c) => [c.metadata.name, c.status.desiredNodes ?? 0]));
+      const od = await computeStatus('sc-od');
+      const replicas = Math.max(0, (od.desiredNodes ?? 0) - (od.neededNodes ?? 0)) + 1;
+      cp.sim.admin.setQuotas({ [G_QUOTA]: quota });
       resetQuotaCache();
       const name = `sc-quota-${round + 1}`;
       extra.add(name);
-      await createModel(name, 'standard', [{ ...L4, compute: 'sc-od' }]);
+      await createModel(name, 'standard', [{ ...L4, compute: 'sc-od' }], replicas);
       let named = false;
       for (let i = 0; i < 3; i++) {
         await pass();
-        const wanted = cp.sim.admin
-          .state()
-          .nodegroups.filter((g) => /^g/.test(g.autoScalingGroup.instances[0]?.type ?? 'g'))
-          .reduce((n, g) => n + 8 * g.scalingConfig.desiredSize, 0);
-        if (wanted > gVcpus) beyondQuota++;
+        // A group asked for more nodes while the quota binds: a launch AWS would refuse.
+        if (
+          (await gComputes()).some((c) => (c.status.desiredNodes ?? 0) > desiredBefore.get(c.metadata.name)!)
+        )
+          beyondQuota++;
         named ||= ((await computeStatus('sc-od')).pendingReason ?? '').includes(
-          `(${G_QUOTA}) of ${gVcpus} vCPUs`,
+          `(${G_QUOTA}) of ${quota} vCPUs`,
         );
       }
       if (named) quotaNamed++;
       else
         log(
-          `supply quota ${round + 1}: sc-od did not name the quota: ${JSON.stringify(await computeStatus('sc-od'))}`,
+          `supply quota ${round + 1}: sc-od did not name the quota of ${quota}: ${JSON.stringify(await computeStatus('sc-od'))}; ${name} (${replicas}): ${JSON.stringify(await status(name))}`,
         );
       cp.sim.admin.setQuotas({ [G_QUOTA]: 768 });
       resetQuotaCache();
       const t0 = Date.now();
       await mustUntil('the held replica Running once the quota is raised', async () => {
         const { ok } = await pass();
-        return ok && (await status(name)).running === 1;
+        return ok && (await status(name)).running === replicas;
       });
       recovery.quota.push(sim(Date.now() - t0));
       log(
