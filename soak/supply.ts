@@ -35,6 +35,10 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
 }
 
 export const supplyOk = (r: SupplyChaosReport) =>
-  r.availability.critical === 1 && r.recoverySeconds.length === r.rounds;
+  r.availability.critical === 1 &&
+  r.recoverySeconds.length === r.rounds &&
+  // Results recorded before the other faults were added have none of these.
+  (r.quotaNamed ?? 0) === (r.faults?.quota.rounds ?? 0) &&
+  !r.beyondQuotaPasses;
 
 if (require.main === module) soakSupply().then((r) => process.exit(supplyOk(r) ? 0 : 1));
