@@ -118,7 +118,11 @@ function markdown(
         `(node boot ${d.nodeBootSeconds} s); availability ${Object.entries(d.availability)
           .map(([k, v]) => `${k} ${(v * 100).toFixed(1)}%`)
           .join(', ')}; ` +
-        `${d.admittedNotRunningMinutes} replica-minutes admitted but not running; ${d.interruptionsCounted} warnings counted |`,
+        `${d.admittedNotRunningMinutes} replica-minutes admitted but not running; ${d.interruptionsCounted} warnings counted` +
+        (d.faults
+          ? `; ICE ${d.faults.ice.rounds}, cordons ${d.faults.cordon.rounds}, binding quotas ${d.faults.quota.rounds}: ` +
+            `replicas held on a short compute up to ${d.admittedOnShortMaxPasses} passes (${d.admittedPastGrace} samples past the grace) |`
+          : ' |'),
     );
   }
   if (r.load) {

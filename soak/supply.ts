@@ -14,12 +14,18 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
     log(`supply: ${rounds} Spot reclaims, the last with no Spot capacity to replace the node`);
     const r = await runSupplyChaos(cp, jsonClient(invokeHttp(cp.apiUrl), P.platform), {
       rounds,
+      iceRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
+      cordonRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
+      quotaRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
       timeScale,
       log,
     });
     log(
       `supply: warning → minimum Ready again p50 ${r.p50Seconds} s, p99 ${r.p99Seconds} s (node boot ${r.nodeBootSeconds} s); ` +
         `availability ${JSON.stringify(r.availability)}; ${r.admittedNotRunningMinutes} replica-minutes admitted but not running`,
+    );
+    log(
+      `supply per fault: ${JSON.stringify(r.faults)}; replicas held on a short compute up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGrace} samples past the grace); ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
     );
     record('supply', r);
     return r;
@@ -29,6 +35,10 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
 }
 
 export const supplyOk = (r: SupplyChaosReport) =>
-  r.availability.critical === 1 && r.recoverySeconds.length === r.rounds;
+  r.availability.critical === 1 &&
+  r.recoverySeconds.length === r.rounds &&
+  // Results recorded before the other faults were added have none of these.
+  (r.quotaNamed ?? 0) === (r.faults?.quota.rounds ?? 0) &&
+  !r.beyondQuotaPasses;
 
 if (require.main === module) soakSupply().then((r) => process.exit(supplyOk(r) ? 0 : 1));

@@ -1,19 +1,45 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resetQuotaCache } from '../../lambdas/aws/quotas';
 import { DEFAULT_DURATIONS } from '../../local/cloud-sim';
 import type { ControlPlane } from '../../local/control-plane';
 
 /**
- * Supply chaos (issue 32, Figures): EC2 reclaims Spot nodes that models run on, with and without Spot capacity
- * to replace them, against the local control plane. Per round: one Spot instance is warned (the simulator's
- * EventBridge event, as EC2 sends it), then passes run until every model has its minimum Ready again and the
- * instance is gone. Every round but the last, the Spot group has room and capacity to replace the node; in the
- * last it has no Spot capacity, so the replicas move On-Demand. Times are simulated: wall time divided by the simulator's time scale (node boot, image pull
- * and model load all run on that scaled clock).
+ * Supply chaos (issue 32, Figures) against the local control plane, one kind of round per fault the issue names:
+ * - spot: EC2 reclaims a Spot node a model runs on (the simulator's EventBridge warning, as EC2 sends it); the last
+ *   Spot round has no Spot capacity to replace it, so the replicas move On-Demand.
+ * - ice: InsufficientInstanceCapacity on the preferred instance type (g5.2xlarge) of two models at once, as each
+ *   asks for a second replica: past the grace they go to their next profile (L4 On-Demand), and move back when
+ *   EC2 has the type again.
+ * - cordon: an operator cordons and drains (kubectl) the node a standard model runs on.
+ * - quota: the account's G and VT vCPU quota binds as a new model is admitted: the compute's pending reason names
+ *   the quota and no node beyond it is asked for; then the quota is raised.
+ * Times are simulated: wall time divided by the simulator's time scale (node boot, image pull and model load all
+ * run on that scaled clock, and so does the grace).
  */
 
+export type FaultKind = 'spot' | 'ice' | 'cordon' | 'quota';
+
+export interface FaultFigures {
+  rounds: number;
+  /**
+   * Simulated seconds per round from the fault being reported to the replacement Ready: spot, the warning to every
+   * minimum Running again; ice, the pass that first shows the compute short of capacity to every replica Running;
+   * cordon, the cordon to the model Running again; quota, the quota raised to the held replica Running.
+   */
+  recoverySeconds: number[];
+  p50Seconds: number;
+  p99Seconds: number;
+  /** Simulated replica-minutes admitted but not Running during this kind's rounds. */
+  admittedNotRunningMinutes: number;
+}
+
 export interface SupplyChaosReport {
+  /** Spot rounds (the figures before the other kinds were added; kept for the results already recorded). */
   rounds: number;
   timeScale: number;
-  /** Simulated seconds from the warning to every model's minimum Ready again, per round. */
   recoverySeconds: number[];
   p50Seconds: number;
   p99Seconds: number;
@@ -26,26 +52,75 @@ export interface SupplyChaosReport {
   /** Rounds in which the Spot group had no capacity to replace its node. */
   roundsWithoutSpotCapacity: number;
   interruptionsCounted: number;
+  faults: Record<FaultKind, FaultFigures>;
+  /** LLMCAP_SUPPLY_GRACE_SECONDS in simulated seconds. */
+  graceSeconds: number;
+  /**
+   * Most passes a replica stayed admitted and not Running on a compute marked short of capacity, counted from the
+   * first pass that saw it short (that one included).
+   */
+  admittedOnShortMaxPasses: number;
+  /** Samples of a replica still admitted and not Running on a short compute more than one pass after the pass that saw it short. */
+  admittedPastGrace: number;
+  /** ICE rounds whose replicas all went back to the preferred compute once EC2 had capacity, and how long it took. */
+  movedBack: number;
+  moveBackSeconds: number[];
+  /** Quota rounds whose compute named the quota in its pending reason while it bound. */
+  quotaNamed: number;
+  /** Passes while the quota bound that left a G node group wanting more vCPUs than the quota (AWS would refuse). */
+  beyondQuotaPasses: number;
 }
 
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 
+const L4 = { name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 };
 const MODELS = [
-  { name: 'sc-crit', cls: 'critical' },
-  { name: 'sc-std-a', cls: 'standard' },
-  { name: 'sc-std-b', cls: 'standard' },
+  { name: 'sc-crit', cls: 'critical', profiles: [L4] },
+  { name: 'sc-std-a', cls: 'standard', profiles: [L4] },
+  { name: 'sc-std-b', cls: 'standard', profiles: [L4] },
+  // ICE: preferred A10G (sc-ice), else L4 On-Demand.
+  ...['sc-ice-crit', 'sc-ice-std'].map((name) => ({
+    name,
+    cls: name.endsWith('crit') ? 'critical' : 'standard',
+    profiles: [
+      { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 16, compute: 'sc-ice' },
+      { ...L4, compute: 'sc-od' },
+    ],
+  })),
 ];
+const ICE_MODELS = MODELS.filter((m) => m.name.startsWith('sc-ice'));
+const ICE_TYPE = 'g5.2xlarge';
+const G_QUOTA = 'L-DB2E81BA';
+
+const quantile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]! : 0;
+};
 
 export async function runSupplyChaos(
   cp: ControlPlane,
   call: Call,
-  opts: { rounds: number; timeScale: number; log?: (l: string) => void },
+  opts: {
+    /** Spot rounds (the last without Spot capacity). */
+    rounds: number;
+    /** Rounds of each other kind; default 1. */
+    iceRounds?: number;
+    cordonRounds?: number;
+    quotaRounds?: number;
+    timeScale: number;
+    log?: (l: string) => void;
+  },
 ): Promise<SupplyChaosReport> {
   const log = opts.log ?? (() => {});
-  const base = (await call('GET', '/v1/computes/gpu-l4-1x')).body.spec;
-  for (const [name, capacityType, perHour, maxNodes] of [
-    ['sc-spot', 'SPOT', 0.3, 4],
-    ['sc-od', 'ON_DEMAND', 0.5, 4],
+  const sim = (ms: number) => ms / opts.timeScale / 1000;
+  // The control plane's grace (local/control-plane.ts): wall seconds.
+  const graceMs = Number(process.env.LLMCAP_SUPPLY_GRACE_SECONDS ?? 300 * opts.timeScale) * 1000;
+  const l4 = (await call('GET', '/v1/computes/gpu-l4-1x')).body.spec;
+  const a10g = (await call('GET', '/v1/computes/gpu-a10g-1x')).body.spec;
+  for (const [name, base, capacityType, perHour, maxNodes] of [
+    ['sc-spot', l4, 'SPOT', 0.3, 4],
+    ['sc-od', l4, 'ON_DEMAND', 0.5, 8],
+    ['sc-ice', a10g, 'ON_DEMAND', 0.4, 4],
   ] as const) {
     const r = await call('POST', '/v1/computes', {
       apiVersion: 'llmcap/v1',
@@ -55,118 +130,328 @@ export async function runSupplyChaos(
     });
     if (r.status !== 201) throw new Error(`compute ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   }
-  for (const m of MODELS) {
+  const createModel = async (name: string, cls: string, profiles: object[], replicas = 1) => {
     const r = await call('POST', '/v1/models', {
       apiVersion: 'llmcap/v1',
       kind: 'Model',
-      metadata: { name: m.name },
+      metadata: { name },
       spec: {
-        source: `hf://org/${m.name}`,
+        source: `hf://org/${name}`,
         engine: 'vllm',
-        class: m.cls,
-        profiles: [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 }],
-        scaling: { min: 1, max: 1 },
+        class: cls,
+        profiles,
+        scaling: { min: replicas, max: replicas },
       },
     });
-    if (r.status !== 201) throw new Error(`model ${m.name}: ${r.status} ${JSON.stringify(r.body)}`);
-  }
+    if (r.status !== 201) throw new Error(`model ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  };
+  for (const m of MODELS) await createModel(m.name, m.cls, m.profiles);
+
+  const dir = mkdtempSync(join(tmpdir(), 'supply-chaos-'));
+  cp.sim.kubernetes!.writeKubeconfig(join(dir, 'kubeconfig'));
+  const kubectl = (...args: string[]) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(
+        'kubectl',
+        ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), ...args],
+        { timeout: 60_000 },
+        (err, stdout, stderr) => (err ? reject(new Error(`kubectl ${args[0]}: ${stderr}`)) : resolve(stdout)),
+      ),
+    );
 
   const samples: Record<string, { ok: number; n: number }> = {};
-  let notRunningMs = 0;
+  const notRunningMs: Record<FaultKind | 'start', number> = {
+    start: 0,
+    spot: 0,
+    ice: 0,
+    cordon: 0,
+    quota: 0,
+  };
+  let kind: FaultKind | 'start' = 'start';
+  /** Models outside the availability figures (the quota rounds' own), still counted when admitted and not Running. */
+  const extra = new Set<string>();
+  let onShortMaxPasses = 0;
+  const held = new Map<string, number>();
+  let pastGrace = 0;
   let last = Date.now();
-  /** One pass, and what it left: per model, admitted and running. */
+  const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
+  const computeStatus = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body.status;
+  /** One pass, and what it left: per model admitted and Running, and replicas held on computes that cannot launch. */
   const pass = async () => {
-    await cp.reconcile();
+    const summary = await cp.reconcile();
     await cp.sfn.waitForIdle(10_000);
     const now = Date.now();
     const byClass: Record<string, boolean> = {};
-    let short = 0;
-    for (const m of MODELS) {
-      const s = (await call('GET', `/v1/models/${m.name}`)).body.status;
-      short += Math.max(0, (s.admitted ?? 0) - (s.running ?? 0));
-      byClass[m.cls] = (byClass[m.cls] ?? true) && (s.running ?? 0) >= 1;
+    const short: Record<string, number> = {};
+    for (const c of ['sc-spot', 'sc-ice']) {
+      const since = (await computeStatus(c)).shortOfCapacity?.since;
+      if (since) short[c] = Date.parse(since);
     }
-    notRunningMs += short * (now - last);
+    let notRunning = 0;
+    for (const name of [...MODELS.map((m) => m.name), ...extra]) {
+      const s = await status(name);
+      notRunning += Math.max(0, (s.admitted ?? 0) - (s.running ?? 0));
+      const m = MODELS.find((x) => x.name === name);
+      if (m) byClass[m.cls] = (byClass[m.cls] ?? true) && (s.running ?? 0) >= 1;
+      for (const [c, since] of Object.entries(short)) {
+        const placed = (s.placements ?? [])
+          .filter((p: { compute: string }) => p.compute === c)
+          .reduce((n: number, p: { replicas: number }) => n + p.replicas, 0);
+        const ready = (s.pods ?? []).filter(
+          (p: { compute: string; ready: boolean }) => p.compute === c && p.ready,
+        ).length;
+        if (placed <= ready) continue;
+        // Counted in passes from the first that saw the compute short: the grace (300 s simulated) is shorter
+        // than a pass's wall time at these time scales, so the pass after the marking should have re-placed it.
+        const key = `${name}@${c}@${since}`;
+        const n = (held.get(key) ?? 0) + 1;
+        held.set(key, n);
+        onShortMaxPasses = Math.max(onShortMaxPasses, n);
+        if (n > 2) {
+          pastGrace++;
+          log(
+            `supply: ${name} has ${placed - ready} replica(s) admitted on ${c} ${n} passes after it was seen short`,
+          );
+        }
+      }
+    }
+    notRunningMs[kind] += notRunning * (now - last);
     last = now;
     for (const [cls, ok] of Object.entries(byClass)) {
       samples[cls] ??= { ok: 0, n: 0 };
       samples[cls].n++;
       if (ok) samples[cls].ok++;
     }
-    return Object.values(byClass).every(Boolean);
+    return { ok: Object.values(byClass).every(Boolean), summary };
   };
-  const until = async (done: () => Promise<boolean>, max = 60) => {
-    for (let i = 0; i < max; i++) if (await done()) return;
-    const models = await Promise.all(
-      MODELS.map(async (m) => (await call('GET', `/v1/models/${m.name}`)).body.status),
-    );
-    const spot = (await call('GET', '/v1/computes/sc-spot')).body.status;
-    throw new Error(
-      `supply chaos: did not recover within ${max} passes: ${JSON.stringify({ models: models.map((s) => ({ admitted: s.admitted, running: s.running, placements: s.placements, reasons: s.reasons, podReasons: s.podReasons })), spot, group: spotGroup()?.autoScalingGroup })}`,
-    );
-  };
-  await until(pass);
-  // Figures from here: the start (nodes booting for the first time) is not a fault.
-  for (const k of Object.keys(samples)) delete samples[k];
-  notRunningMs = 0;
-  last = Date.now();
-
   const spotGroup = () => cp.sim.admin.state().nodegroups.find((g) => g.name.includes('sc-spot'));
-  const recovery: number[] = [];
-  let withoutCapacity = 0;
-  for (let round = 0; round < opts.rounds; round++) {
-    // The last round EC2 has no Spot capacity left to replace the node with: the replicas go On-Demand and stay
-    // there (moving back when Spot returns is consolidation's, not measured here).
-    const noCapacity = round === opts.rounds - 1;
-    cp.sim.admin.patchFaults({
-      launchFailures: noCapacity
-        ? [
-            {
-              nodegroup: spotGroup()!.name,
-              message: 'There is no Spot capacity available that matches your request.',
-            },
-          ]
-        : [],
-    });
-    if (noCapacity) withoutCapacity++;
-    const live =
-      spotGroup()?.autoScalingGroup.instances.filter((i) => i.lifecycleState === 'InService') ?? [];
-    if (live.length === 0) throw new Error('supply chaos: no Spot node left to reclaim');
-    const instance = live[round % live.length]!.id;
-    const t0 = Date.now();
-    cp.sim.admin.interruptSpot(instance);
-    await until(async () => {
-      const ok = await pass();
-      const gone = !spotGroup()?.autoScalingGroup.instances.some((i) => i.id === instance);
-      return ok && gone;
-    });
-    const s = (Date.now() - t0) / opts.timeScale / 1000;
-    recovery.push(s);
-    log(
-      `supply round ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; recovered in ${s.toFixed(0)} s simulated`,
+  const until = async (done: () => Promise<boolean>, max = 60) => {
+    for (let i = 0; i < max; i++) if (await done()) return true;
+    return false;
+  };
+  const mustUntil = async (what: string, done: () => Promise<boolean>, max = 60) => {
+    if (await until(done, max)) return;
+    const models = await Promise.all(MODELS.map(async (m) => ({ name: m.name, ...(await status(m.name)) })));
+    throw new Error(
+      `supply chaos: ${what} not within ${max} passes: ${JSON.stringify({ models: models.map((s) => ({ name: s.name, admitted: s.admitted, running: s.running, placements: s.placements, reasons: s.reasons, podReasons: s.podReasons })), spot: await computeStatus('sc-spot'), ice: await computeStatus('sc-ice'), group: spotGroup()?.autoScalingGroup })}`,
     );
+  };
+  const recovery: Record<FaultKind, number[]> = { spot: [], ice: [], cordon: [], quota: [] };
+  const moveBack: number[] = [];
+  let quotaNamed = 0;
+  let beyondQuota = 0;
+  let withoutCapacity = 0;
+  try {
+    await mustUntil('the start', async () => (await pass()).ok);
+    // Figures from here: the start (nodes booting for the first time) is not a fault.
+    for (const k of Object.keys(samples)) delete samples[k];
+    last = Date.now();
+
+    kind = 'spot';
+    for (let round = 0; round < opts.rounds; round++) {
+      // The last round EC2 has no Spot capacity left to replace the node with: the replicas go On-Demand and stay
+      // there (moving back when Spot returns is consolidation's, not measured here).
+      const noCapacity = round === opts.rounds - 1;
+      cp.sim.admin.patchFaults({
+        launchFailures: noCapacity
+          ? [
+              {
+                nodegroup: spotGroup()!.name,
+                message: 'There is no Spot capacity available that matches your request.',
+              },
+            ]
+          : [],
+      });
+      if (noCapacity) withoutCapacity++;
+      const live =
+        spotGroup()?.autoScalingGroup.instances.filter((i) => i.lifecycleState === 'InService') ?? [];
+      if (live.length === 0) throw new Error('supply chaos: no Spot node left to reclaim');
+      const instance = live[round % live.length]!.id;
+      const t0 = Date.now();
+      cp.sim.admin.interruptSpot(instance);
+      await mustUntil('recovery from a Spot reclaim', async () => {
+        const { ok } = await pass();
+        return ok && !spotGroup()?.autoScalingGroup.instances.some((i) => i.id === instance);
+      });
+      recovery.spot.push(sim(Date.now() - t0));
+      log(
+        `supply spot ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; recovered in ${sim(Date.now() - t0).toFixed(0)} s simulated`,
+      );
+    }
+    cp.sim.admin.patchFaults({ launchFailures: [] });
+
+    kind = 'ice';
+    const scale = (name: string, body: object) =>
+      call('PUT', `/v1/models/${name}/scaling`, body).then((r) => {
+        if (r.status !== 200) throw new Error(`scaling ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+      });
+    for (let round = 0; round < (opts.iceRounds ?? 1); round++) {
+      // EC2 runs out of the preferred type just as both models want a replica more.
+      cp.sim.admin.patchFaults({ unavailableInstanceTypes: [ICE_TYPE] });
+      for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 2, target: 2 });
+      let seen: number | undefined;
+      await mustUntil('ICE replicas Running elsewhere', async () => {
+        await pass();
+        if (seen === undefined && (await computeStatus('sc-ice')).shortOfCapacity) seen = Date.now();
+        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
+        return seen !== undefined && all.every((s) => s.running === 2);
+      });
+      recovery.ice.push(sim(Date.now() - seen!));
+      // Capacity returns: the replicas on the fallback move back surge-first (bounded: a figure, not a wait).
+      cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
+      const t1 = Date.now();
+      const back = await until(async () => {
+        await pass();
+        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
+        return all.every(
+          (s) =>
+            s.running === 2 && (s.placements ?? []).every((p: { compute: string }) => p.compute === 'sc-ice'),
+        );
+      }, 40);
+      if (back) moveBack.push(sim(Date.now() - t1));
+      log(
+        `supply ice ${round + 1}: short → Running elsewhere ${recovery.ice.at(-1)!.toFixed(0)} s; moved back: ${back ? `${moveBack.at(-1)!.toFixed(0)} s` : 'no'}`,
+      );
+      for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 1 });
+      await mustUntil('ICE models back to one replica', async () => {
+        const { ok } = await pass();
+        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
+        return ok && all.every((s) => s.admitted === 1 && s.running === 1);
+      });
+    }
+
+    kind = 'cordon';
+    for (let round = 0; round < (opts.cordonRounds ?? 1); round++) {
+      const victim = round % 2 ? 'sc-std-b' : 'sc-std-a';
+      const pod = (await status(victim)).pods?.find((p: { ready: boolean }) => p.ready) as
+        | { name: string; namespace: string; node: string }
+        | undefined;
+      if (!pod) throw new Error(`supply chaos: ${victim} runs on no node to cordon`);
+      const node = pod.node;
+      const t0 = Date.now();
+      await kubectl('cordon', node);
+      // The one-replica model's PodDisruptionBudget (minAvailable 1) makes an evicting drain wait for ever, by
+      // design; the operator deletes the pod instead (kubectl drain --disable-eviction's effect, which the
+      // simulated API server cannot decode: its DeleteOptions come as protobuf).
+      await kubectl('delete', 'pod', '-n', pod.namespace, pod.name, '--wait=false');
+      await mustUntil('recovery from a cordon', async () => {
+        const { ok } = await pass();
+        return (
+          ok &&
+          (await status(victim)).pods?.some(
+            (p: { ready: boolean; node: string }) => p.ready && p.node !== node,
+          )
+        );
+      });
+      recovery.cordon.push(sim(Date.now() - t0));
+      log(`supply cordon ${round + 1}: ${victim} Running again in ${recovery.cordon.at(-1)!.toFixed(0)} s`);
+      await kubectl('uncordon', node);
+    }
+
+    kind = 'quota';
+    for (let round = 0; round < (opts.quotaRounds ?? 1); round++) {
+      // The G and VT vCPUs the groups want now (as their computes say), and sc-od's nodes to spare: the quota
+      // binds at that value, and the model asks for one replica more than the spare nodes hold.
+      const gComputes = async () =>
+        (
+          (await call('GET', '/v1/computes')).body.items as {
+            metadata: { name: string };
+            spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
+            status: { desiredNodes?: number; neededNodes?: number };
+          }[]
+        ).filter((c) => /^g/.test(c.spec.node.instanceType));
+      // Spot nodes count against the Spot quota, not this one.
+      const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
+        c.spec.node.capacityType !== 'SPOT';
+      // At what the groups need (not what they hold: surplus nodes leaving would make room for the new one).
+      const before = await gComputes();
+      const quota = before
+        .filter(onDemand)
+        .reduce((n, c) => n + c.spec.node.cpu * (c.status.neededNodes ?? 0), 0);
+      const desiredBefore = new Map(before.map((c) => [c.metadata.name, c.status.desiredNodes ?? 0]));
+      const od = await computeStatus('sc-od');
+      const replicas = Math.max(0, (od.desiredNodes ?? 0) - (od.neededNodes ?? 0)) + 1;
+      cp.sim.admin.setQuotas({ [G_QUOTA]: quota });
+      resetQuotaCache();
+      const name = `sc-quota-${round + 1}`;
+      extra.add(name);
+      await createModel(name, 'standard', [{ ...L4, compute: 'sc-od' }], replicas);
+      let named = false;
+      for (let i = 0; i < 3; i++) {
+        await pass();
+        // A group asked for more nodes while the quota binds: a launch AWS would refuse.
+        if (
+          (await gComputes()).some((c) => (c.status.desiredNodes ?? 0) > desiredBefore.get(c.metadata.name)!)
+        )
+          beyondQuota++;
+        named ||= ((await computeStatus('sc-od')).pendingReason ?? '').includes(
+          `(${G_QUOTA}) of ${quota} vCPUs`,
+        );
+      }
+      if (named) quotaNamed++;
+      else
+        log(
+          `supply quota ${round + 1}: sc-od did not name the quota of ${quota}: ${JSON.stringify(await computeStatus('sc-od'))}; ${name} (${replicas}): ${JSON.stringify(await status(name))}`,
+        );
+      cp.sim.admin.setQuotas({ [G_QUOTA]: 768 });
+      resetQuotaCache();
+      const t0 = Date.now();
+      await mustUntil('the held replica Running once the quota is raised', async () => {
+        const { ok } = await pass();
+        return ok && (await status(name)).running === replicas;
+      });
+      recovery.quota.push(sim(Date.now() - t0));
+      log(
+        `supply quota ${round + 1}: named in the pending reason: ${named}; Running ${recovery.quota.at(-1)!.toFixed(0)} s after the raise`,
+      );
+      const d = await call('DELETE', `/v1/models/${name}`);
+      if (d.status >= 300) throw new Error(`delete ${name}: ${d.status} ${JSON.stringify(d.body)}`);
+      extra.delete(name);
+    }
+  } finally {
+    cp.sim.admin.patchFaults({ launchFailures: [], unavailableInstanceTypes: [] });
+    rmSync(dir, { recursive: true, force: true });
   }
-  cp.sim.admin.patchFaults({ launchFailures: [] });
-  const sorted = [...recovery].sort((a, b) => a - b);
-  const q = (p: number) =>
-    sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]! : 0;
-  const interruptions = (await call('GET', '/v1/computes/sc-spot')).body.status.interruptions?.count ?? 0;
+  const minutes = (ms: number) => Math.round((sim(ms) / 60) * 10) / 10;
+  const figures = (k: FaultKind): FaultFigures => ({
+    rounds: recovery[k].length,
+    recoverySeconds: recovery[k].map((x) => Math.round(x)),
+    p50Seconds: Math.round(quantile(recovery[k], 0.5)),
+    p99Seconds: Math.round(quantile(recovery[k], 0.99)),
+    admittedNotRunningMinutes: minutes(notRunningMs[k]),
+  });
+  const interruptions = (await computeStatus('sc-spot')).interruptions?.count ?? 0;
   return {
     rounds: opts.rounds,
     timeScale: opts.timeScale,
-    recoverySeconds: recovery.map((x) => Math.round(x)),
-    p50Seconds: Math.round(q(0.5)),
-    p99Seconds: Math.round(q(0.99)),
+    recoverySeconds: recovery.spot.map((x) => Math.round(x)),
+    p50Seconds: Math.round(quantile(recovery.spot, 0.5)),
+    p99Seconds: Math.round(quantile(recovery.spot, 0.99)),
     nodeBootSeconds:
       (DEFAULT_DURATIONS.instanceLaunchMs +
         DEFAULT_DURATIONS.nodeRegisterMs +
         DEFAULT_DURATIONS.nodeReadyMs) /
       1000,
-    admittedNotRunningMinutes: Math.round((notRunningMs / opts.timeScale / 60_000) * 10) / 10,
+    admittedNotRunningMinutes: minutes(
+      notRunningMs.spot + notRunningMs.ice + notRunningMs.cordon + notRunningMs.quota,
+    ),
     availability: Object.fromEntries(
       Object.entries(samples).map(([k, v]) => [k, Math.round((v.ok / v.n) * 1000) / 1000]),
     ),
     roundsWithoutSpotCapacity: withoutCapacity,
     interruptionsCounted: interruptions,
+    faults: {
+      spot: figures('spot'),
+      ice: figures('ice'),
+      cordon: figures('cordon'),
+      quota: figures('quota'),
+    },
+    graceSeconds: Math.round(sim(graceMs)),
+    admittedOnShortMaxPasses: onShortMaxPasses,
+    admittedPastGrace: pastGrace,
+    movedBack: moveBack.length,
+    moveBackSeconds: moveBack.map((x) => Math.round(x)),
+    quotaNamed,
+    beyondQuotaPasses: beyondQuota,
   };
 }

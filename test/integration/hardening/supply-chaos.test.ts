@@ -4,8 +4,12 @@ import { httpApi, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The short supply chaos run (issue 32, Figures; the long one is `npm run soak`, SOAK_ONLY=supply): Spot nodes
- * reclaimed with and without Spot capacity to replace them. The critical model, kept On-Demand, never loses its
- * minimum; every warning is counted; every model has its minimum Ready again after each reclaim.
+ * reclaimed with and without Spot capacity to replace them, ICE on the preferred type of two models at once, a
+ * cordoned and drained node, a vCPU quota that binds. The hard properties only (timings are the soak's): the
+ * critical models never lose their minimum, a binding vCPU quota is named on the compute and no group asks past it,
+ * and every fault is recovered from. Not asserted yet: no replica held past the grace on a compute that cannot launch
+ * (`admittedPastGrace`): the ICE rounds hold the surplus replicas on the short compute for several passes (a finding:
+ * see BENCHMARKS.md, "Supply chaos").
  */
 
 let cp: ControlPlane;
@@ -16,10 +20,20 @@ afterAll(async () => {
   await cp.stop();
 });
 
-it('keeps critical models at their minimum through Spot reclaims, and recovers the others', async () => {
-  const r = await runSupplyChaos(cp, httpApi(cp), { rounds: 2, timeScale: 0.001 });
+it('keeps critical models at their minimum through reclaims, ICE, cordons and a binding quota, and recovers the others', async () => {
+  const r = await runSupplyChaos(cp, httpApi(cp), {
+    rounds: 2,
+    timeScale: 0.001,
+    log: (l) => process.stderr.write(`${l}\n`),
+  });
   expect(r.availability.critical).toBe(1);
   expect(r.recoverySeconds).toHaveLength(2);
   expect(r.interruptionsCounted).toBe(2);
   expect(r.roundsWithoutSpotCapacity).toBe(1);
+  expect(r.faults.ice.rounds).toBe(1);
+  expect(r.faults.cordon.rounds).toBe(1);
+  expect(r.faults.quota.rounds).toBe(1);
+  // The binding quota shows on the compute, and no group is asked for a node AWS would refuse.
+  expect(r.quotaNamed).toBe(1);
+  expect(r.beyondQuotaPasses).toBe(0);
 });
