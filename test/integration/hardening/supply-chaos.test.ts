@@ -36,4 +36,5 @@ it('keeps critical models at their minimum through reclaims, ICE, cordons and a 
   // The binding quota shows on the compute, and no group is asked for a node AWS would refuse.
   expect(r.quotaNamed).toBe(1);
   expect(r.beyondQuotaPasses).toBe(0);
-});
+  // Five kinds of round, each bounded in passes: some 30 to 60 s alone, more beside the suite's other workers.
+}, 240_000);
