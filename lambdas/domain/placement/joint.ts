@@ -34,6 +34,22 @@ interface Node {
   items: number[];
 }
 
+/**
+ * What a node of allocatable `a` with `fg`, `fm`, `fmi` free has left after one replica of `g`, `m`, `mi`, summed
+ * over its resources as shares of the node: the best fit is the node left with least.
+ */
+function slackAfter(
+  a: { gpus: number; millicores: number; memoryMiB: number },
+  fg: number,
+  fm: number,
+  fmi: number,
+  g: number,
+  m: number,
+  mi: number,
+): number {
+  return (a.gpus > 0 ? (fg - g) / a.gpus : 0) + (fm - m) / a.millicores + (fmi - mi) / a.memoryMiB;
+}
+
 /** Steps of local improvement allowed per replica (and at least a floor), so large plans stay fast. */
 const STEPS_PER_REPLICA = 40;
 const MIN_STEPS = 4_000;
@@ -393,8 +409,7 @@ function greedy(
               const nm = freeM[x]!;
               const nmi = freeMi[x]!;
               if (ng < g || nm < m || nmi < mi) continue;
-              const sl =
-                (a.gpus > 0 ? (ng - g) / a.gpus : 0) + (nm - m) / a.millicores + (nmi - mi) / a.memoryMiB;
+              const sl = slackAfter(a, ng, nm, nmi, g, m, mi);
               if (sl < slack) {
                 slack = sl;
                 chosen = x;
@@ -596,8 +611,7 @@ function improve(
           if (!c.eligible.includes(nd.kind)) continue;
           if (g === 0 && kinds[nd.kind]!.alloc.gpus > 0 && kinds[vn.kind]!.alloc.gpus === 0) continue;
           const a = kinds[nd.kind]!.alloc;
-          const s =
-            (a.gpus > 0 ? (nd.g - g) / a.gpus : 0) + (nd.m - m) / a.millicores + (nd.mi - mi) / a.memoryMiB;
+          const s = slackAfter(a, nd.g, nd.m, nd.mi, g, m, mi);
           if (s < slack) {
             slack = s;
             chosen = x;
@@ -806,8 +820,7 @@ function ruinAndRecreate(
         // Emptied nodes are not refilled: the point is to find room elsewhere.
         if (!nd.items.length || nd.g < g || nd.m < m || nd.mi < mi || !el.has[nd.kind]) continue;
         const al = kinds[nd.kind]!.alloc;
-        const sl =
-          (al.gpus > 0 ? (nd.g - g) / al.gpus : 0) + (nd.m - m) / al.millicores + (nd.mi - mi) / al.memoryMiB;
+        const sl = slackAfter(al, nd.g, nd.m, nd.mi, g, m, mi);
         if (sl < slack) {
           slack = sl;
           chosen = x;
