@@ -66,8 +66,17 @@ export const StageConfigSchema = z.strictObject({
     .strictObject({
       reads: throttle(50, 100).default({ ratePerSecond: 50, burst: 100 }),
       writes: throttle(10, 20).default({ ratePerSecond: 10, burst: 20 }),
+      /**
+       * How old a reading of the table a model write's first decision may use, in milliseconds (0: none); its
+       * commit's conditions catch what changed since (docs/architecture.md, "How writes commit").
+       */
+      writeSnapshotMs: z.number().int().min(0).max(10_000).default(1000),
     })
-    .default({ reads: { ratePerSecond: 50, burst: 100 }, writes: { ratePerSecond: 10, burst: 20 } }),
+    .default({
+      reads: { ratePerSecond: 50, burst: 100 },
+      writes: { ratePerSecond: 10, burst: 20 },
+      writeSnapshotMs: 1000,
+    }),
   /** Days CloudWatch Logs keeps every log group of the stage (functions, API access logs, state machines). */
   logRetentionDays: z
     .number()

@@ -20,6 +20,7 @@ ${portsHelp(26)}
   LLMCAP_RECONCILE_SECONDS  seconds between reconciles (default 10; 0 = only POST /v1/reconcile)
   LLMCAP_COOLDOWN_SECONDS   scale-down cool-down (default 600)
   LLMCAP_CONSOLIDATION      the consolidation policy as JSON, e.g. '{"enabled": true}' (default off; docs/operations.md)
+  LLMCAP_WRITE_SNAPSHOT_MS  how old a reading a model write may decide on first (default 1000; 0 = none; docs/architecture.md)
   LLMCAP_CREATE_RETRY_SECONDS  first wait before a failed node group create is retried (default 300 x time scale)
   LLMCAP_SUPPLY_GRACE_SECONDS  how long a node may be NotReady, or launches fail, before llmcap stops counting on it (default 300 x time scale)
   LLMCAP_SDK_RETRY_TIME_SCALE  share of their time the AWS SDK's retry backoff and rate limiter wait (default 1)

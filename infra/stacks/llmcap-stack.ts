@@ -153,6 +153,7 @@ export class LlmcapStack extends Stack {
         ...stageEnv,
         LLMCAP_COOLDOWN_SECONDS: String(cfg.scaleDownCooldown * 60),
         LLMCAP_CONSOLIDATION: JSON.stringify(cfg.consolidation),
+        LLMCAP_WRITE_SNAPSHOT_MS: String(cfg.api.writeSnapshotMs),
       },
       // Validated here, so a bad config file fails `cdk synth` instead of a Lambda at run time.
       inline: catalogInline,

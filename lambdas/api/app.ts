@@ -21,6 +21,7 @@ import {
 } from './http';
 import { openApiDocument } from './openapi';
 import { Router } from './router';
+import type { CallerOf } from './routes/computes';
 import { computeRoutes } from './routes/computes';
 import { alarmRoutes, costRoutes } from './routes/costs';
 import { modelRoutes } from './routes/models';
@@ -36,7 +37,7 @@ import { tenancyRoutes } from './routes/tenancy';
 export function buildRouter(svc: Services = createApiServices()): Router {
   const router = new Router();
   // Roles come from the scope tree, read per request so a membership change holds at once.
-  const callerOf = (req: ApiRequest) => svc.access.callerOf(req.caller);
+  const callerOf: CallerOf = (req, opts) => svc.access.callerOf(req.caller, opts);
   router.add('GET', '/v1/healthz', async () => ({ status: 200, body: { status: 'ok' } }), {
     summary: 'Liveness',
   });

@@ -84,6 +84,11 @@ export class Caller<T extends Tenancy = Tenancy> {
     readonly admins: readonly Principal[],
   ) {}
 
+  /** The same caller in another reading of the tree (a write decides again on fresh reads). */
+  within<U extends Tenancy>(tenancy: U): Caller<U> {
+    return new Caller(this.who, tenancy, this.admins);
+  }
+
   get isPlatformAdmin(): boolean {
     return this.admins.some((a) => matches(a, this.who));
   }

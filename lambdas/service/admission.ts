@@ -11,6 +11,7 @@ import {
   type Reader,
 } from '../domain/quota';
 import type { WorkloadStatus } from '../domain/workloads';
+import type { ReadAge } from '../store/shared-read';
 import type { StoredWorkload } from '../store/workloads';
 import type { Dependencies } from '.';
 import type { LoadedCatalog } from './catalog';
@@ -28,11 +29,11 @@ export function admissionService(deps: Dependencies) {
    * Everything but the catalog: the tree, the quotas and the admissions as stored; with `demand`, what load asks
    * of autoscaled models too (a dry run's preview decides on it, as the admitter will).
    */
-  const loadRest = (opts: { demand?: boolean } = {}) =>
+  const loadRest = (opts: { demand?: boolean; age?: ReadAge } = {}) =>
     Promise.all([
-      tenancy.listScopes(),
-      tenancy.listQuotas(),
-      admissions.listAdmissions(),
+      tenancy.listScopes(opts.age),
+      tenancy.listQuotas(opts.age),
+      admissions.listAdmissions(opts.age),
       opts.demand ? deps.store.demand.listDemands() : undefined,
     ]).then(([scopes, quotas, stored, demands]) => ({
       scopes,
@@ -80,9 +81,12 @@ export function admissionService(deps: Dependencies) {
      * What the reconciler last saw of one model's pods, for a write to read beside its decision instead of after
      * its commit (one round trip fewer); nothing where llmcap does not run the pods.
      */
-    async podsOf(model: string): Promise<KnownStatus['pods']> {
+    async podsOf(model: string, age?: ReadAge): Promise<KnownStatus['pods']> {
       if (!deps.config().deployWorkloads) return undefined;
-      const [w, lastObserved] = await Promise.all([workloads.getWorkload(model), workloads.lastObserved()]);
+      const [w, lastObserved] = await Promise.all([
+        workloads.getWorkload(model, age),
+        workloads.lastObserved(age),
+      ]);
       return { model, seen: w ? [w] : [], lastObserved };
     },
 

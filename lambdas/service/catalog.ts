@@ -11,6 +11,7 @@ import type { Model } from '../domain/model';
 import { resolveName } from '../domain/names';
 import { ScopeTree } from '../domain/quota';
 import { logger } from '../shared/logger';
+import type { ReadAge } from '../store/shared-read';
 import type { Dependencies } from '.';
 
 /**
@@ -44,11 +45,12 @@ export function catalogService(deps: Dependencies) {
     return deps.builtins.models().map((d) => declaredToModel(d, at));
   };
 
-  async function load(): Promise<LoadedCatalog> {
+  /** The catalog as stored now, or as this process last read it when no older than `age` (a write's first decision). */
+  async function load(age?: ReadAge): Promise<LoadedCatalog> {
     const [rows, all, scopes] = await Promise.all([
-      deps.store.models.listModelRows(),
-      deps.store.computes.listComputes(),
-      deps.store.tenancy.listScopes(),
+      deps.store.models.listModelRows(age),
+      deps.store.computes.listComputes(age),
+      deps.store.tenancy.listScopes(age),
     ]);
     const computes = all.filter((c) => !c.deletionRequested);
     // A model may use platform computes and those of its owner or a scope above it (docs/security.md).

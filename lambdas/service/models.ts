@@ -2,7 +2,6 @@ import type { Caller } from '../domain/access';
 import { type ChangePreview, changePreview } from '../domain/admission-world';
 import {
   applyChange,
-  type CatalogAccess,
   type CatalogChange,
   type ChangeResult,
   checkRefusal,
@@ -12,6 +11,7 @@ import {
 import { conflict, notFound } from '../domain/errors';
 import type { AdmissionSummary, Model } from '../domain/model';
 import { nameOf } from '../domain/names';
+import type { ScopeTree } from '../domain/quota';
 import { GUARDS } from '../store/commit';
 import type { Dependencies } from '.';
 import type { AdmissionService, KnownStatus } from './admission';
@@ -44,8 +44,23 @@ function changeGuards(c: CatalogChange): string[] {
   return [...names].sort().map(GUARDS.modelName);
 }
 
-/** A change as committed (or previewed): the catalog's result, and what its answer's status needs. */
-type ChangeOutcome = ChangeResult & { preview?: ChangePreview; admission?: KnownStatus };
+/**
+ * A change as committed (or previewed): the catalog's result, what its answer's status needs, and the caller as
+ * the deciding read of the tree saw it, for the answer to tell what that caller may read.
+ */
+type ChangeOutcome = ChangeResult & {
+  preview?: ChangePreview;
+  admission?: KnownStatus;
+  caller?: Caller<ScopeTree>;
+};
+
+/** The scopes (and versions) an editor's role over the model before and after the change came from. */
+function editorLineage(tree: ScopeTree, r: ChangeResult): { scope: string; version: number }[] {
+  const owners = new Set([(r.before ?? r.replacesSkipped)?.owner, r.after?.owner]);
+  const out = new Map<string, number>();
+  for (const o of owners) if (o) for (const l of tree.lineageVersions(o)) out.set(l.scope, l.version);
+  return [...out].sort(([a], [b]) => a.localeCompare(b)).map(([scope, version]) => ({ scope, version }));
+}
 
 export function modelService(
   deps: Dependencies,
@@ -61,22 +76,36 @@ export function modelService(
    */
   async function change(
     c: CatalogChange,
-    opts: { by: string; access?: CatalogAccess; owner?: string } & WriteOptions,
+    opts: {
+      by: string;
+      /** The caller; each decision asks it again in the tree that decision read (Caller.within). */
+      access?: Caller<ScopeTree>;
+      /** The request's `?owner=`, resolved in the decision's tree. */
+      owner?: string | ((caller: Caller<ScopeTree>) => string | undefined);
+    } & WriteOptions,
   ): Promise<ChangeOutcome> {
     // The check may be slow (a deployment's may look at the weights): run it once per distinct model, not per retry.
     const checked = new Map<string, Awaited<ReturnType<ModelCheck>>>();
     const guards = changeGuards(c);
+    // A dry run previews on fresh reads; a write's first decision may use this process's young answers.
+    const snapshotMs = opts.dryRun ? 0 : deps.config().writeSnapshotMs;
     // The answer's pods, read beside the decision rather than after the commit: one round trip fewer.
-    const pods = opts.dryRun || c.verb === 'remove' ? undefined : admission.podsOf(c.name);
+    const pods =
+      opts.dryRun || c.verb === 'remove'
+        ? undefined
+        : admission.podsOf(c.name, snapshotMs ? { maxAgeMs: snapshotMs } : undefined);
     pods?.catch(() => {}); // awaited below; a refused change never asks, and must not leave it unhandled
     const r = await deps.store.commit.commitDecision<ChangeOutcome>(
-      committing(opts, async () => {
+      committing(opts, async (age) => {
         const [state, rest] = await Promise.all([
-          catalog.load(),
-          admission.loadRest({ demand: opts.dryRun === true }),
+          catalog.load(age),
+          admission.loadRest({ demand: opts.dryRun === true, age }),
         ]);
         const now = deps.clock().toISOString();
-        const r = applyChange(state, c, { by: opts.by, now, access: opts.access, ownerParam: opts.owner });
+        // The caller's roles as this decision's tree has them: on a snapshot, its lineage checks below hold them.
+        const access = opts.access?.within(state.lineage);
+        const ownerParam = typeof opts.owner === 'function' ? access && opts.owner(access) : opts.owner;
+        const r = applyChange(state, c, { by: opts.by, now, access, ownerParam });
         if (r.unchanged) return { items: [], result: r };
         if (r.after && CHECKED_VERBS.has(c.verb)) {
           const candidate = { name: r.after.name, owner: r.after.owner, spec: r.after.spec };
@@ -92,13 +121,15 @@ export function modelService(
           if (problems.length) throw checkRefusal(r.after.name, problems);
         }
         const { decision, stored } = admission.check(state, rest, r, now, opts.dryRun === true);
-        const result = decision
-          ? { ...r, preview: changePreview(r, decision) }
-          : { ...r, admission: { admissions: stored ? [stored] : [] } };
-        return { items: deps.store.models.changeItems(r, state.computes, now), result };
+        const result: ChangeOutcome = decision
+          ? { ...r, preview: changePreview(r, decision), caller: access }
+          : { ...r, admission: { admissions: stored ? [stored] : [] }, caller: access };
+        const lineage = access && !access.isPlatformAdmin ? editorLineage(state.lineage, r) : [];
+        return { items: deps.store.models.changeItems(r, state.computes, now, lineage), result };
       }),
       {
         guards,
+        snapshotMs,
         onItemConflict: (i) =>
           i === 0
             ? conflict(

@@ -1,11 +1,9 @@
-import type { TxItem } from '../store/commit';
+import type { Decide } from '../store/commit';
 
 /** How a write use case runs: for real, or as a dry run (`?dryRun=All`) that decides everything and writes nothing. */
 export interface WriteOptions {
   dryRun?: boolean;
 }
-
-type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
 
 /**
  * A decision that, in a dry run, keeps its result and drops its items: the rules and admission's preview run
@@ -13,5 +11,5 @@ type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
  */
 export function committing<T>(opts: WriteOptions | undefined, decide: Decide<T>): Decide<T> {
   if (!opts?.dryRun) return decide;
-  return async () => ({ items: [], result: (await decide()).result });
+  return async (age) => ({ items: [], result: (await decide(age)).result });
 }

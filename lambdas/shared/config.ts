@@ -137,6 +137,11 @@ export const RuntimeConfigSchema = z.object({
    * when unset): it keeps the node groups only and leaves the pods to the platform's own tooling.
    */
   LLMCAP_WORKLOADS: z.enum(['deploy', 'off']).default('off'),
+  /**
+   * How old an answer this API process already has a write's first decision may use (store/shared-read.ts): its
+   * conditions catch what changed, refusals are answered from fresh reads. 0 reads the table for every decision.
+   */
+  LLMCAP_WRITE_SNAPSHOT_MS: z.coerce.number().int().min(0).max(10_000).default(1000),
 });
 
 export interface RuntimeConfig {
@@ -162,6 +167,8 @@ export interface RuntimeConfig {
   region: string;
   deployWorkloads: boolean;
   consolidation: ConsolidationPolicy;
+  /** LLMCAP_WRITE_SNAPSHOT_MS. */
+  writeSnapshotMs: number;
 }
 
 let cached: RuntimeConfig | undefined;
@@ -202,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     ...(e.LLMCAP_CONFIG_DIR ? { configDir: e.LLMCAP_CONFIG_DIR } : {}),
     region: e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? 'us-east-1',
     deployWorkloads: e.LLMCAP_WORKLOADS === 'deploy',
+    writeSnapshotMs: e.LLMCAP_WRITE_SNAPSHOT_MS,
   };
 }
 

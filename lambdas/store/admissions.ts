@@ -7,7 +7,8 @@ import { batchGet } from './batch-get';
 import type { TxItem } from './commit';
 import { keys } from './keys';
 import { ADMISSION_MAX_ITEMS } from './limits';
-import { sharedQuery } from './shared-read';
+import { type ReadAge, sharedQuery } from './shared-read';
+import { sendWrite } from './write';
 
 /**
  * What admission decided, one item per model. Written only by the admitter (service/admitter.ts), in
@@ -22,8 +23,8 @@ function strip(item: Record<string, unknown>): ModelAdmission {
   return rest as unknown as ModelAdmission;
 }
 
-export async function listAdmissions(): Promise<ModelAdmission[]> {
-  return (await sharedQuery(keys.admissions().pk)).map(strip);
+export async function listAdmissions(age?: ReadAge): Promise<ModelAdmission[]> {
+  return (await sharedQuery(keys.admissions().pk, age)).map(strip);
 }
 
 export async function getAdmission(model: string): Promise<ModelAdmission | undefined> {
@@ -81,7 +82,7 @@ export async function commitAdmissions(
   for (let i = 0; i < items.length; i += ADMISSION_MAX_ITEMS) {
     const slice = items.slice(i, i + ADMISSION_MAX_ITEMS);
     try {
-      await documentClient().send(new TransactWriteCommand({ TransactItems: [fence(v, at), ...slice] }));
+      await sendWrite(new TransactWriteCommand({ TransactItems: [fence(v, at), ...slice] }));
     } catch (e) {
       if (e instanceof TransactionCanceledException || (e as Error).name === 'TransactionConflictException')
         return { committed, complete: false };

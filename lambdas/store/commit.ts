@@ -7,11 +7,12 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { conflict } from '../domain/errors';
-import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { batchGet } from './batch-get';
 import { keys } from './keys';
 import { TRANSACTION_MAX_ITEMS } from './limits';
+import type { ReadAge } from './shared-read';
+import { sendWrite } from './write';
 
 /**
  * How a write use case commits (docs/design.md §2.1): it reads what its rules depend on, decides, and writes its
@@ -34,19 +35,38 @@ export interface CommitOptions {
   budgetMs?: number;
   /** One of the decision's own items (its index in `items`) still failed its condition at the last attempt. */
   onItemConflict?: (index: number) => Error;
+  /**
+   * The first decision may read answers this process already has, this young (store/shared-read.ts); its
+   * conditions catch what changed since. A refusal, or "nothing to change", is only answered from fresh reads.
+   */
+  snapshotMs?: number;
 }
 
-export type Decide<T> = () => Promise<{ items: TxItem[]; result: T }>;
+/** One decision, on reads no older than `age` (fresh when absent). */
+export type Decide<T> = (age?: ReadAge) => Promise<{ items: TxItem[]; result: T }>;
 
 /** Decides and commits, deciding again when a guard moved meanwhile; what the decision answers once it committed. */
 export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions = {}): Promise<T> {
   const guards = opts.guards ?? [];
   const until = Date.now() + (opts.budgetMs ?? 15_000);
+  let age: ReadAge | undefined = opts.snapshotMs ? { maxAgeMs: opts.snapshotMs } : undefined;
   for (let attempt = 1; ; attempt++) {
     // The guards first: a write that lands after this read moves them, so a decision on stale reads cannot commit.
     const versions = await Promise.all(guards.map(guardVersion));
-    const { items, result } = await decide();
-    if (items.length === 0) return result;
+    let decided: Awaited<ReturnType<Decide<T>>>;
+    try {
+      decided = await decide(age);
+    } catch (e) {
+      if (!age) throw e;
+      age = undefined; // refused on a snapshot: what is stored now may allow it
+      continue;
+    }
+    const { items, result } = decided;
+    if (items.length === 0) {
+      if (!age) return result;
+      age = undefined; // "nothing to change" against a snapshot: the item may have moved since
+      continue;
+    }
     const all = [...guards.map((g, i) => guardBump(g, versions[i]!)), ...items];
     if (all.length > TRANSACTION_MAX_ITEMS)
       throw conflict(`this change writes ${items.length} items at once; split it and retry`, 'TooLarge');
@@ -56,6 +76,7 @@ export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions =
     } catch (e) {
       const failed = failedAt(e, all.length);
       if (!lostRace(e, failed)) throw e;
+      age = undefined;
       // Something the decision read changed before it landed (its item, a guard, a checked item): decide again
       // on what is there now, so the rules answer (a version asked for that no longer matches, a name now taken).
       if (Date.now() < until) {
@@ -73,15 +94,14 @@ export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions =
 
 /** One item goes as a plain conditional write (half a transaction's cost); more as one transaction. */
 async function write(items: TxItem[]): Promise<void> {
-  const client = documentClient();
   if (items.length > 1) {
-    await client.send(new TransactWriteCommand({ TransactItems: items }));
+    await sendWrite(new TransactWriteCommand({ TransactItems: items }));
     return;
   }
   const it = items[0]!;
-  if (it.Put) await client.send(new PutCommand(it.Put));
-  else if (it.Delete) await client.send(new DeleteCommand(it.Delete));
-  else if (it.Update) await client.send(new UpdateCommand(it.Update));
+  if (it.Put) await sendWrite(new PutCommand(it.Put));
+  else if (it.Delete) await sendWrite(new DeleteCommand(it.Delete));
+  else if (it.Update) await sendWrite(new UpdateCommand(it.Update));
   // A lone ConditionCheck writes nothing; there is nothing to check it against but the read.
 }
 

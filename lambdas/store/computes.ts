@@ -17,7 +17,8 @@ import type { TxItem } from './commit';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
 import { queryPartition } from './query';
-import { sharedQuery } from './shared-read';
+import { type ReadAge, sharedQuery } from './shared-read';
+import { sendWrite } from './write';
 
 /**
  * The compute repository: the only code that knows how a compute is laid out in the table. It reads, builds the
@@ -41,8 +42,8 @@ export async function getCompute(name: string): Promise<StoredCompute | undefine
   return out.Item ? toCompute(out.Item) : undefined;
 }
 
-export async function listComputes(): Promise<StoredCompute[]> {
-  return (await sharedQuery(keys.computes().pk)).map(toCompute);
+export async function listComputes(age?: ReadAge): Promise<StoredCompute[]> {
+  return (await sharedQuery(keys.computes().pk, age)).map(toCompute);
 }
 
 /**
@@ -119,7 +120,7 @@ export function createItem(c: NewCompute, now: string): { item: TxItem; compute:
 export async function createCompute(c: NewCompute, now: string): Promise<StoredCompute> {
   const { item, compute } = createItem(c, now);
   try {
-    await documentClient().send(new PutCommand(item.Put!));
+    await sendWrite(new PutCommand(item.Put!));
   } catch (e) {
     if (isConditionFailure(e)) {
       throw conflict(
@@ -192,9 +193,7 @@ export function replaceItem(r: ReplaceCompute, now: string): TxItem {
 
 export async function replaceCompute(r: ReplaceCompute, now: string): Promise<StoredCompute> {
   try {
-    const out = await documentClient().send(
-      new UpdateCommand({ ...replaceUpdate(r, now), ReturnValues: 'ALL_NEW' }),
-    );
+    const out = await sendWrite(new UpdateCommand({ ...replaceUpdate(r, now), ReturnValues: 'ALL_NEW' }));
     return toCompute(out.Attributes ?? {});
   } catch (e) {
     if (isConditionFailure(e)) {
@@ -271,7 +270,7 @@ export function renameItems(
  */
 export async function recordObservation(name: string, status: Compute['status']): Promise<void> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(name),
@@ -288,7 +287,7 @@ export async function recordObservation(name: string, status: Compute['status'])
 
 export async function recordSizing(name: string, sizing: Sizing): Promise<void> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(name),
@@ -305,7 +304,7 @@ export async function recordSizing(name: string, sizing: Sizing): Promise<void> 
 /** Removes a deleted compute once its node group is gone; refused if it came back to life meanwhile. */
 export async function removeDeletedCompute(name: string): Promise<boolean> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new DeleteCommand({
         TableName: table(),
         Key: keys.compute(name),
@@ -333,7 +332,7 @@ export async function claimWorkflow(
   workflow: Workflow,
 ): Promise<boolean> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(name),
@@ -365,7 +364,7 @@ export async function releaseWorkflowClaim(
   now: string,
 ): Promise<void> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(computeName),
@@ -404,9 +403,7 @@ export async function listNodeAllocatables(): Promise<ObservedAllocatable[]> {
 
 /** Records what nodes of an instance type report, for computes of that type created later. */
 export async function recordNodeAllocatable(a: ObservedAllocatable): Promise<void> {
-  await documentClient().send(
-    new PutCommand({ TableName: table(), Item: { ...keys.nodeType(a.instanceType), ...a } }),
-  );
+  await sendWrite(new PutCommand({ TableName: table(), Item: { ...keys.nodeType(a.instanceType), ...a } }));
 }
 
 /**
@@ -416,7 +413,7 @@ export async function recordNodeAllocatable(a: ObservedAllocatable): Promise<voi
 export async function recordSupply(name: string, supply: ComputeSupply | undefined): Promise<void> {
   const empty = !supply || Object.keys(supply).length === 0;
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(name),
@@ -436,7 +433,7 @@ export async function recordSupply(name: string, supply: ComputeSupply | undefin
  */
 export async function recordComputeAllocatable(name: string, a: ObservedAllocatable): Promise<void> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.compute(name),

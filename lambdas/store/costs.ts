@@ -3,6 +3,7 @@ import { COST_RETENTION_DAYS, type CostSample } from '../domain/cost';
 import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
+import { sendWrite } from './write';
 
 /**
  * Cost samples (domain/cost.ts): one item per reconcile pass under one partition, sorted by time, expiring
@@ -14,7 +15,7 @@ const table = () => config().table;
 
 export async function putCostSample(s: CostSample): Promise<void> {
   const ttl = Math.floor(Date.parse(s.at) / 1000) + COST_RETENTION_DAYS * 86_400;
-  await documentClient().send(
+  await sendWrite(
     new PutCommand({
       TableName: table(),
       Item: { ...keys.costSample(s.at), currency: s.currency, computes: s.computes, ttl },

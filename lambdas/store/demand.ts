@@ -1,8 +1,8 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { queryPartition } from './query';
+import { sendWrite } from './write';
 
 /**
  * What load asks of each autoscaled model (docs/workloads.md, Autoscaling): one small item per model, the one
@@ -33,7 +33,7 @@ export async function listDemands(): Promise<StoredDemand[]> {
  */
 export async function recordDemand(d: StoredDemand, opts: { wake?: boolean } = {}): Promise<boolean> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new PutCommand({
         TableName: config().table,
         Item: { ...keys.demand(d.model), ...d },
@@ -56,5 +56,5 @@ export async function recordDemand(d: StoredDemand, opts: { wake?: boolean } = {
 
 /** A model no longer autoscaled (or gone) asks for nothing. */
 export async function removeDemand(model: string): Promise<void> {
-  await documentClient().send(new DeleteCommand({ TableName: config().table, Key: keys.demand(model) }));
+  await sendWrite(new DeleteCommand({ TableName: config().table, Key: keys.demand(model) }));
 }

@@ -6,10 +6,10 @@ import {
   type ResourceEvent,
   type StoredEvent,
 } from '../domain/events';
-import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { queryPartition } from './query';
+import { sendWrite } from './write';
 
 /**
  * Events of each resource (domain/events.ts), one partition per resource, one item per reason and message: a
@@ -22,7 +22,7 @@ const ttl = (at: string) => Math.floor(Date.parse(at) / 1000) + EVENT_RETENTION_
 export async function recordEvents(events: readonly ResourceEvent[]): Promise<void> {
   await Promise.all(
     events.map((e) =>
-      documentClient().send(
+      sendWrite(
         new UpdateCommand({
           TableName: config().table,
           Key: keys.event(e.kind, e.key, eventId(e)),

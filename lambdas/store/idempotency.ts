@@ -4,6 +4,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
+import { sendWrite } from './write';
 
 /**
  * Idempotency-Key support: the first request with a key claims it, and its response is stored for a day, so a
@@ -40,7 +41,7 @@ export type Claim =
 export async function claimKey(principal: string, key: string, fingerprint: string): Promise<Claim> {
   const now = Math.floor(Date.now() / 1000);
   try {
-    await documentClient().send(
+    await sendWrite(
       new PutCommand({
         TableName: config().table,
         Item: {
@@ -77,7 +78,7 @@ export async function claimKey(principal: string, key: string, fingerprint: stri
 }
 
 export async function completeKey(principal: string, key: string, response: StoredResponse): Promise<void> {
-  await documentClient().send(
+  await sendWrite(
     new UpdateCommand({
       TableName: config().table,
       Key: keys.idempotency(principal, key),
@@ -94,7 +95,5 @@ export async function completeKey(principal: string, key: string, response: Stor
 
 /** A failed request releases its key, so that the client can fix the request and send it again. */
 export async function releaseKey(principal: string, key: string): Promise<void> {
-  await documentClient().send(
-    new DeleteCommand({ TableName: config().table, Key: keys.idempotency(principal, key) }),
-  );
+  await sendWrite(new DeleteCommand({ TableName: config().table, Key: keys.idempotency(principal, key) }));
 }

@@ -5,8 +5,8 @@ import { namedComputes } from '../domain/placement';
 import { config } from '../shared/config';
 import type { TxItem } from './commit';
 import { keys } from './keys';
-import { sharedQuery } from './shared-read';
-import { ownerCheck } from './tenancy';
+import { type ReadAge, sharedQuery } from './shared-read';
+import { lineageChecks } from './tenancy';
 
 /**
  * The model rows: the models added at runtime, as stored (the catalog service builds the catalog in force from
@@ -17,8 +17,8 @@ import { ownerCheck } from './tenancy';
 const table = () => config().table;
 
 /** Every stored model row, as the table holds it (frozen: rows are shared between requests). */
-export async function listModelRows(): Promise<readonly Record<string, unknown>[]> {
-  return sharedQuery(keys.models().pk);
+export async function listModelRows(age?: ReadAge): Promise<readonly Record<string, unknown>[]> {
+  return sharedQuery(keys.models().pk, age);
 }
 
 function toItem(m: Model): Record<string, unknown> {
@@ -34,6 +34,7 @@ export function changeItems(
   r: ChangeResult,
   computes: readonly Pick<Compute, 'name' | 'version'>[],
   now: string,
+  lineage: readonly { scope: string; version: number }[] = [],
 ): TxItem[] {
   const name = (r.after ?? r.before ?? r.replacesSkipped)!.name;
   const key = keys.model(name);
@@ -69,8 +70,10 @@ export function changeItems(
       },
     });
   }
-  // A new owner must still exist, and not be being deleted, when this lands (store/tenancy.ts ownerCheck).
+  // A new owner must still exist, and not be being deleted, when this lands (store/tenancy.ts ownerCheck); the
+  // scopes an editor's role came from must be as the decision read them.
   const owner = r.after?.owner;
-  if (owner && owner !== (r.before ?? r.replacesSkipped)?.owner) items.push(ownerCheck(owner, now));
+  const newOwner = owner && owner !== (r.before ?? r.replacesSkipped)?.owner ? owner : undefined;
+  items.push(...lineageChecks(lineage, newOwner, now));
   return items;
 }

@@ -20,6 +20,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
+import { sendWrite } from './write';
 
 /**
  * Reconcile pass records (domain/reconcile-pass.ts). A requested pass is written QUEUED together with the
@@ -108,7 +109,7 @@ export async function requestPass(
       deadline,
     };
     try {
-      await documentClient().send(
+      await sendWrite(
         new TransactWriteCommand({
           TransactItems: [
             {
@@ -137,7 +138,7 @@ export async function requestPass(
     const next = await queued(now);
     if (!next) continue; // claimed or expired in between: queue a new one
     try {
-      const out = await documentClient().send(
+      const out = await sendWrite(
         new UpdateCommand({
           TableName: table(),
           Key: keys.reconcilePass(next.passId),
@@ -162,7 +163,7 @@ export async function requestPass(
  */
 async function leaveQueue(id: string, set: string, values: Record<string, unknown>): Promise<boolean> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new TransactWriteCommand({
         TransactItems: [
           {
@@ -244,7 +245,7 @@ export async function startScheduledPass(
     deadline: o.deadline,
   };
   try {
-    await documentClient().send(
+    await sendWrite(
       new PutCommand({
         TableName: table(),
         Item: { ...keys.reconcilePass(id), ...pass, ttl: ttl(o.now) },
@@ -299,7 +300,7 @@ export async function finishPass(id: string, outcome: PassOutcome, now = new Dat
     remove.push('#error', 'timedOut');
   }
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.reconcilePass(id),

@@ -1,9 +1,9 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { StartTimes } from '../domain/autoscaling';
-import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { keys } from './keys';
 import { queryPartition } from './query';
+import { sendWrite } from './write';
 
 /**
  * What the reconciler last saw of a new replica's way to Ready on each compute (domain/autoscaling.ts
@@ -18,7 +18,7 @@ export async function listStartTimes(): Promise<StartTimes[]> {
 }
 
 export async function recordStartTimes(t: StartTimes): Promise<void> {
-  await documentClient().send(
+  await sendWrite(
     new PutCommand({ TableName: config().table, Item: { ...keys.startTimes(t.compute), ...t } }),
   );
 }

@@ -5,7 +5,8 @@ import { config } from '../shared/config';
 import type { TxItem } from './commit';
 import { isConditionFailure } from './conditions';
 import { keys } from './keys';
-import { sharedQuery } from './shared-read';
+import { type ReadAge, sharedQuery } from './shared-read';
+import { sendWrite } from './write';
 
 /**
  * Scopes and quotas: the repository of the tenancy tree. Tree and quota changes are written under the tenancy
@@ -33,8 +34,8 @@ function strip<T>(item: Record<string, unknown>): T {
   return rest as T;
 }
 
-export async function listScopes(): Promise<StoredScope[]> {
-  return (await sharedQuery(keys.scopes().pk)).map((i) => strip<StoredScope>(i));
+export async function listScopes(age?: ReadAge): Promise<StoredScope[]> {
+  return (await sharedQuery(keys.scopes().pk, age)).map((i) => strip<StoredScope>(i));
 }
 
 /** One scope, strongly consistent: what a member write is planned against. */
@@ -45,8 +46,8 @@ export async function getScope(name: string): Promise<StoredScope | undefined> {
   return got.Item ? strip<StoredScope>(got.Item) : undefined;
 }
 
-export async function listQuotas(): Promise<StoredQuota[]> {
-  return (await sharedQuery(keys.quotas().pk)).map((i) => strip<StoredQuota>(i));
+export async function listQuotas(age?: ReadAge): Promise<StoredQuota[]> {
+  return (await sharedQuery(keys.quotas().pk, age)).map((i) => strip<StoredQuota>(i));
 }
 
 /** A new scope (item 0 fails when the name is taken), and a check that its parent still exists at commit. */
@@ -89,7 +90,7 @@ const lapsedBefore = (now: string) => new Date(Date.parse(now) - SCOPE_DELETING_
 /** Marks the scope as being deleted by `token`: false when it does not exist or another live deletion holds it. */
 export async function markScopeDeleting(name: string, token: string, now: string): Promise<boolean> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.scope(name),
@@ -109,7 +110,7 @@ export async function markScopeDeleting(name: string, token: string, now: string
 /** Takes back a deletion's mark (the scope still holds something, or the deletion failed); gone if not its own. */
 export async function unmarkScopeDeleting(name: string, token: string): Promise<void> {
   try {
-    await documentClient().send(
+    await sendWrite(
       new UpdateCommand({
         TableName: table(),
         Key: keys.scope(name),
@@ -135,6 +136,35 @@ export function ownerCheck(scope: string, now: string): TxItem {
       ExpressionAttributeValues: { ':lapsed': lapsedBefore(now) },
     },
   };
+}
+
+/**
+ * The checks of the scopes an editor's write leaned on (ScopeTree.lineageVersions): each still at the version the
+ * decision read, so a role revoked meanwhile fails the commit and the write decides again on fresh reads. A new
+ * owner among them carries its ownerCheck in the same item (a transaction names an item once).
+ */
+export function lineageChecks(
+  lineage: readonly { scope: string; version: number }[],
+  newOwner: string | undefined,
+  now: string,
+): TxItem[] {
+  const items = lineage.map(({ scope, version }): TxItem => {
+    const owned =
+      scope === newOwner
+        ? (ownerCheck(scope, now).ConditionCheck as NonNullable<TxItem['ConditionCheck']>)
+        : undefined;
+    return {
+      ConditionCheck: {
+        TableName: table(),
+        Key: keys.scope(scope),
+        ConditionExpression: owned ? `#version = :v AND (${owned.ConditionExpression})` : '#version = :v',
+        ExpressionAttributeNames: { '#version': 'version', ...(owned ? DELETING : {}) },
+        ExpressionAttributeValues: { ':v': version, ...owned?.ExpressionAttributeValues },
+      },
+    };
+  });
+  if (newOwner && !lineage.some((l) => l.scope === newOwner)) items.push(ownerCheck(newOwner, now));
+  return items;
 }
 
 /**
@@ -164,7 +194,7 @@ type ScopeUpdate = Pick<
 /** A conditional update of one scope item: the scope as written, or undefined when its condition failed. */
 async function updateScope(name: string, update: ScopeUpdate): Promise<StoredScope | undefined> {
   try {
-    const out = await documentClient().send(
+    const out = await sendWrite(
       new UpdateCommand({ TableName: table(), Key: keys.scope(name), ...update, ReturnValues: 'ALL_NEW' }),
     );
     return strip<StoredScope>(out.Attributes ?? {});

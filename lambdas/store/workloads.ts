@@ -8,7 +8,8 @@ import { config } from '../shared/config';
 import { batchGet } from './batch-get';
 import { keys } from './keys';
 import { queryPartition } from './query';
-import { sharedRead } from './shared-read';
+import { type ReadAge, sharedRead } from './shared-read';
+import { sendWrite } from './write';
 
 /**
  * What the reconciler last saw of each model's pods, one item per model (keys.workload): the model's
@@ -34,20 +35,29 @@ export async function listWorkloads(): Promise<StoredWorkload[]> {
 // Both items are written by reconcile alone, and every model answer reads the pass stamp: readers
 // that ask together share one GetItem (sharedRead), as fresh for each as its own, so 64 concurrent writes make
 // one read of the stamp per round trip rather than 64. Shared, so frozen.
-export function getWorkload(model: string): Promise<StoredWorkload | undefined> {
+export function getWorkload(model: string, age?: ReadAge): Promise<StoredWorkload | undefined> {
   const key = keys.workload(model);
-  return sharedRead(`${key.pk}#${key.sk}`, async () => {
-    const item = await batchGet(key);
-    return item ? deepFreeze(fromItem(item)) : undefined;
-  });
+  return sharedRead(
+    `${key.pk}#${key.sk}`,
+    async () => {
+      const item = await batchGet(key);
+      return item ? deepFreeze(fromItem(item)) : undefined;
+    },
+    age,
+  );
 }
 
 /** When the reconciler last listed every pod of llmcap's namespaces; absent before its first such pass. */
-export function lastObserved(): Promise<string | undefined> {
-  return sharedRead(keys.podsObserved().pk, async () => {
-    const item = await batchGet(keys.podsObserved());
-    return typeof item?.observedAt === 'string' ? item.observedAt : undefined;
-  });
+export function lastObserved(age?: ReadAge): Promise<string | undefined> {
+  const key = keys.podsObserved();
+  return sharedRead(
+    `${key.pk}#${key.sk}`,
+    async () => {
+      const item = await batchGet(key);
+      return typeof item?.observedAt === 'string' ? item.observedAt : undefined;
+    },
+    age,
+  );
 }
 
 /**
@@ -63,7 +73,7 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
     if (prev && sameValue({ ...prev, observedAt: undefined, model: undefined }, w)) continue;
     writes++;
     try {
-      await documentClient().send(
+      await sendWrite(
         new PutCommand({
           TableName: config().table,
           Item: { ...keys.workload(model), model, observedAt: now, ...w },
@@ -79,9 +89,9 @@ export async function recordWorkloads(seen: Map<string, WorkloadStatus>, now: st
   for (const model of before.keys()) {
     if (seen.has(model)) continue;
     writes++;
-    await documentClient().send(new DeleteCommand({ TableName: config().table, Key: keys.workload(model) }));
+    await sendWrite(new DeleteCommand({ TableName: config().table, Key: keys.workload(model) }));
   }
-  await documentClient().send(
+  await sendWrite(
     new PutCommand({ TableName: config().table, Item: { ...keys.podsObserved(), observedAt: now } }),
   );
   return writes;
@@ -116,7 +126,7 @@ export async function recordWake(
       ? { ...out.Item, autoscaling }
       : { ...keys.workload(model), model, observedAt: now, ...workloadStatus([]), autoscaling };
     try {
-      await documentClient().send(
+      await sendWrite(
         new PutCommand({
           TableName: config().table,
           Item: item,

@@ -24,7 +24,11 @@ export const CloneBody = z.strictObject({ name: computeName, owner: scopeRef.opt
 export const RenameBody = z.strictObject({ name: computeName });
 
 /** Who is calling, in the tenancy tree as it stands (service/access.ts). */
-export type CallerOf = (req: ApiRequest) => Promise<Caller<ScopeTree>>;
+/**
+ * The caller in the tenancy tree. `snapshot`: as this process last read the tree, when young (store/shared-read.ts);
+ * for a write whose decision asks the caller again in the tree it reads (models' scale, resources, class, remove).
+ */
+export type CallerOf = (req: ApiRequest, opts?: { snapshot?: boolean }) => Promise<Caller<ScopeTree>>;
 
 /**
  * How the cluster and AWS know a compute (its node group, taint, labels and execution names) carry its key,

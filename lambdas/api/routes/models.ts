@@ -99,9 +99,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
       const m = parseBody(ModelBody, req.body, { reason: 'InvalidModel' });
       const r = await changeCatalog(
         { verb: 'add', name: m.metadata.name, owner: scopeKeyOf(caller, m.metadata.owner), spec: m.spec },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
-      return changed(201, r, caller, { location: `/v1/models/${r.after!.name}` });
+      return changed(201, r, r.caller ?? caller, { location: `/v1/models/${r.after!.name}` });
     },
     {
       summary: 'Add a model (409 if declared or it exists)',
@@ -154,10 +154,15 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           spec: m.spec,
           expectedVersion: expectedVersion(req, m.metadata.version),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
       const created = !r.before && !r.replacesSkipped;
-      return changed(created ? 201 : 200, r, caller, created ? { location: `/v1/models/${name}` } : {});
+      return changed(
+        created ? 201 : 200,
+        r,
+        r.caller ?? caller,
+        created ? { location: `/v1/models/${name}` } : {},
+      );
     },
     {
       summary: 'Replace an added model (adds it when missing)',
@@ -170,10 +175,10 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     'DELETE',
     '/v1/models/{name}',
     async (req) => {
-      const caller = await callerOf(req);
+      const caller = await callerOf(req, { snapshot: !req.dryRun });
       await changeCatalog(
         { verb: 'remove', name: req.params.name!, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
       return { status: 204 };
     },
@@ -184,13 +189,13 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     'PUT',
     '/v1/models/{name}/scaling',
     async (req) => {
-      const caller = await callerOf(req);
+      const caller = await callerOf(req, { snapshot: !req.dryRun });
       const scaling = parseBody(ScalingBody, req.body, { reason: 'InvalidModel', at: 'spec.scaling' });
       const r = await changeCatalog(
         { verb: 'scale', name: req.params.name!, scaling, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
-      return changed(200, r, caller);
+      return changed(200, r, r.caller ?? caller);
     },
     { summary: 'Scale: min, max, target', body: ScalingBody, responses: { 200: 'the model' } },
   );
@@ -217,13 +222,13 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     'PUT',
     '/v1/models/{name}/resources',
     async (req) => {
-      const caller = await callerOf(req);
+      const caller = await callerOf(req, { snapshot: !req.dryRun });
       const body = parseBody(ResourcesBody, req.body);
       const r = await changeCatalog(
         { verb: 'resources', name: req.params.name!, ...body, expectedVersion: expectedVersion(req) },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
-      return changed(200, r, caller);
+      return changed(200, r, r.caller ?? caller);
     },
     {
       summary: 'Memory and cores of one profile, or of every profile',
@@ -236,7 +241,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     'PUT',
     '/v1/models/{name}/class',
     async (req) => {
-      const caller = await callerOf(req);
+      const caller = await callerOf(req, { snapshot: !req.dryRun });
       const body = parseBody(ClassBody, req.body);
       const r = await changeCatalog(
         {
@@ -245,9 +250,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           class: body.class || undefined,
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
-      return changed(200, r, caller);
+      return changed(200, r, r.caller ?? caller);
     },
     {
       summary: 'Set the class, or clear it (implied by scaling)',
@@ -269,9 +274,9 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
           owner: scopeKeyOf(caller, body.owner),
           expectedVersion: expectedVersion(req),
         },
-        { by: req.principal, access: caller, owner: ownerParam(req, caller), dryRun: req.dryRun },
+        { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },
       );
-      return changed(200, r, caller);
+      return changed(200, r, r.caller ?? caller);
     },
     {
       summary: 'Hand a model to a scope, or make it shared',

@@ -28,6 +28,8 @@ export interface Scope {
    * scope stored before namespaces were stored, whose namespace follows from its name (namespaceFor).
    */
   namespace?: string;
+  /** The stored item's version, where the tree was read from the table: what a write's lineage check names. */
+  version?: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export class ScopeTree implements Tenancy {
   /** Ancestors of each scope, self first, root last. */
   readonly pathOf: Int32Array[];
   private readonly members: (Readonly<Record<string, Role>> | undefined)[] = [];
+  private readonly versions: (number | undefined)[] = [];
   /** Who holds which role where, built on the first question about a caller (admission never asks). */
   private memberships?: PrincipalMap<{ scope: number; role: Role }>;
 
@@ -67,6 +70,7 @@ export class ScopeTree implements Tenancy {
       this.ids.set(s.name, this.names.length);
       this.names.push(s.name);
       this.members.push(s.members);
+      this.versions.push(s.version);
     }
     const n = this.names.length;
     this.parentOf = new Int32Array(n).fill(-1);
@@ -202,6 +206,19 @@ export class ScopeTree implements Tenancy {
       if (this.isAncestorOrSelf(h.scope, i) && (!best || RANK[h.role] > RANK[best])) best = h.role;
     }
     return best;
+  }
+
+  /**
+   * The version of each scope from `scope` up to its org, as read: a role there is what an editor's write leans
+   * on, so a write decided on this tree commits only while they are unchanged (store/tenancy.ts lineageChecks).
+   */
+  lineageVersions(scope: string): { scope: string; version: number }[] {
+    const i = this.ids.get(scope);
+    if (i === undefined) return [];
+    return [...this.pathOf[i]!].flatMap((j) => {
+      const version = this.versions[j];
+      return version === undefined ? [] : [{ scope: this.names[j]!, version }];
+    });
   }
 
   /** True if the caller holds a role in `scope` or beneath it: members of a project see what its team owns. */

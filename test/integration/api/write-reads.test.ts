@@ -1,4 +1,5 @@
 import { documentClient } from '../../../lambdas/shared/clients';
+import { resetConfig } from '../../../lambdas/shared/config';
 import { lastObserved, recordWorkloads } from '../../../lambdas/store/workloads';
 import { type TestApi, testApi } from '../../helpers/api';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
@@ -13,6 +14,7 @@ import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
 
 let api: TestApi;
 const before = process.env.LLMCAP_WORKLOADS;
+const snapshotBefore = process.env.LLMCAP_WRITE_SNAPSHOT_MS;
 
 /**
  * The point reads (by key; a GetItem, or one key of a BatchGetItem), the requests that carried them, and the
@@ -20,10 +22,11 @@ const before = process.env.LLMCAP_WORKLOADS;
  */
 async function reads(
   fn: () => Promise<unknown>,
-): Promise<{ gets: string[]; getRequests: string[][]; queries: string[] }> {
+): Promise<{ gets: string[]; getRequests: string[][]; queries: string[]; sequence: string[] }> {
   const gets: string[] = [];
   const getRequests: string[][] = [];
   const queries: string[] = [];
+  const sequence: string[] = [];
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as {
@@ -45,6 +48,14 @@ async function reads(
       }
       if (context.commandName === 'QueryCommand')
         queries.push(String(input.ExpressionAttributeValues?.[':pk']));
+      // A transaction by what it does to which partition: "TransactWriteItems Put MODEL, ConditionCheck COMPUTE".
+      const tx = (
+        args.input as { TransactItems?: Record<string, { Item?: { pk: string }; Key?: { pk: string } }>[] }
+      ).TransactItems;
+      const what = tx?.map((it) => Object.entries(it).map(([op, b]) => `${op} ${(b.Item ?? b.Key)?.pk}`)[0]);
+      sequence.push(
+        `${String(context.commandName).replace(/Command$/, '')}${what ? ` ${what.join(', ')}` : ''}`,
+      );
       return next(args);
     },
     { step: 'initialize', name: 'countReads' },
@@ -54,11 +65,13 @@ async function reads(
   } finally {
     documentClient().middlewareStack.remove('countReads');
   }
-  return { gets, getRequests, queries };
+  return { gets, getRequests, queries, sequence };
 }
 
 beforeAll(async () => {
   process.env.LLMCAP_WORKLOADS = 'deploy';
+  // Each decision on fresh reads, unless a test says otherwise: what a write reads is what is shown.
+  process.env.LLMCAP_WRITE_SNAPSHOT_MS = '0';
   api = await testApi();
   expect((await api.call('POST', '/v1/computes', l4Pool('l4-pool'))).status).toBe(201);
   expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
@@ -72,6 +85,9 @@ beforeAll(async () => {
 afterAll(() => {
   if (before === undefined) delete process.env.LLMCAP_WORKLOADS;
   else process.env.LLMCAP_WORKLOADS = before;
+  if (snapshotBefore === undefined) delete process.env.LLMCAP_WRITE_SNAPSHOT_MS;
+  else process.env.LLMCAP_WRITE_SNAPSHOT_MS = snapshotBefore;
+  resetConfig();
 });
 
 it('a scaling write reads no admission record after its commit, only what the reconciler wrote', async () => {
@@ -105,6 +121,34 @@ it('a scaling write reads no admission record after its commit, only what the re
   const got = await api.call('GET', '/v1/models/chat');
   expect(got.body.status).toMatchObject({ admitted: 2, observedVersion: answer.body.metadata.version });
   expect(answer.headers.etag).toBe(got.headers.etag);
+});
+
+it("on this process's young reading (the default), a scaling write right after another sends its commit first, and no point read", async () => {
+  process.env.LLMCAP_WRITE_SNAPSHOT_MS = '10000';
+  resetConfig();
+  try {
+    expect((await api.call('PUT', '/v1/models/chat/scaling', scale(1, 2))).status).toBe(200);
+    let answer: any;
+    const r = await reads(async () => {
+      answer = await api.call('PUT', '/v1/models/chat/scaling', scale(1, 3), { settle: false });
+    });
+    expect(answer.status).toBe(200);
+    // The decision, the caller's roles and the answer's pods come from the reading the write before left: the
+    // first request is the commit, the model and a check of the compute it pins (the admitter it wakes reads
+    // afterwards, and its fence is its own).
+    expect(r.sequence.filter((c) => c !== 'GetItem')[0]).toBe(
+      'TransactWriteItems Put MODEL, ConditionCheck COMPUTE',
+    );
+    expect(r.gets.filter((k) => k !== 'ADMITTER/STATE')).toEqual([]);
+    expect(answer.body.status).toMatchObject({ observedAt: '2026-01-05T10:15:02.000Z' });
+    await api.admitter.settled();
+    const got = await api.call('GET', '/v1/models/chat');
+    expect(got.body.spec.scaling).toMatchObject({ min: 1, max: 3 });
+    expect(answer.headers.etag).toBe(got.headers.etag);
+  } finally {
+    process.env.LLMCAP_WRITE_SNAPSHOT_MS = '0';
+    resetConfig();
+  }
 });
 
 it('answers asking together share one read of the pass stamp, and one asked after a pass sees it', async () => {

@@ -1,0 +1,132 @@
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { dynamoClient } from '../../../lambdas/shared/clients';
+import { config } from '../../../lambdas/shared/config';
+import { keys } from '../../../lambdas/store/keys';
+import { type TestApi, testApi } from '../../helpers/api';
+import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
+
+/**
+ * A write's first decision reads the world as this API process last read it (LLMCAP_WRITE_SNAPSHOT_MS, 1 s by
+ * default; store/shared-read.ts), as a webhook validates against its informer's cache. Another API container's
+ * writes are not in that reading. Here "another container" is a DynamoDB client of its own, whose writes this
+ * process never sees: each test changes the table behind the API's back and shows that nothing is lost, no
+ * revoked role is honoured and no refusal or "unchanged" is answered from the older reading.
+ */
+
+let api: TestApi;
+let other: DynamoDBDocumentClient;
+const EDITOR = 'arn:aws:iam::111111111111:role/ml-editor';
+
+const before = process.env.LLMCAP_WRITE_SNAPSHOT_MS;
+
+beforeAll(async () => {
+  // Long enough that every write here decides first on this process's reading, however slow the machine.
+  process.env.LLMCAP_WRITE_SNAPSHOT_MS = '10000';
+  api = await testApi();
+  other = DynamoDBDocumentClient.from(dynamoClient(), { marshallOptions: { removeUndefinedValues: true } });
+  expect((await api.call('POST', '/v1/computes', l4Pool('l4-pool'))).status).toBe(201);
+  expect((await api.call('POST', '/v1/scopes', { name: 'org:acme' })).status).toBe(201);
+  expect((await api.call('POST', '/v1/scopes', { name: 'team:ml', parent: 'org:acme' })).status).toBe(201);
+  const grant = await api.call('PUT', `/v1/scopes/team:ml/members/${encodeURIComponent(EDITOR)}`, {
+    role: 'editor',
+  });
+  expect(grant.status).toBe(200);
+  const quota = { guarantee: { gpus: 8 }, limit: { gpus: 8 } };
+  expect((await api.call('PUT', '/v1/quotas/team:ml', quota)).status).toBe(200);
+  // The admitter reads the whole table fresh when a write wakes it, and in this process that reading is the one
+  // the next write may use: stopped, so that what each test shows does not hang on when it runs.
+  await api.admitter.stop();
+});
+
+const call: TestApi['call'] = (m, p, b, o = {}) => api.call(m, p, b, { ...o, settle: false });
+const as =
+  (principal: string): TestApi['call'] =>
+  (m, p, b, o = {}) =>
+    call(m, p, b, { ...o, principal });
+afterAll(() => {
+  other.destroy();
+  if (before === undefined) delete process.env.LLMCAP_WRITE_SNAPSHOT_MS;
+  else process.env.LLMCAP_WRITE_SNAPSHOT_MS = before;
+});
+
+const table = () => config().table;
+
+/** Another container's change of one item: read it, change it, write it back one version on. */
+async function elsewhere(key: { pk: string; sk: string }, change: (item: any) => void): Promise<number> {
+  const item = (await other.send(new GetCommand({ TableName: table(), Key: key, ConsistentRead: true })))
+    .Item!;
+  change(item);
+  item.version += 1;
+  await other.send(new PutCommand({ TableName: table(), Item: item }));
+  return item.version;
+}
+
+async function addModel(name: string): Promise<void> {
+  const r = await call('POST', '/v1/models', l4Model('l4-pool', name, 'team:ml', scale(1, 2)));
+  expect(r.status).toBe(201);
+  // A write now, so that this process holds a fresh reading of the model to decide the next one on.
+  expect((await call('PUT', `/v1/models/${name}/scaling`, scale(1, 3))).status).toBe(200);
+}
+
+it("keeps another container's change made after this process read the model: the write decides again", async () => {
+  await addModel('kept');
+  const theirs = await elsewhere(keys.model('kept'), (m) => {
+    m.spec.profiles[0].cpuCores = 6;
+  });
+  const r = await call('PUT', '/v1/models/kept/scaling', scale(1, 4));
+  expect(r.status).toBe(200);
+  expect(r.body.metadata.version).toBe(theirs + 1);
+  const got = await call('GET', '/v1/models/kept');
+  expect(got.body.spec.profiles[0].cpuCores).toBe(6);
+  expect(got.body.spec.scaling).toMatchObject({ min: 1, max: 4 });
+});
+
+it('checks If-Match against the table, not against an older reading of this process', async () => {
+  await addModel('matched');
+  // The caller read the model from another container, after that container's change.
+  const theirs = await elsewhere(keys.model('matched'), (m) => {
+    m.spec.scaling.max = 5;
+  });
+  const r = await call('PUT', '/v1/models/matched/scaling', scale(1, 6), {
+    headers: { 'if-match': `"${theirs}"` },
+  });
+  expect(r.status).toBe(200);
+  expect(r.body.metadata.version).toBe(theirs + 1);
+  // And a stale If-Match is still refused, with nothing written.
+  const stale = await call('PUT', '/v1/models/matched/scaling', scale(1, 7), {
+    headers: { 'if-match': `"${theirs}"` },
+  });
+  expect(stale.status).toBe(409);
+  expect(stale.body.reason).toBe('VersionMismatch');
+  expect((await call('GET', '/v1/models/matched')).body.spec.scaling.max).toBe(6);
+});
+
+it('does not answer "nothing to change" from an older reading: an apply of a stale manifest is refused', async () => {
+  await addModel('unchanged');
+  // `llmcap get -o yaml` as this process reads it: 1..3 at some version.
+  const { status: _status, ...manifest } = (await call('GET', '/v1/models/unchanged')).body;
+  // Another container scales it to 1..5; the manifest read before is applied back unchanged.
+  await elsewhere(keys.model('unchanged'), (m) => {
+    m.spec.scaling.max = 5;
+  });
+  const r = await call('PUT', '/v1/models/unchanged', manifest);
+  // Against this process's reading it is unchanged; against the table its version is stale.
+  expect(r.status).toBe(409);
+  expect(r.body.reason).toBe('VersionMismatch');
+  expect((await call('GET', '/v1/models/unchanged')).body.spec.scaling.max).toBe(5);
+});
+
+it('refuses at once an editor whose role another container revoked, and writes nothing', async () => {
+  await addModel('revoked');
+  const editor = as(EDITOR);
+  // The editor's own write first, so that this process holds a reading of the tree in which the role holds.
+  expect((await editor('PUT', '/v1/models/revoked/scaling', scale(1, 2))).status).toBe(200);
+  await elsewhere(keys.scope('team:ml'), (s) => {
+    delete s.members[Object.keys(s.members).find((k) => k.includes('ml-editor'))!];
+  });
+  const r = await editor('PUT', '/v1/models/revoked/scaling', scale(1, 4));
+  // Without a role in team:ml the model is one the caller cannot see: the answer is that it does not exist.
+  expect(r.status).toBe(404);
+  expect(r.body.detail).not.toMatch(/team:ml/);
+  expect((await call('GET', '/v1/models/revoked')).body.spec.scaling.max).toBe(2);
+});
