@@ -4,11 +4,12 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Context } from 'aws-lambda';
-import { documentClient, dynamoClient } from '../lambdas/shared/clients';
+import { documentClient, dynamoClient, resetClients } from '../lambdas/shared/clients';
+import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
-import { startControlPlane } from '../local/control-plane';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local';
 import { iamAuthorizerOf, LOCAL_ADMIN } from '../local/identity';
+import { MARK } from './control-plane-process';
 import { type CeilingRequest, drive, type Figures, round, type Tx } from './write-ceiling';
 
 /**
@@ -16,7 +17,10 @@ import { type CeilingRequest, drive, type Figures, round, type Tx } from './writ
  * (what one commit costs the database and the SDK), measured in a process of their own (bench/write-ceiling.ts),
  * then `PUT /v1/models/{name}/scaling` through the real handler, in process (the middy handler, as the Lambda
  * runtime calls it) and over the local control plane's HTTP server, with the DynamoDB calls each write makes and
- * the time they take. The machine is shared, so the measurements alternate: BENCH_ROUNDS rounds (at least and by
+ * the time they take. The control plane (its API server, the admitter the writes wake, the simulators) runs in
+ * a process of its own (bench/control-plane-process.ts), as a stage runs its API Lambda apart from its admitter:
+ * the handler measured in process has nothing else in its event loop, and the calls the admitter makes are
+ * counted there and reported beside the write's. The machine is shared, so the measurements alternate: BENCH_ROUNDS rounds (at least and by
  * default 5), each measuring the ceiling and then the API, and every figure is reported with its spread over the
  * rounds. BENCH_DEBUG=1 prints the timeline of a few single writes.
  */
@@ -96,6 +100,8 @@ function instrument(): void {
 // Rounds: each measurement once per round, the ceiling's in its own process between the API's
 
 interface Measured extends Figures {
+  /** DynamoDB calls per write the control plane's process made meanwhile (the admitter; over HTTP, the API too). */
+  beside?: Record<string, number>;
   /** Each round's figures, in the order run. */
   rounds: Figures[];
   /** The lowest and highest p50 and throughput of the rounds. */
@@ -141,10 +147,16 @@ const range = (v: number[]): [number, number] => [Math.min(...v), Math.max(...v)
 class Series {
   readonly rounds: Figures[] = [];
   private readonly recorded: Call[] = [];
-  constructor(readonly name: string) {}
+  private readonly besideCalls: Record<string, number> = {};
+  /** `beside`: the DynamoDB calls the control plane's process made since it was last asked. */
+  constructor(
+    readonly name: string,
+    private readonly beside?: () => Promise<Record<string, number>>,
+  ) {}
 
-  /** Runs one round of it, recording the DynamoDB calls this process makes meanwhile. */
+  /** Runs one round of it, recording the DynamoDB calls this process (and the control plane's) makes meanwhile. */
   async round(fn: () => Promise<Figures>): Promise<Figures> {
+    await this.beside?.();
     calls = [];
     try {
       this.rounds.push(await fn());
@@ -152,6 +164,9 @@ class Series {
       this.recorded.push(...calls);
       calls = undefined;
     }
+    if (this.beside)
+      for (const [c, n] of Object.entries(await this.beside()))
+        this.besideCalls[c] = (this.besideCalls[c] ?? 0) + n;
     return this.rounds.at(-1)!;
   }
 
@@ -170,6 +185,13 @@ class Series {
       spread: { p50: range(all.map((x) => x.p50)), perSecond: range(all.map((x) => x.perSecond)) },
       perWrite: perWrite(this.recorded, writes),
       inDynamoDb: round(busy(this.recorded) / writes),
+      ...(this.beside
+        ? {
+            beside: Object.fromEntries(
+              Object.entries(this.besideCalls).map(([c, n]) => [c, round(n / writes)] as const),
+            ),
+          }
+        : {}),
     };
     console.log(
       `  ${this.name}: p50 ${out.p50} ms (${out.spread.p50.join('-')}), ${out.perSecond}/s (${out.spread.perSecond.join('-')})`,
@@ -201,6 +223,40 @@ function ceilingProcess(env: Record<string, string>) {
     },
     stop() {
       child.stdin!.end();
+      child.kill();
+    },
+  };
+}
+
+/** The local control plane in a process of its own (bench/control-plane-process.ts). */
+async function controlPlaneProcess(endpoint: string, table: string) {
+  const tsx = join(__dirname, '..', 'node_modules', '.bin', 'tsx');
+  const child = spawn(tsx, [join(__dirname, 'control-plane-process.ts'), endpoint, table], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const answers = createInterface({ input: child.stdout! });
+  const waiting: { resolve: (v: unknown) => void; reject: (e: Error) => void }[] = [];
+  answers.on('line', (line) => {
+    if (line.startsWith(MARK)) waiting.shift()?.resolve(JSON.parse(line.slice(MARK.length)));
+  });
+  child.on('exit', (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`the control plane's process exited (${code})`));
+  });
+  const next = <T>() =>
+    new Promise<T>((resolve, reject) => waiting.push({ resolve: resolve as (v: unknown) => void, reject }));
+  const ready = await next<{ apiUrl: string; env: Record<string, string> }>();
+  return {
+    ...ready,
+    /** The DynamoDB calls it made since it was last asked, by command and partition. */
+    calls(): Promise<Record<string, number>> {
+      const answer = next<Record<string, number>>();
+      child.stdin!.write('calls\n');
+      return answer;
+    },
+    async stop(): Promise<void> {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.stdin!.write('stop\n');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       child.kill();
     },
   };
@@ -302,10 +358,10 @@ async function timeline(send: Send): Promise<string> {
 }
 
 /** The API measurements of one way of calling it; `round` runs one round of each. */
-function apiSeries(name: string) {
-  const one = new Series(`${name}-1`);
-  const many = new Series(`${name}-${CLIENTS}`);
-  const hot = new Series(`${name}-${CLIENTS}-one-model`);
+function apiSeries(name: string, beside: () => Promise<Record<string, number>>) {
+  const one = new Series(`${name}-1`, beside);
+  const many = new Series(`${name}-${CLIENTS}`, beside);
+  const hot = new Series(`${name}-${CLIENTS}-one-model`, beside);
   const hotRefused = { n: 0 };
   return {
     /** Writes of the one-model series answered 409 after losing every race for the API's budget. */
@@ -353,11 +409,26 @@ function calls1(m: Measured): string {
     .join(', ');
 }
 
+function besideCalls(m: Measured): string {
+  return Object.entries(m.beside ?? {})
+    .sort(([, a], [, b]) => b - a)
+    .map(([c, n]) => `${n} ${c}`)
+    .join(', ');
+}
+
 /** One client's write: its DynamoDB calls one after another, and the handler's own work around them. */
 function whereTheTimeGoes(m: Measured): string {
   const n = Object.values(m.perWrite).reduce((a, v) => a + v.calls, 0);
-  const tx = m.perWrite.TransactWriteItems?.ms ?? 0;
+  const tx = (m.perWrite.TransactWriteItems ?? m.perWrite.PutItem)?.ms ?? 0;
   return `Where one write's time goes (1 client in process, mean ${m.mean} ms): ${m.inDynamoDb} ms waiting on its ${round(n, 1)} DynamoDB calls (calls side by side counted once; the commit ${tx} ms of it, SDK work included), ${round(m.mean - m.inDynamoDb)} ms in the handler between them (routing, validation, the decision).`;
+}
+
+/** Why one write is still more than its raw commit, from the figures themselves. */
+function whatRemains(r: Results): string {
+  const one = r.inProcess.one;
+  const commit = (one.perWrite.TransactWriteItems ?? one.perWrite.PutItem)?.ms ?? 0;
+  const runs = one.beside?.['GetItem ADMITTER'] ?? 0;
+  return `What remains between one write and its raw commit: the commit takes ${commit} ms on average in the API's process against a raw commit's ${r.ceiling.tx1.mean} ms (p50 ${r.ceiling.tx1.p50}) in the ceiling's, measured with nothing beside it; meanwhile the admitter the writes wake (${runs} runs per write, each loading the world) queries the same DynamoDB Local on the same 2 cores, which a deployed stage's DynamoDB does not share. The rest is the handler's own work: routing, validating the whole next catalog, the decision and the answer. What the figure cannot see: API Gateway and Lambda's own overhead, and a reading made stale by another API container (a write then decides again on fresh reads, as the 64-clients-on-one-model rows show under contention).`;
 }
 
 const spreadOf = (v: number[]) =>
@@ -388,13 +459,15 @@ function markdown(r: Results): string {
     '',
     whereTheTimeGoes(r.inProcess.one),
     '',
-    'DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored: its WORKLOAD item and the pass stamp, read in one BatchGetItem beside the decision; a write makes six Queries, SCOPE for the caller and SCOPE, MODEL, COMPUTE, QUOTA and ADMISSION for the decision; GetItem ADMITTER and the Queries beyond those are the admitter this process runs, woken by the writes):',
+    whatRemains(r),
     '',
-    '| run | calls per write |',
-    '|---|---|',
+    "DynamoDB calls per write (a Query or GetItem names its partition; LLMCAP_WORKLOADS=deploy, so each answer carries the pods the reconciler stored). A write's first decision reads this process's young readings (LLMCAP_WRITE_SNAPSHOT_MS, default 1 s; docs/architecture.md): a reading older than that, or one a write of the other process changed, is read again (six Queries, SCOPE for the caller and SCOPE, MODEL, COMPUTE, QUOTA and ADMISSION for the decision, and the answer's pods in one BatchGetItem), and a write that loses a race decides again on fresh reads. Beside it, the control plane's own process: the admitter the writes wake (its fence GetItem ADMITTER, the partitions it loads, its commits) and the stream poller:",
+    '',
+    '| run | calls per write, the API | calls per write, beside it (the admitter) |',
+    '|---|---|---|',
     ...(['one', 'many', 'hot'] as const).map(
       (k) =>
-        `| in process, ${k === 'one' ? '1 client' : k === 'many' ? `${CLIENTS} clients` : `${CLIENTS} clients, one model`} | ${calls1(r.inProcess[k])} |`,
+        `| in process, ${k === 'one' ? '1 client' : k === 'many' ? `${CLIENTS} clients` : `${CLIENTS} clients, one model`} | ${calls1(r.inProcess[k])} | ${besideCalls(r.inProcess[k])} |`,
     ),
   ];
   return lines.join('\n');
@@ -411,17 +484,13 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
     LLMCAP_DYNAMODB_ENDPOINT: ddb.endpoint,
     LLMCAP_TABLE: 'bench-write-ceiling',
   });
-  // The API over HTTP is the local control plane's; in process, the same handler the local Lambda would run, on
-  // the same table and simulators (the control plane set the environment they read).
-  const cp = await startControlPlane({
-    port: 0,
-    simPort: 0,
-    reconcileSeconds: 0,
-    dynamodbEndpoint: ddb.endpoint,
-    table: 'bench-write',
-    admins: [LOCAL_ADMIN],
-  });
+  // The API over HTTP is the local control plane's, in its process; in this one, the same handler the local
+  // Lambda would run, on the same table and simulators (the environment the control plane set).
+  const cp = await controlPlaneProcess(ddb.endpoint, 'bench-write');
   try {
+    Object.assign(process.env, cp.env);
+    resetConfig();
+    resetClients();
     instrument();
     const viaHttp = overHttp(cp.apiUrl);
     await addModels(viaHttp);
@@ -443,8 +512,8 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
     const update1 = new Series('raw-update-1');
     const update64 = new Series(`raw-update-${CLIENTS}`);
     const tx1 = new Series('raw-tx-1');
-    const inProc = apiSeries('api');
-    const http = apiSeries('http');
+    const inProc = apiSeries('api', cp.calls);
+    const http = apiSeries('http', cp.calls);
     const ratios: Results['ratios'] = {
       writeOverCommit: [],
       clientsOverCeiling: [],
