@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
@@ -7,6 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import type { Simulator } from '../cloud-sim/state';
 import type { AccessEntry, AuthConfig, Identity } from './auth';
 import { type AppStartRule, Cluster } from './cluster';
+import { decodeProtobufBody, PROTOBUF, UnsupportedProtobuf } from './protobuf';
 import { type AuditEvent, handle } from './server';
 import { clusterTls } from './tls';
 import type { TrafficConfig } from './traffic';
@@ -79,11 +81,29 @@ export async function startK8sSim(
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      let raw: string;
+      try {
+        raw = bodyOf(req, Buffer.concat(chunks));
+      } catch (e) {
+        if (!(e instanceof UnsupportedProtobuf)) throw e;
+        res.writeHead(415, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            status: 'Failure',
+            message: `${e.message}; send application/json`,
+            reason: 'UnsupportedMediaType',
+            code: 415,
+          }),
+        );
+        return;
+      }
       handle(
         { cluster, auth, clusterName: sim.opts.clusterName, serverAddress: () => address, log, audit },
         req,
         res,
-        Buffer.concat(chunks).toString('utf8'),
+        raw,
       ).catch((e: Error) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end(
@@ -156,4 +176,12 @@ export async function startK8sSim(
         server.closeAllConnections();
       }),
   };
+}
+
+/** The request body as text; a protobuf body (DeleteOptions, from kubectl) as its JSON form, the header with it. */
+function bodyOf(req: IncomingMessage, body: Buffer): string {
+  if (!(req.headers['content-type'] ?? '').startsWith(PROTOBUF)) return body.toString('utf8');
+  const json = JSON.stringify(decodeProtobufBody(body));
+  req.headers['content-type'] = 'application/json';
+  return json;
 }

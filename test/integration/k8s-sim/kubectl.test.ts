@@ -176,3 +176,27 @@ it('describes a pod that cannot schedule with the scheduler event', async () => 
     /Warning\s+FailedScheduling\s+\S+\s+default-scheduler\s+0\/3 nodes are available: 1 Insufficient nvidia\.com\/gpu, 2 node\(s\) had untolerated taint \{llmcap\.dev\/compute: cpu-small\}/,
   );
 });
+
+it('drains with --disable-eviction: each pod deleted, with DeleteOptions as kubectl encodes them (protobuf)', async () => {
+  const pods = JSON.parse(
+    (await h.kubectl('get', 'pods', '-n', 'team-a', '-l', 'llmcap.dev/model=emb', '-o', 'json')).stdout,
+  ).items;
+  const node = pods[0].spec.nodeName;
+  const on = pods.filter((p: any) => p.spec.nodeName === node).map((p: any) => p.metadata.name);
+  const drained = await h.kubectl(
+    'drain',
+    node,
+    '--ignore-daemonsets',
+    '--delete-emptydir-data',
+    '--disable-eviction',
+    '--grace-period=0',
+    '--timeout=20s',
+  );
+  expect(drained.stderr).not.toMatch(/error/i);
+  expect(drained.code).toBe(0);
+  for (const name of on) expect(drained.stdout).toContain(`pod/${name} deleted`);
+  expect(drained.stdout).toContain(`node/${node} drained`);
+  const left = JSON.parse((await h.kubectl('get', 'pods', '-n', 'team-a', '-o', 'json')).stdout).items;
+  expect(left.filter((p: any) => on.includes(p.metadata.name))).toEqual([]);
+  expect((await h.kubectl('uncordon', node)).code).toBe(0);
+});
