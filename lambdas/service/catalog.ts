@@ -7,6 +7,7 @@ import {
   type SkippedModel,
 } from '../domain/catalog';
 import type { Compute } from '../domain/compute';
+import { deepFreeze } from '../domain/freeze';
 import type { Model } from '../domain/model';
 import { resolveName } from '../domain/names';
 import { ScopeTree } from '../domain/quota';
@@ -39,10 +40,14 @@ function warnOnce(key: string, message: string, detail: Record<string, unknown>)
 }
 
 export function catalogService(deps: Dependencies) {
+  // Built once per service: the configuration a container loaded does not change, and frozen models let the
+  // catalog's validation check each of them once (domain/catalog/validation.ts).
+  let declaredModels: readonly Model[] | undefined;
   const declared = (): Model[] => {
     declaredAt ??= deps.clock().toISOString();
     const at = declaredAt;
-    return deps.builtins.models().map((d) => declaredToModel(d, at));
+    declaredModels ??= deepFreeze(deps.builtins.models().map((d) => declaredToModel(d, at)));
+    return [...declaredModels];
   };
 
   /** The catalog as stored now, or as this process last read it when no older than `age` (a write's first decision). */

@@ -1,5 +1,6 @@
 import { autoscalingIssues } from '../autoscaling';
 import { DomainError, type FieldIssue } from '../errors';
+import { deepFreeze } from '../freeze';
 import { type Model, profileIssues, profileListIssues, scalingIssues } from '../model';
 import {
   type ComputeInfo,
@@ -110,12 +111,34 @@ export function validateModel(
 }
 
 /** Every rule of the whole catalog: each model's own, unique names, fallbacks that exist and form no cycle. */
+// A model's own issues depend only on the model, what placement knows of the computes and its owner's reach.
+// Shared readings are frozen and never change (store/shared-read.ts): every write validates the whole next
+// catalog, and each unchanged model is checked again only when the computes or its reach differ. Keyed by the
+// frozen model itself, with the computes and the reach as they were, so an answer is never reused for others.
+const issuesOf = new WeakMap<Checked, { against: string; issues: CatalogIssue[] }>();
+
+function issuesFor(
+  m: Checked,
+  infos: readonly ComputeInfo[],
+  computesKey: string,
+  reach: Reach,
+): CatalogIssue[] {
+  if (!Object.isFrozen(m)) return modelIssues(m, infos, reach);
+  const against = `${computesKey}\u0000${reach.join('\u0000')}`;
+  const known = issuesOf.get(m);
+  if (known?.against === against) return known.issues;
+  const issues = deepFreeze(modelIssues(m, infos, reach));
+  issuesOf.set(m, { against, issues });
+  return issues;
+}
+
 export function validateCatalog(
   models: readonly Checked[],
   computes: readonly ComputeLike[],
   reachOf: ReachOf = OWN_REACH,
 ): CatalogIssue[] {
   const infos = computeInfos(computes);
+  const computesKey = JSON.stringify(infos);
   const issues: CatalogIssue[] = [];
   const byName = new Map<string, Checked>();
   for (const m of models) {
@@ -129,7 +152,7 @@ export function validateCatalog(
     }
     byName.set(m.name, m);
   }
-  for (const m of models) issues.push(...modelIssues(m, infos, reachOf(m.owner)));
+  for (const m of models) issues.push(...issuesFor(m, infos, computesKey, reachOf(m.owner)));
   const cycles = new Set<string>();
   for (const m of models) {
     const fb = m.spec.fallback;
