@@ -37,7 +37,8 @@ export interface CommitOptions {
   onItemConflict?: (index: number) => Error;
   /**
    * The first decision may read answers this process already has, this young (store/shared-read.ts); its
-   * conditions catch what changed since. A refusal, or "nothing to change", is only answered from fresh reads.
+   * conditions catch what changed since. A refusal, or "nothing to change", is only answered from fresh reads;
+   * a decision under a guard always reads fresh.
    */
   snapshotMs?: number;
 }
@@ -49,7 +50,10 @@ export type Decide<T> = (age?: ReadAge) => Promise<{ items: TxItem[]; result: T 
 export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions = {}): Promise<T> {
   const guards = opts.guards ?? [];
   const until = Date.now() + (opts.budgetMs ?? 15_000);
-  let age: ReadAge | undefined = opts.snapshotMs ? { maxAgeMs: opts.snapshotMs } : undefined;
+  // Under a guard every read must be at least as fresh as the guard's version, which a reading may predate: a
+  // name taken elsewhere before the guard was read would be missing from it, and the commit would still land.
+  let age: ReadAge | undefined =
+    opts.snapshotMs && guards.length === 0 ? { maxAgeMs: opts.snapshotMs } : undefined;
   for (let attempt = 1; ; attempt++) {
     // The guards first: a write that lands after this read moves them, so a decision on stale reads cannot commit.
     const versions = await Promise.all(guards.map(guardVersion));

@@ -26,7 +26,7 @@ export const RenameBody = z.strictObject({ name: computeName });
 /** Who is calling, in the tenancy tree as it stands (service/access.ts). */
 /**
  * The caller in the tenancy tree. `snapshot`: as this process last read the tree, when young (store/shared-read.ts);
- * for a write whose decision asks the caller again in the tree it reads (models' scale, resources, class, remove).
+ * for a write whose decision asks the caller again in the tree it reads (models' scale, resources and class).
  */
 export type CallerOf = (req: ApiRequest, opts?: { snapshot?: boolean }) => Promise<Caller<ScopeTree>>;
 

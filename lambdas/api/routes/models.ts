@@ -175,7 +175,7 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     'DELETE',
     '/v1/models/{name}',
     async (req) => {
-      const caller = await callerOf(req, { snapshot: !req.dryRun });
+      const caller = await callerOf(req);
       await changeCatalog(
         { verb: 'remove', name: req.params.name!, expectedVersion: expectedVersion(req) },
         { by: req.principal, access: caller, owner: (c) => ownerParam(req, c), dryRun: req.dryRun },

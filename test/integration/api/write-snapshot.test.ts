@@ -130,3 +130,30 @@ it('refuses at once an editor whose role another container revoked, and writes n
   expect(r.body.detail).not.toMatch(/team:ml/);
   expect((await call('GET', '/v1/models/revoked')).body.spec.scaling.max).toBe(2);
 });
+
+it('refuses a name another container took on the same line of the tree: a guarded write decides on fresh reads', async () => {
+  // This process reads the catalog (a write), then another container adds dup for org:acme under a twin key
+  // (a dup of another org holds the plain key) and bumps the name's guard, as its commit does.
+  expect((await call('POST', '/v1/scopes', { name: 'org:else' })).status).toBe(201);
+  expect((await call('POST', '/v1/models', l4Model('l4-pool', 'dup', 'org:else', scale(0)))).status).toBe(
+    201,
+  );
+  await addModel('reader');
+  const stored = (await other.send(new GetCommand({ TableName: table(), Key: keys.model('dup') }))).Item!;
+  await other.send(
+    new PutCommand({
+      TableName: table(),
+      Item: { ...stored, sk: 'dup~elsewher', name: 'dup~elsewher', owner: 'org:acme', version: 1 },
+    }),
+  );
+  const guard = keys.guard('model-name#dup');
+  const g = (await other.send(new GetCommand({ TableName: table(), Key: guard, ConsistentRead: true }))).Item;
+  await other.send(
+    new PutCommand({ TableName: table(), Item: { ...guard, version: (g?.version ?? 0) + 1 } }),
+  );
+  // team:ml is under org:acme: the same line, so the name is taken there.
+  const r = await call('POST', '/v1/models', l4Model('l4-pool', 'dup', 'team:ml', scale(0)));
+  expect(r.status).toBe(409);
+  expect(r.body.reason).toBe('AlreadyExists');
+  expect(r.body.detail).toMatch(/model dup already exists/);
+});
