@@ -25,7 +25,7 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
         `availability ${JSON.stringify(r.availability)}; ${r.admittedNotRunningMinutes} replica-minutes admitted but not running`,
     );
     log(
-      `supply per fault: ${JSON.stringify(r.faults)}; replicas held on a short compute up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGrace} samples past the grace); ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
+      `supply per fault: ${JSON.stringify(r.faults)}; replicas admitted on a short compute past its grace: ${r.admittedPastGrace} samples, up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGraceMaxSeconds} s); ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
     );
     record('supply', r);
     return r;

@@ -120,7 +120,12 @@ export function isCapacityFailure(message: string | undefined): boolean {
   return message !== undefined && CAPACITY_ERRORS.test(message);
 }
 
-/** Probes wait the grace, then twice as long after each failed one, at most this. */
+/**
+ * The first probe waits twice the grace: the grace, in which admission still counts on the compute, then as long
+ * again in which it counts only the nodes the group runs, so the replicas counted on the rest are placed elsewhere
+ * (were the probe due when the grace ends, admission would never stop counting on the compute). Each failed
+ * probe doubles the wait, at most this.
+ */
 const MAX_PROBE_WAIT_MS = 60 * 60_000;
 
 const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOString();
@@ -158,7 +163,7 @@ export function nextShortage(
     message: failure.message,
     lastFailureAt: failure.at,
     probes,
-    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
+    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
     countedUntil: reclaimed
       ? graceFrom
       : prev && graceFrom === since
