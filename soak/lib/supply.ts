@@ -360,21 +360,44 @@ export async function runSupplyChaos(
     }
 
     kind = 'quota';
+    const gComputes = async () =>
+      (
+        (await call('GET', '/v1/computes')).body.items as {
+          metadata: { name: string };
+          spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
+          status: { desiredNodes?: number; neededNodes?: number; readyNodes?: number };
+        }[]
+      ).filter((c) => /^g/.test(c.spec.node.instanceType));
+    // Spot nodes count against the Spot quota, not this one.
+    const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
+      c.spec.node.capacityType !== 'SPOT';
     for (let round = 0; round < (opts.quotaRounds ?? 1); round++) {
+      // The On-Demand G groups settled first: the last round's model gone before a pass began (so that pass
+      // planned without it) and each group at the nodes it needs, with no more running. A node still leaving
+      // would be room the new model takes, and the quota would not bind (the second round of the run of
+      // 2026-12-06 07:09).
+      const previous = `sc-quota-${round}`;
+      await mustUntil('the On-Demand G groups settled before a quota round', async () => {
+        const gone = round === 0 || (await call('GET', `/v1/models/${previous}`)).status === 404;
+        await pass();
+        // sc-od needs a node per replica placed on it (one a node), no more.
+        let onOd = 0;
+        for (const m of MODELS)
+          for (const p of (await status(m.name)).placements ?? [])
+            if (p.compute === 'sc-od') onOd += p.replicas;
+        const groups = (await gComputes()).filter(onDemand);
+        return (
+          gone &&
+          groups.find((c) => c.metadata.name === 'sc-od')?.status.neededNodes === onOd &&
+          groups.every(
+            (c) =>
+              (c.status.desiredNodes ?? 0) === (c.status.neededNodes ?? 0) &&
+              (c.status.readyNodes ?? 0) === (c.status.desiredNodes ?? 0),
+          )
+        );
+      });
       // The G and VT vCPUs the groups want now (as their computes say), and sc-od's nodes to spare: the quota
       // binds at that value, and the model asks for one replica more than the spare nodes hold.
-      const gComputes = async () =>
-        (
-          (await call('GET', '/v1/computes')).body.items as {
-            metadata: { name: string };
-            spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
-            status: { desiredNodes?: number; neededNodes?: number };
-          }[]
-        ).filter((c) => /^g/.test(c.spec.node.instanceType));
-      // Spot nodes count against the Spot quota, not this one.
-      const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
-        c.spec.node.capacityType !== 'SPOT';
-      // At what the groups need (not what they hold: surplus nodes leaving would make room for the new one).
       const before = await gComputes();
       const quota = before
         .filter(onDemand)
