@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resetQuotaCache } from '../../lambdas/aws/quotas';
+import { LABEL_MODEL } from '../../lambdas/domain/workloads';
 import { DEFAULT_DURATIONS } from '../../local/cloud-sim';
 import type { ControlPlane } from '../../local/control-plane';
+import { NODES, PODS } from '../../local/k8s-sim/resources';
 
 /**
  * Supply chaos (issue 32, Figures) against the local control plane, one kind of round per fault the issue names:
@@ -25,9 +27,11 @@ export type FaultKind = 'spot' | 'ice' | 'cordon' | 'quota';
 export interface FaultFigures {
   rounds: number;
   /**
-   * Simulated seconds per round from the fault being reported to the replacement Ready: spot, the warning to every
-   * minimum Running again; ice, the pass that first shows the compute short of capacity to every replica Running;
-   * cordon, the cordon to the model Running again; quota, the quota raised to the held replica Running.
+   * Simulated seconds per round from the fault being reported to the replacement Ready (read from the simulated
+   * cluster's pods every 20 ms, not at the next pass): spot, the warning to each model that ran on the node Ready
+   * on another; ice, EC2's failed launch (the shortage's `since`) to both replicas of each model Ready; cordon, the
+   * drain done (cordon, then the pod deleted) to the model Ready on another node; quota, the quota raised to the
+   * held replicas Ready.
    */
   recoverySeconds: number[];
   p50Seconds: number;
@@ -45,6 +49,12 @@ export interface SupplyChaosReport {
   p99Seconds: number;
   /** A node's boot in the simulator (launch → InService → Node registers → Ready), simulated seconds. */
   nodeBootSeconds: number;
+  /**
+   * A reconcile pass's own wall time in simulated seconds (p50, p99): inside every figure once or twice (the pass
+   * that sees the fault runs its steps before asking for a node), and a time-scale artifact: in AWS a pass
+   * takes about as many real seconds.
+   */
+  passSeconds: { p50: number; p99: number };
   /** Simulated replica-minutes admitted but not Running, over the whole run. */
   admittedNotRunningMinutes: number;
   /** Share of samples (one per pass) in which every model of the class had its minimum Running. */
@@ -177,6 +187,8 @@ export async function runSupplyChaos(
   const held = new Map<string, number>();
   let pastGrace = 0;
   let pastGraceMaxMs = 0;
+  /** Each pass's wall time (reconcile only), for the figures' share of it. */
+  const passMs: number[] = [];
   let last = Date.now();
   const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
   const computeStatus = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body.status;
@@ -185,6 +197,7 @@ export async function runSupplyChaos(
     const started = Date.now();
     const summary = await cp.reconcile();
     const ended = Date.now();
+    passMs.push(ended - started);
     await cp.sfn.waitForIdle(10_000);
     const now = Date.now();
     const byClass: Record<string, boolean> = {};
@@ -236,6 +249,42 @@ export async function runSupplyChaos(
     return { ok: Object.values(byClass).every(Boolean), summary };
   };
   const spotGroup = () => cp.sim.admin.state().nodegroups.find((g) => g.name.includes('sc-spot'));
+  // The figures end when the pods were Ready, read from the simulated cluster every 20 ms (its events run on
+  // catching up), not when the next pass looked: a pass is 30 to 150 s simulated at 0.01.
+  const cluster = cp.sim.kubernetes!.cluster;
+  type Pod = {
+    metadata: { labels?: Record<string, string> };
+    spec?: { nodeName?: string };
+    status?: { conditions?: { type: string; status: string }[] };
+  };
+  const isReady = (p: Pod) =>
+    (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+  /** Ready pods of a model, on nodes other than `not`. */
+  const readyPods = (pods: Pod[], model: string, not?: string) =>
+    pods.filter((p) => p.metadata.labels?.[LABEL_MODEL] === model && isReady(p) && p.spec?.nodeName !== not)
+      .length;
+  const watchPods = (done: (pods: Pod[]) => boolean) => {
+    let at: number | undefined;
+    const check = () => {
+      if (at !== undefined) return;
+      cluster.sim.catchUp();
+      if (done(cluster.store.list(PODS) as unknown as Pod[])) at = Date.now();
+    };
+    const timer = setInterval(check, 20);
+    return {
+      /** When `done` first held (now, if it holds now and was not seen before). */
+      at: () => {
+        check();
+        clearInterval(timer);
+        return at ?? Date.now();
+      },
+      stop: () => clearInterval(timer),
+    };
+  };
+  const nodeOfInstance = (id: string) =>
+    (
+      cluster.store.list(NODES) as unknown as { metadata: { name: string }; spec?: { providerID?: string } }[]
+    ).find((n) => n.spec?.providerID?.endsWith(`/${id}`))?.metadata.name;
   const until = async (done: () => Promise<boolean>, max = 60) => {
     for (let i = 0; i < max; i++) if (await done()) return true;
     return false;
@@ -277,16 +326,28 @@ export async function runSupplyChaos(
       const live =
         spotGroup()?.autoScalingGroup.instances.filter((i) => i.lifecycleState === 'InService') ?? [];
       if (live.length === 0) throw new Error('supply chaos: no Spot node left to reclaim');
-      const instance = live[round % live.length]!.id;
+      // An instance a model runs on (in turn), so that each round takes a replica away.
+      cluster.sim.catchUp();
+      const pods = cluster.store.list(PODS) as unknown as Pod[];
+      const runsOn = (id: string) =>
+        pods.filter(
+          (p) => isReady(p) && p.spec?.nodeName === nodeOfInstance(id) && p.metadata.labels?.[LABEL_MODEL],
+        );
+      const busy = live.filter((i) => runsOn(i.id).length > 0);
+      const instance = (busy.length ? busy : live)[round % (busy.length || live.length)]!.id;
+      const warned = nodeOfInstance(instance);
+      const victims = runsOn(instance).map((p) => p.metadata.labels![LABEL_MODEL]!);
       const t0 = Date.now();
+      // Recovered: each model that ran there Ready on another node (its minimum Running again).
+      const watch = watchPods((ps) => victims.every((m) => readyPods(ps, m, warned) >= 1));
       cp.sim.admin.interruptSpot(instance);
       await mustUntil('recovery from a Spot reclaim', async () => {
         const { ok } = await pass();
         return ok && !spotGroup()?.autoScalingGroup.instances.some((i) => i.id === instance);
-      });
-      recovery.spot.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.spot.push(sim(watch.at() - t0));
       log(
-        `supply spot ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; recovered in ${sim(Date.now() - t0).toFixed(0)} s simulated`,
+        `supply spot ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; ${victims.join(', ')} Ready elsewhere ${recovery.spot.at(-1)!.toFixed(0)} s simulated after the warning`,
       );
     }
     cp.sim.admin.patchFaults({ launchFailures: [] });
@@ -300,14 +361,17 @@ export async function runSupplyChaos(
       // EC2 runs out of the preferred type just as both models want a replica more.
       cp.sim.admin.patchFaults({ unavailableInstanceTypes: [ICE_TYPE] });
       for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 2, target: 2 });
-      let seen: number | undefined;
+      // From EC2's failed launch (the shortage's `since`, when AWS reported it) to both replicas of each Ready.
+      let since: number | undefined;
+      const watch = watchPods((ps) => ICE_MODELS.every((m) => readyPods(ps, m.name) >= 2));
       await mustUntil('ICE replicas Running elsewhere', async () => {
         await pass();
-        if (seen === undefined && (await computeStatus('sc-ice')).shortOfCapacity) seen = Date.now();
+        const short = (await computeStatus('sc-ice')).shortOfCapacity;
+        if (since === undefined && short) since = Date.parse(short.since);
         const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
-        return seen !== undefined && all.every((s) => s.running === 2);
-      });
-      recovery.ice.push(sim(Date.now() - seen!));
+        return since !== undefined && all.every((s) => s.running === 2);
+      }).finally(() => watch.stop());
+      recovery.ice.push(sim(watch.at() - since!));
       // Capacity returns: the replicas on the fallback move back surge-first (bounded: a figure, not a wait).
       cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
       const t1 = Date.now();
@@ -339,12 +403,15 @@ export async function runSupplyChaos(
         | undefined;
       if (!pod) throw new Error(`supply chaos: ${victim} runs on no node to cordon`);
       const node = pod.node;
-      const t0 = Date.now();
       await kubectl('cordon', node);
       // The one-replica model's PodDisruptionBudget (minAvailable 1) makes an evicting drain wait for ever, by
       // design; the operator deletes the pod instead (kubectl drain --disable-eviction's effect, which the
       // simulated API server cannot decode: its DeleteOptions come as protobuf).
       await kubectl('delete', 'pod', '-n', pod.namespace, pod.name, '--wait=false');
+      // From the drain done (the replica gone): the two kubectl runs take about a wall second, which the
+      // simulated clock would count a hundred times over at 0.01.
+      const t0 = Date.now();
+      const watch = watchPods((ps) => readyPods(ps, victim, node) >= 1);
       await mustUntil('recovery from a cordon', async () => {
         const { ok } = await pass();
         return (
@@ -353,8 +420,8 @@ export async function runSupplyChaos(
             (p: { ready: boolean; node: string }) => p.ready && p.node !== node,
           )
         );
-      });
-      recovery.cordon.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.cordon.push(sim(watch.at() - t0));
       log(`supply cordon ${round + 1}: ${victim} Running again in ${recovery.cordon.at(-1)!.toFixed(0)} s`);
       await kubectl('uncordon', node);
     }
@@ -430,11 +497,12 @@ export async function runSupplyChaos(
       cp.sim.admin.setQuotas({ [G_QUOTA]: 768 });
       resetQuotaCache();
       const t0 = Date.now();
+      const watch = watchPods((ps) => readyPods(ps, name) >= replicas);
       await mustUntil('the held replica Running once the quota is raised', async () => {
         const { ok } = await pass();
         return ok && (await status(name)).running === replicas;
-      });
-      recovery.quota.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.quota.push(sim(watch.at() - t0));
       log(
         `supply quota ${round + 1}: named in the pending reason: ${named}; Running ${recovery.quota.at(-1)!.toFixed(0)} s after the raise`,
       );
@@ -461,6 +529,10 @@ export async function runSupplyChaos(
     recoverySeconds: recovery.spot.map((x) => Math.round(x)),
     p50Seconds: Math.round(quantile(recovery.spot, 0.5)),
     p99Seconds: Math.round(quantile(recovery.spot, 0.99)),
+    passSeconds: {
+      p50: Math.round(sim(quantile(passMs, 0.5))),
+      p99: Math.round(sim(quantile(passMs, 0.99))),
+    },
     nodeBootSeconds:
       (DEFAULT_DURATIONS.instanceLaunchMs +
         DEFAULT_DURATIONS.nodeRegisterMs +
