@@ -285,11 +285,13 @@ export async function runSupplyChaos(
     (
       cluster.store.list(NODES) as unknown as { metadata: { name: string }; spec?: { providerID?: string } }[]
     ).find((n) => n.spec?.providerID?.endsWith(`/${id}`))?.metadata.name;
-  const until = async (done: () => Promise<boolean>, max = 60) => {
+  // Bounds in passes, set at 0.01: at a slower time scale a pass is less simulated time, so more of them.
+  const passes = (n: number) => Math.ceil(n * Math.max(1, opts.timeScale / 0.01));
+  const until = async (done: () => Promise<boolean>, max = passes(60)) => {
     for (let i = 0; i < max; i++) if (await done()) return true;
     return false;
   };
-  const mustUntil = async (what: string, done: () => Promise<boolean>, max = 60) => {
+  const mustUntil = async (what: string, done: () => Promise<boolean>, max = passes(60)) => {
     if (await until(done, max)) return;
     const models = await Promise.all(MODELS.map(async (m) => ({ name: m.name, ...(await status(m.name)) })));
     throw new Error(
@@ -382,7 +384,7 @@ export async function runSupplyChaos(
           (s) =>
             s.running === 2 && (s.placements ?? []).every((p: { compute: string }) => p.compute === 'sc-ice'),
         );
-      }, 40);
+      }, passes(40));
       if (back) moveBack.push(sim(Date.now() - t1));
       log(
         `supply ice ${round + 1}: short → Running elsewhere ${recovery.ice.at(-1)!.toFixed(0)} s; moved back: ${back ? `${moveBack.at(-1)!.toFixed(0)} s` : 'no'}`,
