@@ -59,10 +59,21 @@ export function spotWarning(event: unknown): { instance: string; at: string } | 
   return { instance, at: typeof e.time === 'string' ? e.time : new Date(0).toISOString() };
 }
 
-/** True when EC2 warned of reclaiming one of the compute's Spot instances within `withinMs` of now. */
-export function reclaimedRecently(s: ComputeSupply | undefined, now: string, withinMs: number): boolean {
-  const at = s?.interruptions?.last.at;
-  return at !== undefined && Date.parse(now) - Date.parse(at) <= withinMs;
+/**
+ * True when the launch a pass read was asked for within `withinMs` of a Spot warning of the compute (the
+ * replacement of a reclaimed instance): judged at the launch's start, not at the pass that read it, since EC2
+ * may report the failure minutes after the ask (and the grace after the warning be over by then). Without a
+ * launch (a health issue), at `now`.
+ */
+export function replacesReclaimed(
+  s: ComputeSupply | undefined,
+  launch: LaunchActivity | undefined,
+  now: string,
+  withinMs: number,
+): boolean {
+  const warned = s?.interruptions?.last.at;
+  const asked = launch?.startedAt ?? now;
+  return warned !== undefined && Math.abs(Date.parse(asked) - Date.parse(warned)) <= withinMs;
 }
 
 /** The annotation the reconciler puts on a node whose instance EC2 warned it will reclaim: its warning time. */
@@ -87,6 +98,8 @@ export interface LaunchActivity {
   status: 'Successful' | 'Failed' | 'InProgress' | 'Other';
   /** When it ended (or started, while in progress). */
   at: string;
+  /** When it started: when the launch was asked for (a failure may be reported minutes later). */
+  startedAt?: string;
   /** EC2's words for a failed launch (its StatusMessage). */
   message?: string;
 }
