@@ -121,7 +121,7 @@ function markdown(
         `${d.admittedNotRunningMinutes} replica-minutes admitted but not running; ${d.interruptionsCounted} warnings counted` +
         (d.faults
           ? `; ICE ${d.faults.ice.rounds}, cordons ${d.faults.cordon.rounds}, binding quotas ${d.faults.quota.rounds}: ` +
-            `replicas held on a short compute up to ${d.admittedOnShortMaxPasses} passes (${d.admittedPastGrace} samples past the grace) |`
+            `replicas admitted on a short compute past its grace: ${d.admittedPastGrace} samples, up to ${d.admittedOnShortMaxPasses} passes |`
           : ' |'),
     );
   }

@@ -150,6 +150,7 @@ async function newestLaunch(asgName: string): Promise<LaunchActivity | undefined
   return {
     status,
     at: (a.EndTime ?? a.StartTime ?? new Date()).toISOString(),
+    ...(a.StartTime ? { startedAt: a.StartTime.toISOString() } : {}),
     ...(a.StatusMessage ? { message: a.StatusMessage } : {}),
   };
 }

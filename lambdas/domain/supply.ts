@@ -59,10 +59,21 @@ export function spotWarning(event: unknown): { instance: string; at: string } | 
   return { instance, at: typeof e.time === 'string' ? e.time : new Date(0).toISOString() };
 }
 
-/** True when EC2 warned of reclaiming one of the compute's Spot instances within `withinMs` of now. */
-export function reclaimedRecently(s: ComputeSupply | undefined, now: string, withinMs: number): boolean {
-  const at = s?.interruptions?.last.at;
-  return at !== undefined && Date.parse(now) - Date.parse(at) <= withinMs;
+/**
+ * True when the launch a pass read was asked for within `withinMs` of a Spot warning of the compute (the
+ * replacement of a reclaimed instance): judged at the launch's start, not at the pass that read it, since EC2
+ * may report the failure minutes after the ask (and the grace after the warning be over by then). Without a
+ * launch (a health issue), at `now`.
+ */
+export function replacesReclaimed(
+  s: ComputeSupply | undefined,
+  launch: LaunchActivity | undefined,
+  now: string,
+  withinMs: number,
+): boolean {
+  const warned = s?.interruptions?.last.at;
+  const asked = launch?.startedAt ?? now;
+  return warned !== undefined && Math.abs(Date.parse(asked) - Date.parse(warned)) <= withinMs;
 }
 
 /** The annotation the reconciler puts on a node whose instance EC2 warned it will reclaim: its warning time. */
@@ -87,6 +98,8 @@ export interface LaunchActivity {
   status: 'Successful' | 'Failed' | 'InProgress' | 'Other';
   /** When it ended (or started, while in progress). */
   at: string;
+  /** When it started: when the launch was asked for (a failure may be reported minutes later). */
+  startedAt?: string;
   /** EC2's words for a failed launch (its StatusMessage). */
   message?: string;
 }
@@ -120,7 +133,12 @@ export function isCapacityFailure(message: string | undefined): boolean {
   return message !== undefined && CAPACITY_ERRORS.test(message);
 }
 
-/** Probes wait the grace, then twice as long after each failed one, at most this. */
+/**
+ * The first probe waits twice the grace: the grace, in which admission still counts on the compute, then as long
+ * again in which it counts only the nodes the group runs, so the replicas counted on the rest are placed elsewhere
+ * (were the probe due when the grace ends, admission would never stop counting on the compute). Each failed
+ * probe doubles the wait, at most this.
+ */
 const MAX_PROBE_WAIT_MS = 60 * 60_000;
 
 const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOString();
@@ -158,7 +176,7 @@ export function nextShortage(
     message: failure.message,
     lastFailureAt: failure.at,
     probes,
-    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** probes)),
+    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
     countedUntil: reclaimed
       ? graceFrom
       : prev && graceFrom === since

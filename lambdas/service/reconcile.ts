@@ -33,8 +33,8 @@ import {
   nextShortage,
   nodeOfInstance,
   nodesByCompute,
-  reclaimedRecently,
   replacementNodes,
+  replacesReclaimed,
   SPOT_WARNING_ANNOTATION,
   type SupplyNode,
   sameSupply,
@@ -297,7 +297,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
           : 0
         : (c.supply?.replacementNodes ?? 0);
-      const reclaimed = reclaimedRecently(c.supply, now, graceMs);
+      const reclaimed = replacesReclaimed(c.supply, o?.launch, now, graceMs);
       const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs, reclaimed);
       const next: ComputeSupply = {
         ...(idle.length ? { idleNodes: idle } : {}),

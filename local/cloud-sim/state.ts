@@ -662,6 +662,9 @@ export class Simulator {
         const creating = ng.phase === 'CREATING';
         const { createFailureMs, scaleOutFailureMs } = this.opts.durations;
         const delay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
+        // The activity began when the launch was asked for, as Auto Scaling's StartTime says; it shows as failed
+        // (EndTime) once the failure does.
+        const askedAt = this.t;
         this.schedule(
           delay,
           `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
@@ -674,6 +677,7 @@ export class Simulator {
               'Launching a new EC2 instance',
               this.capacityCause(ng, 'increasing'),
             );
+            failed.startTime = askedAt;
             failed.statusCode = 'Failed';
             failed.progress = 100;
             failed.endTime = this.t;

@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resetQuotaCache } from '../../lambdas/aws/quotas';
+import { LABEL_MODEL } from '../../lambdas/domain/workloads';
 import { DEFAULT_DURATIONS } from '../../local/cloud-sim';
 import type { ControlPlane } from '../../local/control-plane';
+import { NODES, PODS } from '../../local/k8s-sim/resources';
 
 /**
  * Supply chaos (issue 32, Figures) against the local control plane, one kind of round per fault the issue names:
@@ -25,9 +27,11 @@ export type FaultKind = 'spot' | 'ice' | 'cordon' | 'quota';
 export interface FaultFigures {
   rounds: number;
   /**
-   * Simulated seconds per round from the fault being reported to the replacement Ready: spot, the warning to every
-   * minimum Running again; ice, the pass that first shows the compute short of capacity to every replica Running;
-   * cordon, the cordon to the model Running again; quota, the quota raised to the held replica Running.
+   * Simulated seconds per round from the fault being reported to the replacement Ready (read from the simulated
+   * cluster's pods every 20 ms, not at the next pass): spot, the warning to each model that ran on the node Ready
+   * on another; ice, EC2's failed launch (the shortage's `since`) to both replicas of each model Ready; cordon, the
+   * drain done (cordon, then the pod deleted) to the model Ready on another node; quota, the quota raised to the
+   * held replicas Ready.
    */
   recoverySeconds: number[];
   p50Seconds: number;
@@ -45,6 +49,12 @@ export interface SupplyChaosReport {
   p99Seconds: number;
   /** A node's boot in the simulator (launch → InService → Node registers → Ready), simulated seconds. */
   nodeBootSeconds: number;
+  /**
+   * A reconcile pass's own wall time in simulated seconds (p50, p99): inside every figure once or twice (the pass
+   * that sees the fault runs its steps before asking for a node), and a time-scale artifact: in AWS a pass
+   * takes about as many real seconds.
+   */
+  passSeconds: { p50: number; p99: number };
   /** Simulated replica-minutes admitted but not Running, over the whole run. */
   admittedNotRunningMinutes: number;
   /** Share of samples (one per pass) in which every model of the class had its minimum Running. */
@@ -56,12 +66,15 @@ export interface SupplyChaosReport {
   /** LLMCAP_SUPPLY_GRACE_SECONDS in simulated seconds. */
   graceSeconds: number;
   /**
-   * Most passes a replica stayed admitted and not Running on a compute marked short of capacity, counted from the
-   * first pass that saw it short (that one included).
+   * Most passes, each run wholly within a grace after a short compute's `countedUntil` (its grace over), after
+   * which more replicas were placed on it than it runs nodes taking pods: admission counted on nodes EC2 cannot
+   * launch past the grace. 0 is the target.
    */
   admittedOnShortMaxPasses: number;
-  /** Samples of a replica still admitted and not Running on a short compute more than one pass after the pass that saw it short. */
+  /** Samples (per pass and compute) of such a count. */
   admittedPastGrace: number;
+  /** Longest such overrun, simulated seconds from `countedUntil` to the end of the last pass that still held it. */
+  admittedPastGraceMaxSeconds: number;
   /** ICE rounds whose replicas all went back to the preferred compute once EC2 had capacity, and how long it took. */
   movedBack: number;
   moveBackSeconds: number[];
@@ -69,6 +82,8 @@ export interface SupplyChaosReport {
   quotaNamed: number;
   /** Passes while the quota bound that left a G node group wanting more vCPUs than the quota (AWS would refuse). */
   beyondQuotaPasses: number;
+  /** Cordon rounds whose cordoned node was gone by the time the operator uncordoned it. */
+  cordonedNodesGone: number;
 }
 
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
@@ -173,19 +188,35 @@ export async function runSupplyChaos(
   let onShortMaxPasses = 0;
   const held = new Map<string, number>();
   let pastGrace = 0;
+  let pastGraceMaxMs = 0;
+  /** Each pass's wall time (reconcile only), for the figures' share of it. */
+  const passMs: number[] = [];
   let last = Date.now();
   const status = async (name: string) => (await call('GET', `/v1/models/${name}`)).body.status;
   const computeStatus = async (name: string) => (await call('GET', `/v1/computes/${name}`)).body.status;
   /** One pass, and what it left: per model admitted and Running, and replicas held on computes that cannot launch. */
   const pass = async () => {
+    const started = Date.now();
     const summary = await cp.reconcile();
+    const ended = Date.now();
+    passMs.push(ended - started);
     await cp.sfn.waitForIdle(10_000);
     const now = Date.now();
     const byClass: Record<string, boolean> = {};
-    const short: Record<string, number> = {};
+    // Short computes whose grace (to `countedUntil`) was over for the whole pass, and not by a grace more: the
+    // time admission must count only the nodes they run that take pods, whenever llmcap's probe is due (its
+    // admission runs inside the pass, after the shortage is read). One replica a node here (every profile asks
+    // for the one GPU its instance type has), so the replicas placed there count.
+    const short: Record<string, { countedUntil: string; nodes: number; placed: number }> = {};
     for (const c of ['sc-spot', 'sc-ice']) {
-      const since = (await computeStatus(c)).shortOfCapacity?.since;
-      if (since) short[c] = Date.parse(since);
+      const st = await computeStatus(c);
+      const s = st.shortOfCapacity;
+      if (s && started >= Date.parse(s.countedUntil) && ended < Date.parse(s.countedUntil) + graceMs)
+        short[c] = {
+          countedUntil: s.countedUntil,
+          nodes: Math.max(0, (st.readyNodes ?? 0) - (st.idleNodes?.length ?? 0)),
+          placed: 0,
+        };
     }
     let notRunning = 0;
     for (const name of [...MODELS.map((m) => m.name), ...extra]) {
@@ -193,27 +224,22 @@ export async function runSupplyChaos(
       notRunning += Math.max(0, (s.admitted ?? 0) - (s.running ?? 0));
       const m = MODELS.find((x) => x.name === name);
       if (m) byClass[m.cls] = (byClass[m.cls] ?? true) && (s.running ?? 0) >= 1;
-      for (const [c, since] of Object.entries(short)) {
-        const placed = (s.placements ?? [])
+      for (const [c, sh] of Object.entries(short))
+        sh.placed += (s.placements ?? [])
           .filter((p: { compute: string }) => p.compute === c)
           .reduce((n: number, p: { replicas: number }) => n + p.replicas, 0);
-        const ready = (s.pods ?? []).filter(
-          (p: { compute: string; ready: boolean }) => p.compute === c && p.ready,
-        ).length;
-        if (placed <= ready) continue;
-        // Counted in passes from the first that saw the compute short: the grace (300 s simulated) is shorter
-        // than a pass's wall time at these time scales, so the pass after the marking should have re-placed it.
-        const key = `${name}@${c}@${since}`;
-        const n = (held.get(key) ?? 0) + 1;
-        held.set(key, n);
-        onShortMaxPasses = Math.max(onShortMaxPasses, n);
-        if (n > 2) {
-          pastGrace++;
-          log(
-            `supply: ${name} has ${placed - ready} replica(s) admitted on ${c} ${n} passes after it was seen short`,
-          );
-        }
-      }
+    }
+    for (const [c, { countedUntil, nodes, placed }] of Object.entries(short)) {
+      if (placed <= nodes) continue;
+      const key = `${c}@${countedUntil}`;
+      const n = (held.get(key) ?? 0) + 1;
+      held.set(key, n);
+      onShortMaxPasses = Math.max(onShortMaxPasses, n);
+      pastGrace++;
+      pastGraceMaxMs = Math.max(pastGraceMaxMs, ended - Date.parse(countedUntil));
+      log(
+        `supply: ${placed} replica(s) admitted on ${c}, which runs ${nodes} node(s) taking pods, after a pass run wholly past its grace (${countedUntil})`,
+      );
     }
     notRunningMs[kind] += notRunning * (now - last);
     last = now;
@@ -225,22 +251,85 @@ export async function runSupplyChaos(
     return { ok: Object.values(byClass).every(Boolean), summary };
   };
   const spotGroup = () => cp.sim.admin.state().nodegroups.find((g) => g.name.includes('sc-spot'));
-  const until = async (done: () => Promise<boolean>, max = 60) => {
+  // The figures end when the pods were Ready, read from the simulated cluster every 20 ms (its events run on
+  // catching up), not when the next pass looked: a pass is 30 to 150 s simulated at 0.01.
+  const cluster = cp.sim.kubernetes!.cluster;
+  type Pod = {
+    metadata: { labels?: Record<string, string> };
+    spec?: { nodeName?: string };
+    status?: { conditions?: { type: string; status: string }[] };
+  };
+  const isReady = (p: Pod) =>
+    (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+  /** Ready pods of a model, on nodes other than `not`. */
+  const readyPods = (pods: Pod[], model: string, not?: string) =>
+    pods.filter((p) => p.metadata.labels?.[LABEL_MODEL] === model && isReady(p) && p.spec?.nodeName !== not)
+      .length;
+  const watchPods = (done: (pods: Pod[]) => boolean) => {
+    let at: number | undefined;
+    const check = () => {
+      if (at !== undefined) return;
+      cluster.sim.catchUp();
+      if (done(cluster.store.list(PODS) as unknown as Pod[])) at = Date.now();
+    };
+    const timer = setInterval(check, 20);
+    return {
+      /** When `done` first held (now, if it holds now and was not seen before). */
+      at: () => {
+        check();
+        clearInterval(timer);
+        return at ?? Date.now();
+      },
+      stop: () => clearInterval(timer),
+    };
+  };
+  const nodeOfInstance = (id: string) =>
+    (
+      cluster.store.list(NODES) as unknown as { metadata: { name: string }; spec?: { providerID?: string } }[]
+    ).find((n) => n.spec?.providerID?.endsWith(`/${id}`))?.metadata.name;
+  // Bounds in passes, set at 0.01: at a slower time scale a pass is less simulated time, so more of them.
+  const passes = (n: number) => Math.ceil(n * Math.max(1, opts.timeScale / 0.01));
+  const until = async (done: () => Promise<boolean>, max = passes(60)) => {
     for (let i = 0; i < max; i++) if (await done()) return true;
     return false;
   };
-  const mustUntil = async (what: string, done: () => Promise<boolean>, max = 60) => {
+  const mustUntil = async (what: string, done: () => Promise<boolean>, max = passes(60)) => {
     if (await until(done, max)) return;
     const models = await Promise.all(MODELS.map(async (m) => ({ name: m.name, ...(await status(m.name)) })));
     throw new Error(
       `supply chaos: ${what} not within ${max} passes: ${JSON.stringify({ models: models.map((s) => ({ name: s.name, admitted: s.admitted, running: s.running, placements: s.placements, reasons: s.reasons, podReasons: s.podReasons })), spot: await computeStatus('sc-spot'), ice: await computeStatus('sc-ice'), group: spotGroup()?.autoScalingGroup })}`,
     );
   };
+  /**
+   * Passes until the L4 groups hold just what they need, every node taking pods: a round that began beside a spare
+   * node left by the last one (its replacement, not yet scaled away) would time a pod's restart, not a node's
+   * boot.
+   */
+  const settle = (what: string) =>
+    mustUntil(`the L4 groups settled before ${what}`, async () => {
+      await pass();
+      for (const c of ['sc-spot', 'sc-od']) {
+        const st = await computeStatus(c);
+        const group = cp.sim.admin.state().nodegroups.find((g) => g.name.endsWith(`-${c}`));
+        const live = group?.autoScalingGroup.instances.filter(
+          (i) => i.lifecycleState !== 'Terminated',
+        ).length;
+        if (
+          st.desiredNodes !== st.neededNodes ||
+          st.readyNodes !== st.desiredNodes ||
+          live !== st.desiredNodes ||
+          st.idleNodes?.length
+        )
+          return false;
+      }
+      return true;
+    });
   const recovery: Record<FaultKind, number[]> = { spot: [], ice: [], cordon: [], quota: [] };
   const moveBack: number[] = [];
   let quotaNamed = 0;
   let beyondQuota = 0;
   let withoutCapacity = 0;
+  let cordonedGone = 0;
   try {
     await mustUntil('the start', async () => (await pass()).ok);
     // Figures from here: the start (nodes booting for the first time) is not a fault.
@@ -249,6 +338,7 @@ export async function runSupplyChaos(
 
     kind = 'spot';
     for (let round = 0; round < opts.rounds; round++) {
+      await settle(`Spot round ${round + 1}`);
       // The last round EC2 has no Spot capacity left to replace the node with: the replicas go On-Demand and stay
       // there (moving back when Spot returns is consolidation's, not measured here).
       const noCapacity = round === opts.rounds - 1;
@@ -266,16 +356,28 @@ export async function runSupplyChaos(
       const live =
         spotGroup()?.autoScalingGroup.instances.filter((i) => i.lifecycleState === 'InService') ?? [];
       if (live.length === 0) throw new Error('supply chaos: no Spot node left to reclaim');
-      const instance = live[round % live.length]!.id;
+      // An instance a model runs on (in turn), so that each round takes a replica away.
+      cluster.sim.catchUp();
+      const pods = cluster.store.list(PODS) as unknown as Pod[];
+      const runsOn = (id: string) =>
+        pods.filter(
+          (p) => isReady(p) && p.spec?.nodeName === nodeOfInstance(id) && p.metadata.labels?.[LABEL_MODEL],
+        );
+      const busy = live.filter((i) => runsOn(i.id).length > 0);
+      const instance = (busy.length ? busy : live)[round % (busy.length || live.length)]!.id;
+      const warned = nodeOfInstance(instance);
+      const victims = runsOn(instance).map((p) => p.metadata.labels![LABEL_MODEL]!);
       const t0 = Date.now();
+      // Recovered: each model that ran there Ready on another node (its minimum Running again).
+      const watch = watchPods((ps) => victims.every((m) => readyPods(ps, m, warned) >= 1));
       cp.sim.admin.interruptSpot(instance);
       await mustUntil('recovery from a Spot reclaim', async () => {
         const { ok } = await pass();
         return ok && !spotGroup()?.autoScalingGroup.instances.some((i) => i.id === instance);
-      });
-      recovery.spot.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.spot.push(sim(watch.at() - t0));
       log(
-        `supply spot ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; recovered in ${sim(Date.now() - t0).toFixed(0)} s simulated`,
+        `supply spot ${round + 1}: ${noCapacity ? 'no Spot capacity' : 'Spot capacity'}; ${victims.join(', ')} Ready elsewhere ${recovery.spot.at(-1)!.toFixed(0)} s simulated after the warning`,
       );
     }
     cp.sim.admin.patchFaults({ launchFailures: [] });
@@ -289,14 +391,17 @@ export async function runSupplyChaos(
       // EC2 runs out of the preferred type just as both models want a replica more.
       cp.sim.admin.patchFaults({ unavailableInstanceTypes: [ICE_TYPE] });
       for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 2, target: 2 });
-      let seen: number | undefined;
+      // From EC2's failed launch (the shortage's `since`, when AWS reported it) to both replicas of each Ready.
+      let since: number | undefined;
+      const watch = watchPods((ps) => ICE_MODELS.every((m) => readyPods(ps, m.name) >= 2));
       await mustUntil('ICE replicas Running elsewhere', async () => {
         await pass();
-        if (seen === undefined && (await computeStatus('sc-ice')).shortOfCapacity) seen = Date.now();
+        const short = (await computeStatus('sc-ice')).shortOfCapacity;
+        if (since === undefined && short) since = Date.parse(short.since);
         const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
-        return seen !== undefined && all.every((s) => s.running === 2);
-      });
-      recovery.ice.push(sim(Date.now() - seen!));
+        return since !== undefined && all.every((s) => s.running === 2);
+      }).finally(() => watch.stop());
+      recovery.ice.push(sim(watch.at() - since!));
       // Capacity returns: the replicas on the fallback move back surge-first (bounded: a figure, not a wait).
       cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
       const t1 = Date.now();
@@ -307,7 +412,7 @@ export async function runSupplyChaos(
           (s) =>
             s.running === 2 && (s.placements ?? []).every((p: { compute: string }) => p.compute === 'sc-ice'),
         );
-      }, 40);
+      }, passes(40));
       if (back) moveBack.push(sim(Date.now() - t1));
       log(
         `supply ice ${round + 1}: short → Running elsewhere ${recovery.ice.at(-1)!.toFixed(0)} s; moved back: ${back ? `${moveBack.at(-1)!.toFixed(0)} s` : 'no'}`,
@@ -322,18 +427,22 @@ export async function runSupplyChaos(
 
     kind = 'cordon';
     for (let round = 0; round < (opts.cordonRounds ?? 1); round++) {
+      await settle(`cordon round ${round + 1}`);
       const victim = round % 2 ? 'sc-std-b' : 'sc-std-a';
       const pod = (await status(victim)).pods?.find((p: { ready: boolean }) => p.ready) as
         | { name: string; namespace: string; node: string }
         | undefined;
       if (!pod) throw new Error(`supply chaos: ${victim} runs on no node to cordon`);
       const node = pod.node;
-      const t0 = Date.now();
       await kubectl('cordon', node);
       // The one-replica model's PodDisruptionBudget (minAvailable 1) makes an evicting drain wait for ever, by
       // design; the operator deletes the pod instead (kubectl drain --disable-eviction's effect, which the
       // simulated API server cannot decode: its DeleteOptions come as protobuf).
       await kubectl('delete', 'pod', '-n', pod.namespace, pod.name, '--wait=false');
+      // From the drain done (the replica gone): the two kubectl runs take about a wall second, which the
+      // simulated clock would count a hundred times over at 0.01.
+      const t0 = Date.now();
+      const watch = watchPods((ps) => readyPods(ps, victim, node) >= 1);
       await mustUntil('recovery from a cordon', async () => {
         const { ok } = await pass();
         return (
@@ -342,28 +451,56 @@ export async function runSupplyChaos(
             (p: { ready: boolean; node: string }) => p.ready && p.node !== node,
           )
         );
-      });
-      recovery.cordon.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.cordon.push(sim(watch.at() - t0));
       log(`supply cordon ${round + 1}: ${victim} Running again in ${recovery.cordon.at(-1)!.toFixed(0)} s`);
-      await kubectl('uncordon', node);
+      // The node may be gone (seen once after a round without Spot capacity): said, not hidden.
+      await kubectl('uncordon', node).catch((e: Error) => {
+        if (!/NotFound/.test(e.message)) throw e;
+        cordonedGone++;
+        log(`supply cordon ${round + 1}: ${node} was gone before the operator uncordoned it`);
+      });
     }
 
     kind = 'quota';
+    const gComputes = async () =>
+      (
+        (await call('GET', '/v1/computes')).body.items as {
+          metadata: { name: string };
+          spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
+          status: { desiredNodes?: number; neededNodes?: number; readyNodes?: number };
+        }[]
+      ).filter((c) => /^g/.test(c.spec.node.instanceType));
+    // Spot nodes count against the Spot quota, not this one.
+    const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
+      c.spec.node.capacityType !== 'SPOT';
     for (let round = 0; round < (opts.quotaRounds ?? 1); round++) {
+      // The On-Demand G groups settled first: the last round's model gone before a pass began (so that pass
+      // planned without it) and each group at the nodes it needs, with no more running. A node still leaving
+      // would be room the new model takes, and the quota would not bind (the second round of the run of
+      // 2026-12-06 07:09).
+      const previous = `sc-quota-${round}`;
+      await mustUntil('the On-Demand G groups settled before a quota round', async () => {
+        const gone = round === 0 || (await call('GET', `/v1/models/${previous}`)).status === 404;
+        await pass();
+        // sc-od needs a node per replica placed on it (one a node), no more.
+        let onOd = 0;
+        for (const m of MODELS)
+          for (const p of (await status(m.name)).placements ?? [])
+            if (p.compute === 'sc-od') onOd += p.replicas;
+        const groups = (await gComputes()).filter(onDemand);
+        return (
+          gone &&
+          groups.find((c) => c.metadata.name === 'sc-od')?.status.neededNodes === onOd &&
+          groups.every(
+            (c) =>
+              (c.status.desiredNodes ?? 0) === (c.status.neededNodes ?? 0) &&
+              (c.status.readyNodes ?? 0) === (c.status.desiredNodes ?? 0),
+          )
+        );
+      });
       // The G and VT vCPUs the groups want now (as their computes say), and sc-od's nodes to spare: the quota
       // binds at that value, and the model asks for one replica more than the spare nodes hold.
-      const gComputes = async () =>
-        (
-          (await call('GET', '/v1/computes')).body.items as {
-            metadata: { name: string };
-            spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
-            status: { desiredNodes?: number; neededNodes?: number };
-          }[]
-        ).filter((c) => /^g/.test(c.spec.node.instanceType));
-      // Spot nodes count against the Spot quota, not this one.
-      const onDemand = (c: { spec: { node: { capacityType?: string } } }) =>
-        c.spec.node.capacityType !== 'SPOT';
-      // At what the groups need (not what they hold: surplus nodes leaving would make room for the new one).
       const before = await gComputes();
       const quota = before
         .filter(onDemand)
@@ -396,11 +533,12 @@ export async function runSupplyChaos(
       cp.sim.admin.setQuotas({ [G_QUOTA]: 768 });
       resetQuotaCache();
       const t0 = Date.now();
+      const watch = watchPods((ps) => readyPods(ps, name) >= replicas);
       await mustUntil('the held replica Running once the quota is raised', async () => {
         const { ok } = await pass();
         return ok && (await status(name)).running === replicas;
-      });
-      recovery.quota.push(sim(Date.now() - t0));
+      }).finally(() => watch.stop());
+      recovery.quota.push(sim(watch.at() - t0));
       log(
         `supply quota ${round + 1}: named in the pending reason: ${named}; Running ${recovery.quota.at(-1)!.toFixed(0)} s after the raise`,
       );
@@ -427,6 +565,10 @@ export async function runSupplyChaos(
     recoverySeconds: recovery.spot.map((x) => Math.round(x)),
     p50Seconds: Math.round(quantile(recovery.spot, 0.5)),
     p99Seconds: Math.round(quantile(recovery.spot, 0.99)),
+    passSeconds: {
+      p50: Math.round(sim(quantile(passMs, 0.5))),
+      p99: Math.round(sim(quantile(passMs, 0.99))),
+    },
     nodeBootSeconds:
       (DEFAULT_DURATIONS.instanceLaunchMs +
         DEFAULT_DURATIONS.nodeRegisterMs +
@@ -449,9 +591,11 @@ export async function runSupplyChaos(
     graceSeconds: Math.round(sim(graceMs)),
     admittedOnShortMaxPasses: onShortMaxPasses,
     admittedPastGrace: pastGrace,
+    admittedPastGraceMaxSeconds: Math.round(sim(pastGraceMaxMs)),
     movedBack: moveBack.length,
     moveBackSeconds: moveBack.map((x) => Math.round(x)),
     quotaNamed,
     beyondQuotaPasses: beyondQuota,
+    cordonedNodesGone: cordonedGone,
   };
 }

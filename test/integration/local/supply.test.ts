@@ -51,7 +51,9 @@ const nodesOf = async (c: string) =>
   }[];
 
 beforeAll(async () => {
-  cp = await testControlPlane('supply');
+  // A grace of 5 s wall (not 300 × 0.001): long enough that a pass started past it ends before the probe is due,
+  // even beside a loaded suite, so the GPUs test can see the one pass that must no longer count on the short compute.
+  cp = await testControlPlane('supply', { supplyGraceSeconds: 5 });
   call = httpApi(cp);
   dir = mkdtempSync(join(tmpdir(), 'supply-'));
   cp.sim.kubernetes!.writeKubeconfig(join(dir, 'kubeconfig'));
@@ -190,8 +192,19 @@ describe('GPUs that cannot be had', () => {
     expect(listed.stdout).toMatch(/\bshort \d+[smhd]\b/);
     expect(listed.stdout).toContain('InsufficientInstanceCapacity');
 
-    // Past the grace, admission no longer counts the node that cannot be launched: the replica goes to the
-    // next profile's compute, and runs there.
+    // Past the grace, admission no longer counts the node that cannot be launched: the first pass after it
+    // places the replica on the next profile's compute (the shortage's own countedUntil, before its probe).
+    expect(Date.parse(short.countedUntil)).toBeLessThan(Date.parse(short.nextProbeAt));
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(short.countedUntil) - Date.now())));
+    await cp.reconcile();
+    expect(Date.now()).toBeLessThan(Date.parse(short.nextProbeAt));
+    const placed = (await status('two-kinds')).placements as { compute: string; replicas: number }[];
+    const on = (c: string) => placed.filter((p) => p.compute === c).reduce((n, p) => n + p.replicas, 0);
+    expect({ 'l4-first': on('l4-first'), 'a10g-next': on('a10g-next') }).toEqual({
+      'l4-first': 1,
+      'a10g-next': 1,
+    });
+    // And runs there.
     await reconcileUntil(cp, async () => {
       const pass = await cp.reconcile();
       const r = pass.computes.find((c) => c.compute === 'l4-first');

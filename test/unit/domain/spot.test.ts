@@ -8,7 +8,7 @@ import {
   nextInterruptions,
   nextShortage,
   nodeOfInstance,
-  reclaimedRecently,
+  replacesReclaimed,
   SPOT_WARNING_ANNOTATION,
   spotWarning,
 } from '../../../lambdas/domain/supply';
@@ -199,7 +199,22 @@ describe('Spot interruption warnings (issue 32 §4)', () => {
     expect(cannotLaunch(nextShortage(undefined, failed, NOW, 300_000), later)).toBe(false);
     expect(cannotLaunch(nextShortage(undefined, failed, NOW, 300_000, true), later)).toBe(true);
     const supply = { interruptions: { count: 1, last: { instance: 'i-1', at: NOW } } };
-    expect(reclaimedRecently(supply, later, 300_000)).toBe(true);
-    expect(reclaimedRecently(supply, new Date(Date.parse(NOW) + 400_000).toISOString(), 300_000)).toBe(false);
+    const at = (s: number) => new Date(Date.parse(NOW) + s * 1000).toISOString();
+    expect(replacesReclaimed(supply, undefined, later, 300_000)).toBe(true);
+    expect(replacesReclaimed(supply, undefined, at(400), 300_000)).toBe(false);
+    // EC2 reports the replacement's failed launch 400 s after the warning, but it was asked for 20 s after it:
+    // judged at the ask, the group still gets no grace (judged at the pass that read it, it had the full grace).
+    const replacement = {
+      status: 'Failed' as const,
+      at: at(400),
+      startedAt: at(20),
+      message: 'no Spot capacity',
+    };
+    expect(replacesReclaimed(supply, replacement, at(405), 300_000)).toBe(true);
+    // A launch asked for long before or after the warning is not its replacement.
+    expect(replacesReclaimed(supply, { ...replacement, startedAt: at(-3600) }, at(405), 300_000)).toBe(false);
+    expect(replacesReclaimed(supply, { ...replacement, startedAt: at(3600) }, at(3605), 300_000)).toBe(false);
+    // Without a warning there is nothing to replace.
+    expect(replacesReclaimed(undefined, replacement, at(405), 300_000)).toBe(false);
   });
 });
