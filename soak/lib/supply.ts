@@ -434,11 +434,16 @@ export async function runSupplyChaos(
         | undefined;
       if (!pod) throw new Error(`supply chaos: ${victim} runs on no node to cordon`);
       const node = pod.node;
-      await kubectl('cordon', node);
       // The one-replica model's PodDisruptionBudget (minAvailable 1) makes an evicting drain wait for ever, by
-      // design; the operator deletes the pod instead (kubectl drain --disable-eviction's effect, which the
-      // simulated API server cannot decode: its DeleteOptions come as protobuf).
-      await kubectl('delete', 'pod', '-n', pod.namespace, pod.name, '--wait=false');
+      // design; the operator drains with --disable-eviction, which cordons the node and deletes its pods.
+      await kubectl(
+        'drain',
+        node,
+        '--ignore-daemonsets',
+        '--delete-emptydir-data',
+        '--disable-eviction',
+        '--timeout=50s',
+      );
       // From the drain done (the replica gone): the two kubectl runs take about a wall second, which the
       // simulated clock would count a hundred times over at 0.01.
       const t0 = Date.now();
