@@ -118,13 +118,17 @@ class Slots {
   }
 }
 
-/** What a unit holds: per replica, the compute and the slot, so release can give back exactly that. */
+/**
+ * What a unit holds: per replica, the compute and the slot, so release can give back exactly that. Plain
+ * arrays, not typed ones: a unit has a handful of replicas, and a small typed array costs some six times the
+ * memory and time of an array (a 30,000-replica plan holds 17,000 of them).
+ */
 export interface UnitRecord {
   unitId: string;
   profile: Profile;
   request: ReplicaRequest;
-  computes: Int32Array;
-  slots: Int32Array;
+  computes: number[];
+  slots: number[];
   placements: UnitPlacement[];
   /**
    * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
@@ -285,8 +289,8 @@ export class PlacementHeadroom implements Headroom {
     }
     const reasons: string[] = [];
     const n = unit.replicas;
-    const computes = new Int32Array(n);
-    const slots = new Int32Array(n);
+    const computes = new Array<number>(n);
+    const slots = new Array<number>(n);
     for (const profile of unit.profiles) {
       const cand = this.shared.candidates(profile, unit.reach, unit.onDemandOnly);
       if (!cand.ok) {
@@ -376,8 +380,8 @@ export class PlacementHeadroom implements Headroom {
     if (!cand.ok) return false;
     const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
     const n = placements.reduce((k, pl) => k + pl.replicas, 0);
-    const computes = new Int32Array(n);
-    const slots = new Int32Array(n);
+    const computes = new Array<number>(n);
+    const slots = new Array<number>(n);
     let done = 0;
     for (const pl of placements) {
       const info = cand.computes.find((c) => c.name === pl.compute);
@@ -473,7 +477,7 @@ export class PlacementHeadroom implements Headroom {
 function groupPlacements(
   infos: ComputeInfo[],
   profile: string,
-  computes: Int32Array,
+  computes: readonly number[],
   n: number,
 ): UnitPlacement[] {
   const out: UnitPlacement[] = [];

@@ -186,28 +186,20 @@ export function planPlacement(
   best ??= packAll(infos, records, recOf, admitted, strategy);
 
   if (chosen) {
-    // The units' placements follow the plan's choice of computes, grouped per compute in compute order.
-    // A unit has a handful of replicas: its computes are counted in a small list kept sorted as it grows.
+    // The units' placements follow the plan's choice of computes, grouped per compute in compute order: a
+    // unit's computes sorted in a scratch array (a unit has a handful of replicas), then counted in runs.
+    const sorted = new Int32Array(records.reduce((n, rec) => Math.max(n, rec.computes.length), 0));
     let k = 0;
-    const cis: number[] = [];
-    const counts: number[] = [];
     records.forEach((rec, ri) => {
-      cis.length = 0;
-      counts.length = 0;
-      for (let j = 0; j < rec.computes.length; j++, k++) {
-        const ci = chosen!.compute[k]!;
-        let x = cis.length - 1;
-        while (x >= 0 && cis[x]! > ci) x--;
-        if (x >= 0 && cis[x] === ci) counts[x]!++;
-        else {
-          cis.splice(x + 1, 0, ci);
-          counts.splice(x + 1, 0, 1);
-        }
-      }
+      const n = rec.computes.length;
+      for (let j = 0; j < n; j++, k++) sorted[j] = chosen!.compute[k]!;
+      sorted.subarray(0, n).sort();
       const name = rec.profile.name;
-      const out: UnitPlacement[] = new Array(cis.length);
-      for (let x = 0; x < cis.length; x++)
-        out[x] = { compute: infos[cis[x]!]!.name, profile: name, replicas: counts[x]! };
+      const out: UnitPlacement[] = [];
+      for (let j = 0; j < n; j++) {
+        if (j > 0 && sorted[j] === sorted[j - 1]) out[out.length - 1]!.replicas++;
+        else out.push({ compute: infos[sorted[j]!]!.name, profile: name, replicas: 1 });
+      }
       placements[ri] = { unitId: rec.unitId, profile: name, placements: out };
     });
   }
