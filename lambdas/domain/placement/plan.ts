@@ -107,13 +107,12 @@ export function planPlacement(
   const records: UnitRecord[] = [];
   const placedUnits: ReplicaUnit[] = [];
   for (const unit of units) {
-    const r = h.place(unit);
-    if (r.ok) {
+    const r = h.placeRecord(unit);
+    if ('ok' in r) headroom.push({ unitId: unit.id, message: r.message });
+    else {
       placements.push({ unitId: unit.id, profile: r.profile.name, placements: r.placements });
-      records.push(h.record(unit.id)!);
+      records.push(r);
       placedUnits.push(unit);
-    } else {
-      headroom.push({ unitId: unit.id, message: r.message });
     }
   }
 
