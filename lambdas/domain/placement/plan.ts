@@ -186,13 +186,17 @@ export function planPlacement(
 
   if (chosen) {
     // The units' placements follow the plan's choice of computes, grouped per compute in compute order: a
-    // unit's computes sorted in a scratch array (a unit has a handful of replicas), then counted in runs.
+    // unit's computes insertion-sorted in a scratch array (a unit has a handful of replicas), counted in runs.
     const sorted = new Int32Array(records.reduce((n, rec) => Math.max(n, rec.computes.length), 0));
     let k = 0;
     records.forEach((rec, ri) => {
       const n = rec.computes.length;
-      for (let j = 0; j < n; j++, k++) sorted[j] = chosen!.compute[k]!;
-      sorted.subarray(0, n).sort();
+      for (let j = 0; j < n; j++, k++) {
+        const ci = chosen!.compute[k]!;
+        let x = j;
+        for (; x > 0 && sorted[x - 1]! > ci; x--) sorted[x] = sorted[x - 1]!;
+        sorted[x] = ci;
+      }
       const name = rec.profile.name;
       const out: UnitPlacement[] = [];
       for (let j = 0; j < n; j++) {
