@@ -375,6 +375,8 @@ function greedy(
     }
     from[ci] = fi;
   });
+  let lastClass = -1;
+  let lastNode = -1;
   for (const i of order) {
     const ci = cls[i]!;
     const c = classes[ci]!;
@@ -383,6 +385,11 @@ function greedy(
     // uses no GPU node, open or new, unless no CPU compute has room left (the second pass).
     const cpuOnly = g === 0;
     let chosen = -1;
+    // A replica just after an identical one (its class's replicas follow each other) goes where the scan would
+    // put it without scanning: every node before that one's refused it, and in best fit that node, only
+    // fuller now, is still the tightest. So the scan runs once per unit while its node has room.
+    if (ci === lastClass && freeG[lastNode]! >= g && freeM[lastNode]! >= m && freeMi[lastNode]! >= mi)
+      chosen = lastNode;
     const f = fs[from[ci]!]!;
     const bits = bitsOf[from[ci]!]!;
     const id = listOf[ci]!;
@@ -479,6 +486,8 @@ function greedy(
     freeM[chosen]! -= m;
     freeMi[chosen]! -= mi;
     nodeOf[i] = chosen;
+    lastClass = ci;
+    lastNode = chosen;
     leftOfClass[ci]!--;
     for (const f of familiesOfList[id]!) {
       leftG[f]! -= g;
