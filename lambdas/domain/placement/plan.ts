@@ -102,7 +102,6 @@ export function planPlacement(
 ): PlacementPlan {
   const strategy = options.strategy ?? 'best';
   const h = PlacementHeadroom.create(computes);
-  const placements: PlacedUnit[] = [];
   const headroom: { unitId: string; message: string }[] = [];
   const records: UnitRecord[] = [];
   const placedUnits: ReplicaUnit[] = [];
@@ -110,7 +109,6 @@ export function planPlacement(
     const r = h.placeRecord(unit);
     if ('ok' in r) headroom.push({ unitId: unit.id, message: r.message });
     else {
-      placements.push({ unitId: unit.id, profile: r.profile.name, placements: r.placements });
       records.push(r);
       placedUnits.push(unit);
     }
@@ -184,7 +182,13 @@ export function planPlacement(
   }
   best ??= packAll(infos, records, recOf, admitted, strategy);
 
-  if (chosen) {
+  // Each unit's placements: admission's, unless the plan chose other computes.
+  const placements: PlacedUnit[] = new Array(records.length);
+  if (!chosen)
+    records.forEach((rec, ri) => {
+      placements[ri] = { unitId: rec.unitId, profile: rec.profile.name, placements: rec.placements };
+    });
+  else {
     // The units' placements follow the plan's choice of computes, grouped per compute in compute order: a
     // unit's computes insertion-sorted in a scratch array (a unit has a handful of replicas), counted in runs.
     const sorted = new Int32Array(records.reduce((n, rec) => Math.max(n, rec.computes.length), 0));
