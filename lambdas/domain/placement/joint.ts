@@ -347,13 +347,14 @@ function greedy(
 
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
-  // Shared by classes with the same request and the same eligible list (the same array: callers pass one per
-  // profile's candidates), so the scan is paid once per kind of replica, not once per unit.
+  // Shared by classes with the same request and the same eligible list (the same objects: callers pass one of
+  // each per profile's candidates, so no key string per class is built), so the scan is paid once per kind of
+  // replica, not once per unit.
   // With each pointer array, the positions worth scanning as bits: computes with a node open and not yet
   // skipped for good (at maxNodes, every node refused this kind of replica). A compute's bit is set in every
   // array that names it when its first node opens, so the scan passes over the computes with no node at
   // all (most pools, most of the time) without looking at them.
-  const shared = new Map<readonly number[], Map<string, number>>();
+  const shared = new Map<readonly number[], Map<ReplicaRequest, number>>();
   const fs: Int32Array[] = [];
   const bitsOf: Uint32Array[] = [];
   const watchers: number[][] = kinds.map(() => []);
@@ -364,11 +365,10 @@ function greedy(
       byReq = new Map();
       shared.set(c.eligible, byReq);
     }
-    const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
-    let fi = byReq.get(key);
+    let fi = byReq.get(c.request);
     if (fi === undefined) {
       fi = fs.length;
-      byReq.set(key, fi);
+      byReq.set(c.request, fi);
       fs.push(new Int32Array(c.eligible.length));
       bitsOf.push(new Uint32Array((c.eligible.length + 31) >>> 5));
       for (let e = 0; e < c.eligible.length; e++) watchers[c.eligible[e]!]!.push(fi, e);
