@@ -481,11 +481,13 @@ function groupPlacements(
   computes: readonly number[],
   n: number,
 ): UnitPlacement[] {
-  const out: UnitPlacement[] = [];
+  if (n === 0) return [];
+  // Started as a one-element literal: most units sit on one compute, and a first push would reserve room for 17.
+  const out: UnitPlacement[] = [{ compute: infos[computes[0]!]!.name, profile, replicas: 0 }];
   for (let i = 0; i < n; i++) {
     const name = infos[computes[i]!]!.name;
-    const last = out[out.length - 1];
-    if (last && last.compute === name) last.replicas++;
+    const last = out[out.length - 1]!;
+    if (last.compute === name) last.replicas++;
     else out.push({ compute: name, profile, replicas: 1 });
   }
   return out;

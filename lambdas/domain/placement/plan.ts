@@ -202,9 +202,12 @@ export function planPlacement(
         sorted[x] = ci;
       }
       const name = rec.profile.name;
-      const out: UnitPlacement[] = [];
-      for (let j = 0; j < n; j++) {
-        if (j > 0 && sorted[j] === sorted[j - 1]) out[out.length - 1]!.replicas++;
+      // A one-element literal first, as headroom's groupPlacements: most units sit on one compute.
+      const out: UnitPlacement[] = n
+        ? [{ compute: infos[sorted[0]!]!.name, profile: name, replicas: 1 }]
+        : [];
+      for (let j = 1; j < n; j++) {
+        if (sorted[j] === sorted[j - 1]) out[out.length - 1]!.replicas++;
         else out.push({ compute: infos[sorted[j]!]!.name, profile: name, replicas: 1 });
       }
       placements[ri] = { unitId: rec.unitId, profile: name, placements: out };
@@ -386,18 +389,31 @@ function nodesOf(
   records: readonly UnitRecord[],
   recOf: Int32Array,
 ): PlannedNode[] {
+  // A node's replicas are runs of one unit each. The runs are counted first and each list made that long: a
+  // push onto an empty list reserves room for 17, and a 30k plan keeps 12,000 of these lists.
+  const runs = new Int32Array(p.bins);
+  const lastRec = new Int32Array(p.bins).fill(-1);
+  for (let i = 0; i < p.assign.length; i++) {
+    const b = p.assign[i]!;
+    const ri = recOf[items.tag[i]!]!;
+    if (lastRec[b] !== ri) runs[b]!++;
+    lastRec[b] = ri;
+  }
   const nodes: PlannedNode[] = new Array(p.bins);
   for (let b = 0; b < p.bins; b++)
-    nodes[b] = { used: { gpus: 0, millicores: 0, memoryMiB: 0 }, replicas: [] };
+    nodes[b] = { used: { gpus: 0, millicores: 0, memoryMiB: 0 }, replicas: new Array(runs[b]!) };
+  runs.fill(0);
+  lastRec.fill(-1);
   for (let i = 0; i < p.assign.length; i++) {
-    const node = nodes[p.assign[i]!]!;
+    const b = p.assign[i]!;
+    const node = nodes[b]!;
     node.used.gpus += items.g[i]!;
     node.used.millicores += items.m[i]!;
     node.used.memoryMiB += items.mi[i]!;
-    const unitId = records[recOf[items.tag[i]!]!]!.unitId;
-    const last = node.replicas[node.replicas.length - 1];
-    if (last && last.unitId === unitId) last.count++;
-    else node.replicas.push({ unitId, count: 1 });
+    const ri = recOf[items.tag[i]!]!;
+    if (lastRec[b] === ri) node.replicas[runs[b]! - 1]!.count++;
+    else node.replicas[runs[b]!++] = { unitId: records[ri]!.unitId, count: 1 };
+    lastRec[b] = ri;
   }
   return nodes;
 }
