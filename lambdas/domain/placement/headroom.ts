@@ -118,13 +118,17 @@ class Slots {
   }
 }
 
-/** What a unit holds: per replica, the compute and the slot, so release can give back exactly that. */
+/**
+ * What a unit holds: per replica, the compute and the slot, so release can give back exactly that. Plain
+ * arrays, not typed ones: a unit has a handful of replicas, and a small typed array costs some six times the
+ * memory and time of an array (a 30,000-replica plan holds 17,000 of them).
+ */
 export interface UnitRecord {
   unitId: string;
   profile: Profile;
   request: ReplicaRequest;
-  computes: Int32Array;
-  slots: Int32Array;
+  computes: number[];
+  slots: number[];
   placements: UnitPlacement[];
   /**
    * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
@@ -202,36 +206,29 @@ class ForkableMap<V> {
 class Shared {
   constructor(readonly infos: ComputeInfo[]) {}
 
-  /** Per reach: by profile object, and by name for equal profiles built afresh (compared field by field). */
-  private readonly byReach = new Map<
-    string,
-    { ids: Map<Profile, Candidates>; byName: Map<string, { p: Profile; c: Candidates }[]> }
-  >();
+  /** Per reach and profile name: the answer for each distinct profile of that name (compared field by field). */
+  private readonly byReach = new Map<string, Map<string, { p: Profile; c: Candidates }[]>>();
 
   candidates(p: Profile, reach?: Reach, onDemandOnly = false): Candidates {
     const r = onDemandOnly ? (reach ? `od|${reach.join(' ')}` : 'od|') : reach ? reach.join(' ') : '';
-    let at = this.byReach.get(r);
-    if (!at) {
-      // A Map, not a WeakMap: this lives as long as the headroom, whose records hold the profiles anyway, and
-      // a WeakMap's entries cost the collector far more (thousands a plan).
-      at = { ids: new Map(), byName: new Map() };
-      this.byReach.set(r, at);
+    let byName = this.byReach.get(r);
+    if (!byName) {
+      byName = new Map();
+      this.byReach.set(r, byName);
     }
-    let c = at.ids.get(p);
-    if (c) return c;
-    // Admission usually passes the catalog's own profile objects; equal profiles built afresh share one
-    // answer. Compared field by field, not through a key string, which cost a string per unit on 30k replicas.
-    let same = at.byName.get(p.name);
+    // Equal profiles, the same object or built afresh, share one answer. Compared field by field among the few
+    // of one name, not through a key string (a string per unit on 30k replicas) nor a map by object (an entry
+    // per unit: a 30k plan spent a tenth of admission's pass inserting them).
+    let same = byName.get(p.name);
     if (!same) {
       same = [];
-      at.byName.set(p.name, same);
+      byName.set(p.name, same);
     }
-    c = same.find((e) => sameProfile(e.p, p))?.c;
+    let c = same.find((e) => e.p === p || sameProfile(e.p, p))?.c;
     if (!c) {
       c = rankCandidates(this.infos, p, reach, onDemandOnly);
       same.push({ p, c });
     }
-    at.ids.set(p, c);
     return c;
   }
 }
@@ -276,6 +273,12 @@ export class PlacementHeadroom implements Headroom {
   }
 
   place(unit: ReplicaUnit): PlaceResult {
+    const r = this.placeRecord(unit);
+    return 'ok' in r ? r : { ok: true, profile: r.profile, placements: r.placements };
+  }
+
+  /** place(), answering with what the unit now holds: the batch plan reads its slots without a second lookup. */
+  placeRecord(unit: ReplicaUnit): UnitRecord | Extract<PlaceResult, { ok: false }> {
     if (this.units.get(unit.id)) {
       return {
         ok: false,
@@ -285,8 +288,8 @@ export class PlacementHeadroom implements Headroom {
     }
     const reasons: string[] = [];
     const n = unit.replicas;
-    const computes = new Int32Array(n);
-    const slots = new Int32Array(n);
+    const computes = new Array<number>(n);
+    const slots = new Array<number>(n);
     for (const profile of unit.profiles) {
       const cand = this.shared.candidates(profile, unit.reach, unit.onDemandOnly);
       if (!cand.ok) {
@@ -295,12 +298,10 @@ export class PlacementHeadroom implements Headroom {
       }
       const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
       let done = 0;
-      const room: number[] = [];
       for (const info of cand.computes) {
         if (done === n) break;
         const ci = info.index;
         let from = 0;
-        const before = done;
         while (done < n) {
           const s = this.slots[ci]!.find(g, m, mi, from);
           if (s < 0) break;
@@ -312,22 +313,26 @@ export class PlacementHeadroom implements Headroom {
           // Identical replicas and a state that only fills: the next one cannot fit in an earlier slot.
           from = s;
         }
-        room.push(done - before);
       }
       if (done === n) {
-        const placements = groupPlacements(this.shared.infos, profile.name, computes, n);
-        this.units.set(unit.id, {
+        const record: UnitRecord = {
           unitId: unit.id,
           profile,
           request: cand.request,
           computes,
           slots,
-          placements,
+          placements: groupPlacements(this.shared.infos, profile.name, computes, n),
           candidates: unit.onDemandOnly ? undefined : cand,
-        });
-        return { ok: true, profile, placements };
+        };
+        this.units.set(unit.id, record);
+        return record;
       }
       for (let i = done - 1; i >= 0; i--) this.slots[computes[i]!]!.give(g, m, mi, slots[i]!);
+      // What each compute had room for, in the refusal's words: the replicas it took before the rest failed.
+      const took = computes.slice(0, done);
+      const room = cand.computes
+        .slice(0, NAMED_IN_MESSAGE)
+        .map((c) => took.filter((ci) => ci === c.index).length);
       reasons.push(this.capacityReason(profile, n, cand.computes, room, unit.profiles.length > 1));
     }
     return {
@@ -376,8 +381,8 @@ export class PlacementHeadroom implements Headroom {
     if (!cand.ok) return false;
     const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
     const n = placements.reduce((k, pl) => k + pl.replicas, 0);
-    const computes = new Int32Array(n);
-    const slots = new Int32Array(n);
+    const computes = new Array<number>(n);
+    const slots = new Array<number>(n);
     let done = 0;
     for (const pl of placements) {
       const info = cand.computes.find((c) => c.name === pl.compute);
@@ -473,14 +478,16 @@ export class PlacementHeadroom implements Headroom {
 function groupPlacements(
   infos: ComputeInfo[],
   profile: string,
-  computes: Int32Array,
+  computes: readonly number[],
   n: number,
 ): UnitPlacement[] {
-  const out: UnitPlacement[] = [];
+  if (n === 0) return [];
+  // Started as a one-element literal: most units sit on one compute, and a first push would reserve room for 17.
+  const out: UnitPlacement[] = [{ compute: infos[computes[0]!]!.name, profile, replicas: 0 }];
   for (let i = 0; i < n; i++) {
     const name = infos[computes[i]!]!.name;
-    const last = out[out.length - 1];
-    if (last && last.compute === name) last.replicas++;
+    const last = out[out.length - 1]!;
+    if (last.compute === name) last.replicas++;
     else out.push({ compute: name, profile, replicas: 1 });
   }
   return out;

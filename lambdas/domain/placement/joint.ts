@@ -216,9 +216,7 @@ function greedy(
   alone: boolean,
   bestFit: boolean,
 ): FlatNodes | undefined {
-  // Demand still to place, per eligible list (classes of one profile share theirs) and dimension; a compute's
-  // is the sum over the lists that name it: how full a node opened there can get. Kept per list so that
-  // placing a replica costs O(1), not O(computes it may use).
+  // Eligible lists: classes of one profile share theirs.
   const listId = new Map<readonly number[], number>();
   const listOf = new Int32Array(classes.length);
   classes.forEach((c, ci) => {
@@ -229,9 +227,6 @@ function greedy(
     }
     listOf[ci] = id;
   });
-  const leftG = new Float64Array(listId.size);
-  const leftM = new Float64Array(listId.size);
-  const leftMi = new Float64Array(listId.size);
   const listsOfKind: number[][] = kinds.map(() => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
   // Per list, whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
@@ -246,12 +241,40 @@ function greedy(
     }
     cpuFirst[id] = ordered ? 1 : 0;
   }
+  // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
+  // cost of opening a node is computed once per such family.
+  const familyOf = new Int32Array(kinds.length);
+  const families = new Map<string, number>();
+  kinds.forEach((kd, k) => {
+    const a = kd.alloc;
+    const key = `${a.gpus}/${a.millicores}/${a.memoryMiB}/${kd.perHour}/${listsOfKind[k]!.join(',')}`;
+    let id = families.get(key);
+    if (id === undefined) {
+      id = families.size;
+      families.set(key, id);
+    }
+    familyOf[k] = id;
+  });
+  // Demand still to place that a node opened on a compute could take (how full it can get), per dimension:
+  // the sum over the lists that name the compute, the same for its whole family. Kept per family and lowered
+  // as each replica is placed (once per family its list names), so pricing a node is O(1), not O(lists). The
+  // requests are whole units, so the sums are exact in any order.
+  const familiesOfList: number[][] = [];
+  for (const [list, id] of listId) {
+    const fams: number[] = [];
+    for (const k of list) if (!fams.includes(familyOf[k]!)) fams.push(familyOf[k]!);
+    familiesOfList[id] = fams;
+  }
+  const leftG = new Float64Array(families.size);
+  const leftM = new Float64Array(families.size);
+  const leftMi = new Float64Array(families.size);
   const leftOfClass = classes.map((c) => c.count);
   classes.forEach((c, ci) => {
-    const id = listOf[ci]!;
-    leftG[id]! += c.request.gpus * c.count;
-    leftM[id]! += c.request.millicores * c.count;
-    leftMi[id]! += c.request.memoryMiB * c.count;
+    for (const f of familiesOfList[listOf[ci]!]!) {
+      leftG[f]! += c.request.gpus * c.count;
+      leftM[f]! += c.request.millicores * c.count;
+      leftMi[f]! += c.request.memoryMiB * c.count;
+    }
   });
   const fill = (k: number, ci: number) => {
     const a = kinds[k]!.alloc;
@@ -264,12 +287,12 @@ function greedy(
       g = r.gpus * c;
       m = r.millicores * c;
       mi = r.memoryMiB * c;
-    } else
-      for (const id of listsOfKind[k]!) {
-        g += leftG[id]!;
-        m += leftM[id]!;
-        mi += leftMi[id]!;
-      }
+    } else {
+      const f = familyOf[k]!;
+      g = leftG[f]!;
+      m = leftM[f]!;
+      mi = leftMi[f]!;
+    }
     return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
   };
 
@@ -282,22 +305,6 @@ function greedy(
   const nodeOf = new Int32Array(cls.length);
   let count = 0;
   const byKind: number[][] = kinds.map(() => []);
-  // Computes of the same shape, price and eligible lists (pools of one kind) cost a replica the same: the
-  // cost of opening a node is computed once per such family.
-  const familyOf = new Int32Array(kinds.length);
-  {
-    const ids = new Map<string, number>();
-    kinds.forEach((kd, k) => {
-      const a = kd.alloc;
-      const key = `${a.gpus}/${a.millicores}/${a.memoryMiB}/${kd.perHour}/${listsOfKind[k]!.join(',')}`;
-      let id = ids.get(key);
-      if (id === undefined) {
-        id = ids.size;
-        ids.set(key, id);
-      }
-      familyOf[k] = id;
-    });
-  }
   // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
   // one found full is passed over for good), and the first past the run of computes of its family there
   // (pools of one kind sit together in a ranking): once a family is priced, the rest of its run costs the
@@ -340,13 +347,14 @@ function greedy(
 
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
-  // Shared by classes with the same request and the same eligible list (the same array: callers pass one per
-  // profile's candidates), so the scan is paid once per kind of replica, not once per unit.
+  // Shared by classes with the same request and the same eligible list (the same objects: callers pass one of
+  // each per profile's candidates, so no key string per class is built), so the scan is paid once per kind of
+  // replica, not once per unit.
   // With each pointer array, the positions worth scanning as bits: computes with a node open and not yet
   // skipped for good (at maxNodes, every node refused this kind of replica). A compute's bit is set in every
   // array that names it when its first node opens, so the scan passes over the computes with no node at
   // all (most pools, most of the time) without looking at them.
-  const shared = new Map<readonly number[], Map<string, number>>();
+  const shared = new Map<readonly number[], Map<ReplicaRequest, number>>();
   const fs: Int32Array[] = [];
   const bitsOf: Uint32Array[] = [];
   const watchers: number[][] = kinds.map(() => []);
@@ -357,17 +365,18 @@ function greedy(
       byReq = new Map();
       shared.set(c.eligible, byReq);
     }
-    const key = `${c.request.gpus}/${c.request.millicores}/${c.request.memoryMiB}`;
-    let fi = byReq.get(key);
+    let fi = byReq.get(c.request);
     if (fi === undefined) {
       fi = fs.length;
-      byReq.set(key, fi);
+      byReq.set(c.request, fi);
       fs.push(new Int32Array(c.eligible.length));
       bitsOf.push(new Uint32Array((c.eligible.length + 31) >>> 5));
       for (let e = 0; e < c.eligible.length; e++) watchers[c.eligible[e]!]!.push(fi, e);
     }
     from[ci] = fi;
   });
+  let lastClass = -1;
+  let lastNode = -1;
   for (const i of order) {
     const ci = cls[i]!;
     const c = classes[ci]!;
@@ -376,6 +385,11 @@ function greedy(
     // uses no GPU node, open or new, unless no CPU compute has room left (the second pass).
     const cpuOnly = g === 0;
     let chosen = -1;
+    // A replica just after an identical one (its class's replicas follow each other) goes where the scan would
+    // put it without scanning: every node before that one's refused it, and in best fit that node, only
+    // fuller now, is still the tightest. So the scan runs once per unit while its node has room.
+    if (ci === lastClass && freeG[lastNode]! >= g && freeM[lastNode]! >= m && freeMi[lastNode]! >= mi)
+      chosen = lastNode;
     const f = fs[from[ci]!]!;
     const bits = bitsOf[from[ci]!]!;
     const id = listOf[ci]!;
@@ -472,10 +486,14 @@ function greedy(
     freeM[chosen]! -= m;
     freeMi[chosen]! -= mi;
     nodeOf[i] = chosen;
+    lastClass = ci;
+    lastNode = chosen;
     leftOfClass[ci]!--;
-    leftG[id]! -= g;
-    leftM[id]! -= m;
-    leftMi[id]! -= mi;
+    for (const f of familiesOfList[id]!) {
+      leftG[f]! -= g;
+      leftM[f]! -= m;
+      leftMi[f]! -= mi;
+    }
   }
   return { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
 }

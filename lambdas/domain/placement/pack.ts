@@ -91,6 +91,7 @@ function greedy(
   const im = 1 / alloc.millicores;
   const imi = 1 / alloc.memoryMiB;
   let bins = 0;
+  let last = -1;
   for (let k = 0; k < n; k++) {
     const i = ord[k]!;
     const g = items.g[i]!;
@@ -98,19 +99,31 @@ function greedy(
     const mi = items.mi[i]!;
     let chosen = -1;
     let slack = Number.POSITIVE_INFINITY;
-    for (let b = 0; b < bins; b++) {
-      if (fg[b]! >= g && fm[b]! >= m && fmi[b]! >= mi) {
-        if (!best) {
-          chosen = b;
-          break;
-        }
-        const s = (fg[b]! - g) * ig + (fm[b]! - m) * im + (fmi[b]! - mi) * imi;
-        if (s < slack) {
-          slack = s;
-          chosen = b;
-        }
+    // An item just after an identical one (the orders keep equal items together): every bin before that one's
+    // refused it too, so first fit starts there, and best fit keeps that bin while it has room (only fuller
+    // now, it is still the tightest). The scans then cost per distinct size, not per item.
+    let from = 0;
+    if (k > 0) {
+      const p = ord[k - 1]!;
+      if (items.g[p] === g && items.m[p] === m && items.mi[p] === mi) {
+        if (fg[last]! >= g && fm[last]! >= m && fmi[last]! >= mi) chosen = last;
+        else if (!best) from = last + 1;
       }
     }
+    if (chosen < 0)
+      for (let b = from; b < bins; b++) {
+        if (fg[b]! >= g && fm[b]! >= m && fmi[b]! >= mi) {
+          if (!best) {
+            chosen = b;
+            break;
+          }
+          const s = (fg[b]! - g) * ig + (fm[b]! - m) * im + (fmi[b]! - mi) * imi;
+          if (s < slack) {
+            slack = s;
+            chosen = b;
+          }
+        }
+      }
     if (chosen < 0) {
       if (bins === cap) return undefined;
       chosen = bins++;
@@ -122,6 +135,7 @@ function greedy(
     fm[chosen]! -= m;
     fmi[chosen]! -= mi;
     assign[i] = chosen;
+    last = chosen;
   }
   return { bins, assign };
 }
