@@ -102,10 +102,15 @@ export interface ControlPlaneOptions {
    */
   createRetrySeconds?: number;
   /**
-   * How long a node may be NotReady or a node group fail to launch before llmcap stops counting on it
-   * (LLMCAP_SUPPLY_GRACE_SECONDS); default 300 s times the simulator's time scale.
+   * How long a node may be NotReady before llmcap stops counting on it (LLMCAP_SUPPLY_GRACE_SECONDS); default
+   * 300 s times the simulator's time scale.
    */
   supplyGraceSeconds?: number;
+  /**
+   * How long admission counts on nodes a node group failed to launch for lack of capacity
+   * (LLMCAP_CAPACITY_GRACE_SECONDS); default 60 s times the simulator's time scale.
+   */
+  capacityGraceSeconds?: number;
   /**
    * The share of their time the AWS SDK's retry backoff and adaptive rate limiter wait in llmcap's clients
    * (LLMCAP_SDK_RETRY_TIME_SCALE); default 1, the SDK's own. A test of throttling can set the simulator's time
@@ -267,6 +272,9 @@ async function start(
     ),
     LLMCAP_SUPPLY_GRACE_SECONDS: String(
       opts.supplyGraceSeconds ?? process.env.LLMCAP_SUPPLY_GRACE_SECONDS ?? 300 * timeScale,
+    ),
+    LLMCAP_CAPACITY_GRACE_SECONDS: String(
+      opts.capacityGraceSeconds ?? process.env.LLMCAP_CAPACITY_GRACE_SECONDS ?? 60 * timeScale,
     ),
     LLMCAP_SDK_RETRY_TIME_SCALE: String(
       opts.sdkRetryTimeScale ?? process.env.LLMCAP_SDK_RETRY_TIME_SCALE ?? 1,

@@ -22,7 +22,8 @@ ${portsHelp(26)}
   LLMCAP_CONSOLIDATION      the consolidation policy as JSON, e.g. '{"enabled": true}' (default off; docs/operations.md)
   LLMCAP_WRITE_SNAPSHOT_MS  how old a reading a model write may decide on first (default 1000; 0 = none; docs/architecture.md)
   LLMCAP_CREATE_RETRY_SECONDS  first wait before a failed node group create is retried (default 300 x time scale)
-  LLMCAP_SUPPLY_GRACE_SECONDS  how long a node may be NotReady, or launches fail, before llmcap stops counting on it (default 300 x time scale)
+  LLMCAP_SUPPLY_GRACE_SECONDS  how long a node may be NotReady before llmcap stops counting on it (default 300 x time scale)
+  LLMCAP_CAPACITY_GRACE_SECONDS  how long a failed launch for lack of capacity is counted on before its replicas go elsewhere (default 60 x time scale)
   LLMCAP_SDK_RETRY_TIME_SCALE  share of their time the AWS SDK's retry backoff and rate limiter wait (default 1)
   LLMCAP_ALERT_WEBHOOK      HTTP(S) URL subscribed to the on-call SNS topic: it gets SNS's SubscriptionConfirmation
                             (GET its SubscribeURL to confirm), then each alarm notification (docs/local.md)

@@ -286,6 +286,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   ): Promise<Map<string, ComputeSupply | undefined>> {
     const out = new Map<string, ComputeSupply | undefined>();
     const graceMs = deps.config().supplyGraceSeconds * 1000;
+    const capacityGraceMs = deps.config().capacityGraceSeconds * 1000;
     const seen = nodes ? nodesByCompute(nodes, COMPUTE_LABEL, now, graceMs) : undefined;
     for (const c of computes) {
       const o = observed.get(c.name);
@@ -298,7 +299,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           : 0
         : (c.supply?.replacementNodes ?? 0);
       const reclaimed = replacesReclaimed(c.supply, o?.launch, now, graceMs);
-      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, graceMs, reclaimed);
+      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, capacityGraceMs, reclaimed);
       const next: ComputeSupply = {
         ...(idle.length ? { idleNodes: idle } : {}),
         ...(replacements ? { replacementNodes: replacements } : {}),

@@ -104,6 +104,12 @@ export const RuntimeConfigSchema = z.object({
    * counting on it (domain/supply.ts): a booting node is NotReady for a minute or two.
    */
   LLMCAP_SUPPLY_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(300),
+  /**
+   * How long admission still counts on the nodes a node group failed to launch for lack of capacity (EC2's
+   * InsufficientInstanceCapacity) before it places their replicas on the next compute (domain/supply.ts). Short:
+   * EC2 said it has no capacity, and Karpenter tries the next offering at once; the probe tries again later.
+   */
+  LLMCAP_CAPACITY_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(60),
   /** The reconcile Lambda that POST /v1/reconcile invokes (name or ARN); set on the api Lambda only. */
   LLMCAP_RECONCILE_FUNCTION: z.string().min(1).optional(),
   /** The admitter Lambda each reconcile pass runs before placing (name or ARN); set on the reconcile Lambda only. */
@@ -153,6 +159,7 @@ export interface RuntimeConfig {
   cooldownSeconds: number;
   createRetrySeconds: number;
   supplyGraceSeconds: number;
+  capacityGraceSeconds: number;
   reconcileFunction?: string;
   admitterFunction?: string;
   reconcileRateMinutes: number;
@@ -194,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig 
     consolidation: e.LLMCAP_CONSOLIDATION ?? DEFAULT_CONSOLIDATION,
     createRetrySeconds: e.LLMCAP_CREATE_RETRY_SECONDS,
     supplyGraceSeconds: e.LLMCAP_SUPPLY_GRACE_SECONDS,
+    capacityGraceSeconds: e.LLMCAP_CAPACITY_GRACE_SECONDS,
     ...(e.LLMCAP_RECONCILE_FUNCTION ? { reconcileFunction: e.LLMCAP_RECONCILE_FUNCTION } : {}),
     ...(e.LLMCAP_ADMITTER_FUNCTION ? { admitterFunction: e.LLMCAP_ADMITTER_FUNCTION } : {}),
     reconcileRateMinutes: e.LLMCAP_RECONCILE_RATE_MINUTES,

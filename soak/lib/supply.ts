@@ -63,7 +63,7 @@ export interface SupplyChaosReport {
   roundsWithoutSpotCapacity: number;
   interruptionsCounted: number;
   faults: Record<FaultKind, FaultFigures>;
-  /** LLMCAP_SUPPLY_GRACE_SECONDS in simulated seconds. */
+  /** LLMCAP_CAPACITY_GRACE_SECONDS in simulated seconds: how long a failed launch is counted on. */
   graceSeconds: number;
   /**
    * Most passes, each run wholly within a grace after a short compute's `countedUntil` (its grace over), after
@@ -129,7 +129,7 @@ export async function runSupplyChaos(
   const log = opts.log ?? (() => {});
   const sim = (ms: number) => ms / opts.timeScale / 1000;
   // The control plane's grace (local/control-plane.ts): wall seconds.
-  const graceMs = Number(process.env.LLMCAP_SUPPLY_GRACE_SECONDS ?? 300 * opts.timeScale) * 1000;
+  const graceMs = Number(process.env.LLMCAP_CAPACITY_GRACE_SECONDS ?? 60 * opts.timeScale) * 1000;
   const l4 = (await call('GET', '/v1/computes/gpu-l4-1x')).body.spec;
   const a10g = (await call('GET', '/v1/computes/gpu-a10g-1x')).body.spec;
   for (const [name, base, capacityType, perHour, maxNodes] of [

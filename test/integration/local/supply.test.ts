@@ -53,7 +53,7 @@ const nodesOf = async (c: string) =>
 beforeAll(async () => {
   // A grace of 5 s wall (not 300 × 0.001): long enough that a pass started past it ends before the probe is due,
   // even beside a loaded suite, so the GPUs test can see the one pass that must no longer count on the short compute.
-  cp = await testControlPlane('supply', { supplyGraceSeconds: 5 });
+  cp = await testControlPlane('supply', { supplyGraceSeconds: 5, capacityGraceSeconds: 5 });
   call = httpApi(cp);
   dir = mkdtempSync(join(tmpdir(), 'supply-'));
   cp.sim.kubernetes!.writeKubeconfig(join(dir, 'kubeconfig'));
