@@ -41,15 +41,44 @@ export interface CommitOptions {
    * a decision under a guard always reads fresh.
    */
   snapshotMs?: number;
+  /**
+   * Writes of this process with the same key (a model's name) decide and commit one after another: they could
+   * only race each other for one item, every one but the winner reading again and retrying, so a hot model took
+   * seconds a write. Each still commits on its own conditions, and other processes' writes race as before. The
+   * wait counts against the budget.
+   */
+  oneAtATime?: string;
 }
 
 /** One decision, on reads no older than `age` (fresh when absent). */
 export type Decide<T> = (age?: ReadAge) => Promise<{ items: TxItem[]; result: T }>;
 
+// The last write of this process in line for each key (CommitOptions.oneAtATime): the next waits for it to end.
+const inLine = new Map<string, Promise<void>>();
+
 /** Decides and commits, deciding again when a guard moved meanwhile; what the decision answers once it committed. */
 export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions = {}): Promise<T> {
-  const guards = opts.guards ?? [];
   const until = Date.now() + (opts.budgetMs ?? 15_000);
+  if (!opts.oneAtATime) return decideAndCommit(decide, opts, until);
+  // Keyed by endpoint and table as well, so tests with several tables in one process never wait on each other.
+  const key = `${config().endpoints.dynamodb ?? ''}|${config().table}|${opts.oneAtATime}`;
+  const before = inLine.get(key);
+  let done!: () => void;
+  const mine = new Promise<void>((r) => {
+    done = r;
+  });
+  inLine.set(key, mine);
+  try {
+    await before;
+    return await decideAndCommit(decide, opts, until);
+  } finally {
+    done();
+    if (inLine.get(key) === mine) inLine.delete(key);
+  }
+}
+
+async function decideAndCommit<T>(decide: Decide<T>, opts: CommitOptions, until: number): Promise<T> {
+  const guards = opts.guards ?? [];
   // Under a guard every read must be at least as fresh as the guard's version, which a reading may predate: a
   // name taken elsewhere before the guard was read would be missing from it, and the commit would still land.
   let age: ReadAge | undefined =

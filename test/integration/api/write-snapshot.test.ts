@@ -1,5 +1,5 @@
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { dynamoClient } from '../../../lambdas/shared/clients';
+import { documentClient, dynamoClient } from '../../../lambdas/shared/clients';
 import { config } from '../../../lambdas/shared/config';
 import { keys } from '../../../lambdas/store/keys';
 import { type TestApi, testApi } from '../../helpers/api';
@@ -156,4 +156,33 @@ it('refuses a name another container took on the same line of the tree: a guarde
   expect(r.status).toBe(409);
   expect(r.body.reason).toBe('AlreadyExists');
   expect(r.body.detail).toMatch(/model dup already exists/);
+});
+
+it('takes concurrent writes of one model in this process one after another: every one lands at once, none retried', async () => {
+  await addModel('hot');
+  let commits = 0;
+  documentClient().middlewareStack.add(
+    (next) => async (args) => {
+      const model = args.input as {
+        Item?: { pk?: string };
+        TransactItems?: { Put?: { Item?: { pk?: string } } }[];
+      };
+      const pk = model.Item?.pk ?? model.TransactItems?.[0]?.Put?.Item?.pk;
+      if (pk === 'MODEL') commits++;
+      return next(args);
+    },
+    { step: 'initialize', name: 'countCommits' },
+  );
+  try {
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => call('PUT', '/v1/models/hot/scaling', scale(0, 1 + (i % 4)))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    const versions = answers.map((a) => a.body.metadata.version).sort((a, b) => a - b);
+    expect(new Set(versions).size).toBe(30);
+    // One commit each: none lost a race to another write of this process and tried again.
+    expect(commits).toBe(30);
+  } finally {
+    documentClient().middlewareStack.remove('countCommits');
+  }
 });
