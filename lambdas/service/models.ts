@@ -130,6 +130,8 @@ export function modelService(
       {
         guards,
         snapshotMs,
+        // Concurrent writes of one model in this process would only race each other for its item.
+        oneAtATime: opts.dryRun ? undefined : `model#${nameOf(c.name)}`,
         onItemConflict: (i) =>
           i === 0
             ? conflict(
