@@ -220,8 +220,10 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
     for (const t of cp.transitions.slice(transitionsBefore)) on.set(t.key, t.alarm);
     return [...on.values()].some(Boolean);
   };
-  // The workflow failure alarms count 5-minute periods: one more period than the window, for a failure late in one.
-  const clearBy = cp.clock.now() + (FAILURE_WINDOW_MINUTES + 5 + 1) * 60_000;
+  // The workflow failure alarms count 5-minute periods, and with no data in the later ones CloudWatch looks back
+  // over N + 2 periods (local/cloud-sim/alarm-eval.ts evaluationRange): a failure stays in view two periods past
+  // the window, and one more for a failure late in its period.
+  const clearBy = cp.clock.now() + (FAILURE_WINDOW_MINUTES + 3 * 5 + 1) * 60_000;
   for (let i = 0; i === 0 || (stillOn() && cp.clock.now() <= clearBy); i++) {
     await pass(cp);
     if (i >= 4) await cp.advance(2 * 60_000);
