@@ -108,7 +108,7 @@ export function sharedQuery(pk: string, age?: ReadAge): Promise<Rows> {
 // decision on a young reading never misses a write of its own process.
 
 /** One item a write changed: its table and key, and the item itself for a Put. */
-export type Written = { table: string; pk: unknown; sk: unknown; put?: Record<string, unknown> };
+export type Written = { table: string; pk: string; sk: string; put?: Record<string, unknown> };
 
 /** The item as DynamoDB stores it: the document client drops undefined values (removeUndefinedValues). */
 function stored(v: unknown): unknown {
@@ -125,24 +125,20 @@ function stored(v: unknown): unknown {
  */
 export function sawWrite(w: Written, committed: boolean): void {
   const p = prefix(w.table);
-  if (typeof w.pk !== 'string') {
-    for (const [k, r] of reads) if (k.startsWith(p)) forget(r);
-    return;
-  }
   const part = reads.get(p + partitionKey(w.pk));
   if (part) {
     part.writes++;
     const rows = part.last?.value as Rows | undefined;
-    if (rows && committed && w.put && typeof w.sk === 'string') {
+    if (rows && committed && w.put) {
       const row = deepFreeze(stored(w.put) as Record<string, unknown>);
       const next = rows.filter((x) => x.sk !== w.sk);
       // The rows stay in key order, as a Query returns them.
-      const at = next.findIndex((x) => String(x.sk) > String(w.sk));
+      const at = next.findIndex((x) => String(x.sk) > w.sk);
       next.splice(at < 0 ? next.length : at, 0, row);
       part.last = { value: Object.freeze(next), sentAt: part.last!.sentAt };
     } else part.last = undefined;
   }
-  const item = reads.get(`${p}${w.pk}#${String(w.sk)}`);
+  const item = reads.get(`${p}${w.pk}#${w.sk}`);
   if (item) forget(item);
 }
 

@@ -43,8 +43,9 @@ type Key = Record<string, unknown> | undefined;
 
 /** The items one write command changes (a ConditionCheck changes none), with the item a Put stores. */
 function writtenBy(c: { input: object; constructor: { name: string } }): Written[] {
+  // Every item of this table is keyed by a string pk and sk (store/keys.ts).
   const one = (table: string | undefined, key: Key, put?: Record<string, unknown>): Written[] =>
-    key && table ? [{ table, pk: key.pk, sk: key.sk, put }] : [];
+    key && table ? [{ table, pk: String(key.pk), sk: String(key.sk), put }] : [];
   const input = c.input as Record<string, any>;
   if ('TransactItems' in input)
     return (input.TransactItems ?? []).flatMap((it: Record<string, any>) =>

@@ -43,6 +43,9 @@ function fields(buf: Buffer): Field[] {
   return out;
 }
 
+const field = (fs: readonly Field[], n: number) => fs.find((f) => f.n === n);
+/** An embedded message's fields (none when absent). */
+const message = (f: Field | undefined) => (f?.value instanceof Buffer ? fields(f.value) : []);
 const text = (f: Field | undefined) => (f?.value instanceof Buffer ? f.value.toString('utf8') : undefined);
 const int = (f: Field | undefined) => (typeof f?.value === 'bigint' ? BigInt.asIntN(64, f.value) : undefined);
 
@@ -51,39 +54,30 @@ export function decodeProtobufBody(body: Buffer): Record<string, unknown> {
   if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC))
     throw new UnsupportedProtobuf('the body does not start with the Kubernetes protobuf magic k8s\\0');
   const unknown = fields(body.subarray(MAGIC.length));
-  const typeMeta = unknown.find((f) => f.n === 1)?.value;
-  const type = typeMeta instanceof Buffer ? fields(typeMeta) : [];
-  const kind = text(type.find((f) => f.n === 2));
-  const apiVersion = text(type.find((f) => f.n === 1));
+  const type = message(field(unknown, 1));
+  const kind = text(field(type, 2));
+  const apiVersion = text(field(type, 1));
   if (kind !== 'DeleteOptions')
     throw new UnsupportedProtobuf(
       `the simulated API server reads protobuf for DeleteOptions only, not ${kind}`,
     );
-  const raw = unknown.find((f) => f.n === 2)?.value;
-  const opts = raw instanceof Buffer ? fields(raw) : [];
-  const get = (n: number) => opts.find((f) => f.n === n);
-  const grace = int(get(1));
-  const pre = get(2)?.value;
-  const preconditions = pre instanceof Buffer ? fields(pre) : undefined;
-  const orphan = int(get(3));
+  const opts = message(field(unknown, 2));
+  const grace = int(field(opts, 1));
+  const pre = field(opts, 2) ? message(field(opts, 2)) : undefined;
+  const uid = pre && text(field(pre, 1));
+  const resourceVersion = pre && text(field(pre, 2));
+  const orphan = int(field(opts, 3));
+  const policy = text(field(opts, 4));
+  const dryRun = opts.filter((f) => f.n === 5).map(text);
   return {
     kind,
     ...(apiVersion ? { apiVersion } : {}),
     ...(grace !== undefined ? { gracePeriodSeconds: Number(grace) } : {}),
-    ...(preconditions
-      ? {
-          preconditions: {
-            ...(text(preconditions.find((f) => f.n === 1))
-              ? { uid: text(preconditions.find((f) => f.n === 1)) }
-              : {}),
-            ...(text(preconditions.find((f) => f.n === 2))
-              ? { resourceVersion: text(preconditions.find((f) => f.n === 2)) }
-              : {}),
-          },
-        }
+    ...(pre
+      ? { preconditions: { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) } }
       : {}),
     ...(orphan !== undefined ? { orphanDependents: orphan !== 0n } : {}),
-    ...(text(get(4)) ? { propagationPolicy: text(get(4)) } : {}),
-    ...(opts.some((f) => f.n === 5) ? { dryRun: opts.filter((f) => f.n === 5).map(text) } : {}),
+    ...(policy ? { propagationPolicy: policy } : {}),
+    ...(dryRun.length ? { dryRun } : {}),
   };
 }

@@ -149,6 +149,9 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
   const ICE =
     'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.2xlarge capacity in the Availability Zone you requested (us-east-1a).';
   const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  /** The shortage one launch failing for lack of capacity at minute 0 starts. */
+  const firstShortage = () =>
+    nextShortage(undefined, { launch: { status: 'Failed', at: at(0), message: ICE } }, at(0), GRACE)!;
 
   it('starts a shortage at a launch that failed for lack of capacity, not at any failure', () => {
     const s = nextShortage(
@@ -198,12 +201,7 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
   });
 
   it('reads the launches of a short compute once its due probe changed the group, so a probe that launched ends it', () => {
-    const s = nextShortage(
-      undefined,
-      { launch: { status: 'Failed', at: at(0), message: ICE } },
-      at(0),
-      GRACE,
-    )!;
+    const s = firstShortage();
     const steady = { live: 1, ready: 1, desired: 1 };
     // A group with fewer instances than it wants is read, short or not: a launch may be failing.
     expect(readsLaunches({ live: 1, ready: 1, desired: 2 }, { readyNodes: 1 }, undefined, at(1))).toBe(true);
@@ -260,12 +258,7 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
   });
 
   it('holds launches until the probe, and gives admission only the running nodes past the grace', () => {
-    const s = nextShortage(
-      undefined,
-      { launch: { status: 'Failed', at: at(0), message: ICE } },
-      at(0),
-      GRACE,
-    )!;
+    const s = firstShortage();
     expect(holdsLaunches(s, at(9))).toBe(true);
     expect(holdsLaunches(s, at(10))).toBe(false);
     const c = {
