@@ -7,9 +7,9 @@ import type { Context } from 'aws-lambda';
 import { documentClient, dynamoClient, resetClients } from '../lambdas/shared/clients';
 import { resetConfig } from '../lambdas/shared/config';
 import { ensureTable } from '../lambdas/store/table';
+import { spawnControlPlane } from '../local/control-plane-process';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local';
 import { iamAuthorizerOf, LOCAL_ADMIN } from '../local/identity';
-import { MARK } from './control-plane-process';
 import { type CeilingRequest, drive, type Figures, round, type Tx } from './write-ceiling';
 
 /**
@@ -18,7 +18,7 @@ import { type CeilingRequest, drive, type Figures, round, type Tx } from './writ
  * then `PUT /v1/models/{name}/scaling` through the real handler, in process (the middy handler, as the Lambda
  * runtime calls it) and over the local control plane's HTTP server, with the DynamoDB calls each write makes and
  * the time they take. The control plane (its API server, the admitter the writes wake, the simulators) runs in
- * a process of its own (bench/control-plane-process.ts), as a stage runs its API Lambda apart from its admitter:
+ * a process of its own (local/control-plane-process.ts), as a stage runs its API Lambda apart from its admitter:
  * the handler measured in process has nothing else in its event loop, and the calls the admitter makes are
  * counted there and reported beside the write's. The machine is shared, so the measurements alternate: BENCH_ROUNDS rounds (at least and by
  * default 5), each measuring the ceiling and then the API, and every figure is reported with its spread over the
@@ -223,40 +223,6 @@ function ceilingProcess(env: Record<string, string>) {
     },
     stop() {
       child.stdin!.end();
-      child.kill();
-    },
-  };
-}
-
-/** The local control plane in a process of its own (bench/control-plane-process.ts). */
-async function controlPlaneProcess(endpoint: string, table: string) {
-  const tsx = join(__dirname, '..', 'node_modules', '.bin', 'tsx');
-  const child = spawn(tsx, [join(__dirname, 'control-plane-process.ts'), endpoint, table], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const answers = createInterface({ input: child.stdout! });
-  const waiting: { resolve: (v: unknown) => void; reject: (e: Error) => void }[] = [];
-  answers.on('line', (line) => {
-    if (line.startsWith(MARK)) waiting.shift()?.resolve(JSON.parse(line.slice(MARK.length)));
-  });
-  child.on('exit', (code) => {
-    for (const w of waiting.splice(0)) w.reject(new Error(`the control plane's process exited (${code})`));
-  });
-  const next = <T>() =>
-    new Promise<T>((resolve, reject) => waiting.push({ resolve: resolve as (v: unknown) => void, reject }));
-  const ready = await next<{ apiUrl: string; env: Record<string, string> }>();
-  return {
-    ...ready,
-    /** The DynamoDB calls it made since it was last asked, by command and partition. */
-    calls(): Promise<Record<string, number>> {
-      const answer = next<Record<string, number>>();
-      child.stdin!.write('calls\n');
-      return answer;
-    },
-    async stop(): Promise<void> {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.stdin!.write('stop\n');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       child.kill();
     },
   };
@@ -486,7 +452,12 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
   });
   // The API over HTTP is the local control plane's, in its process; in this one, the same handler the local
   // Lambda would run, on the same table and simulators (the environment the control plane set).
-  const cp = await controlPlaneProcess(ddb.endpoint, 'bench-write');
+  const cp = await spawnControlPlane({
+    dynamodbEndpoint: ddb.endpoint,
+    table: 'bench-write',
+    admins: [LOCAL_ADMIN],
+    reconcileSeconds: 0,
+  });
   try {
     Object.assign(process.env, cp.env);
     resetConfig();
