@@ -1,7 +1,7 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../shared/config';
 import { keys } from './keys';
-import { queryPartition } from './query';
+import { sharedQuery } from './shared-read';
 import { sendWrite } from './write';
 
 /**
@@ -20,8 +20,9 @@ export interface StoredDemand {
   at: string;
 }
 
+/** Every model's demand; requests that ask together share one Query (sharedQuery), as fresh for each as its own. */
 export async function listDemands(): Promise<StoredDemand[]> {
-  return (await queryPartition(keys.demands().pk)).map((item) => {
+  return (await sharedQuery(keys.demands().pk)).map((item) => {
     const { pk: _pk, sk: _sk, ...rest } = item;
     return rest as unknown as StoredDemand;
   });

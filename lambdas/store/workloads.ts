@@ -7,8 +7,7 @@ import { documentClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { batchGet } from './batch-get';
 import { keys } from './keys';
-import { queryPartition } from './query';
-import { type ReadAge, sharedRead } from './shared-read';
+import { type ReadAge, sharedQuery, sharedRead } from './shared-read';
 import { sendWrite } from './write';
 
 /**
@@ -28,8 +27,10 @@ function fromItem(item: Record<string, unknown>): StoredWorkload {
   return rest as unknown as StoredWorkload;
 }
 
+// Every model list and the admitter read all of them: requests that ask together share one Query (sharedQuery),
+// as fresh for each as its own.
 export async function listWorkloads(): Promise<StoredWorkload[]> {
-  return (await queryPartition(keys.workloads().pk)).map(fromItem);
+  return (await sharedQuery(keys.workloads().pk)).map(fromItem);
 }
 
 // Both items are written by reconcile alone, and every model answer reads the pass stamp: readers
