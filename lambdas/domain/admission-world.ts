@@ -29,7 +29,7 @@ export interface World {
    * As stored, with what the last pass saw of their supply (`Compute.supply`, domain/supply.ts): the headroom
    * gives a compute only the node slots it can really have (admissibleComputes).
    */
-  computes: Compute[];
+  computes: readonly Compute[];
   models: Model[];
   scopes: Scope[];
   quotas: Quota[];

@@ -22,7 +22,7 @@ import type { Dependencies } from '.';
 
 export interface LoadedCatalog extends BuiltCatalog {
   /** The computes the catalog was validated against (those not being deleted), with their versions. */
-  computes: Compute[];
+  computes: readonly Compute[];
   reach: ReachOf;
   /** The tenancy tree, for names per owner (domain/names.ts). */
   lineage: ScopeTree;
@@ -57,7 +57,8 @@ export function catalogService(deps: Dependencies) {
       deps.store.computes.listComputes(age),
       deps.store.tenancy.listScopes(age),
     ]);
-    const computes = all.filter((c) => !c.deletionRequested);
+    // Frozen: the checks of one write reuse what placement knows of this list (domain/catalog/validation.ts).
+    const computes: readonly Compute[] = Object.freeze(all.filter((c) => !c.deletionRequested));
     // A model may use platform computes and those of its owner or a scope above it (docs/security.md).
     const tree = new ScopeTree(scopes);
     const reach: ReachOf = (owner) => tree.reach(owner);

@@ -115,7 +115,7 @@ export function validateModel(
 // Shared readings are frozen and never change (store/shared-read.ts): every write validates the whole next
 // catalog, and each unchanged model is checked again only when the computes or its reach differ. Keyed by the
 // frozen model itself, with the computes and the reach as they were, so an answer is never reused for others.
-const issuesOf = new WeakMap<Checked, { against: string; issues: CatalogIssue[] }>();
+const issuesOf = new WeakMap<Checked, { computesKey: string; reach: Reach; issues: CatalogIssue[] }>();
 
 function issuesFor(
   m: Checked,
@@ -124,12 +124,34 @@ function issuesFor(
   reach: Reach,
 ): CatalogIssue[] {
   if (!Object.isFrozen(m)) return modelIssues(m, infos, reach);
-  const against = `${computesKey}\u0000${reach.join('\u0000')}`;
+  // Compared in place rather than joined into one key: every write checks every model, and building a key
+  // string per model per check cost more than the checks it saved.
   const known = issuesOf.get(m);
-  if (known?.against === against) return known.issues;
+  if (known && known.computesKey === computesKey && sameReach(known.reach, reach)) return known.issues;
   const issues = deepFreeze(modelIssues(m, infos, reach));
-  issuesOf.set(m, { against, issues });
+  issuesOf.set(m, { computesKey, reach, issues });
   return issues;
+}
+
+function sameReach(a: Reach, b: Reach): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// What placement knows of one list of computes, and its key: a write validates the catalog before and after its
+// change against the same list, so the second and third checks reuse the first's.
+const infosOf = new WeakMap<readonly ComputeLike[], { infos: ComputeInfo[]; key: string }>();
+
+function infosAndKey(computes: readonly ComputeLike[]): { infos: ComputeInfo[]; key: string } {
+  const known = infosOf.get(computes);
+  if (known) return known;
+  const infos = computeInfos(computes);
+  const out = { infos, key: JSON.stringify(infos) };
+  // Only a list that cannot change under the memo is kept.
+  if (Object.isFrozen(computes)) infosOf.set(computes, out);
+  return out;
 }
 
 export function validateCatalog(
@@ -137,8 +159,7 @@ export function validateCatalog(
   computes: readonly ComputeLike[],
   reachOf: ReachOf = OWN_REACH,
 ): CatalogIssue[] {
-  const infos = computeInfos(computes);
-  const computesKey = JSON.stringify(infos);
+  const { infos, key: computesKey } = infosAndKey(computes);
   const issues: CatalogIssue[] = [];
   const byName = new Map<string, Checked>();
   for (const m of models) {
