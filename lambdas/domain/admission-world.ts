@@ -169,6 +169,9 @@ export function checkCatalogChange(
     );
   }
   if (!after && !opts.preview) return undefined;
+  // A model with no minimum asks nothing to start, so nothing can refuse it: such a write (a scaling change of
+  // an autoscaled or idle model) need not rebuild the world's headroom.
+  if (after && after.spec.scaling.min === 0 && !opts.preview) return undefined;
   const restored = restoreHeadroom(world.computes, world.admissions, change.next, tree, now);
   const input = {
     scopes: tree,

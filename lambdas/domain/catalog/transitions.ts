@@ -7,7 +7,7 @@ import { listed } from '../text';
 import { address, checkLine, missingModel } from './addressing';
 import { DECLARED_FILE } from './declared';
 import type { SkippedModel } from './loading';
-import { issuesError, newIssues, type ReachOf, validateCatalog } from './validation';
+import { type CatalogIssue, issuesError, newIssues, type ReachOf, validateCatalog } from './validation';
 
 /**
  * The catalog's transitions: each verb takes the catalog in force and returns the whole next catalog, validated,
@@ -23,6 +23,11 @@ export interface CatalogState {
   reach?: ReachOf;
   /** Which scopes are above which, for names per owner (domain/names.ts); absent: none is above another. */
   lineage?: Lineage;
+  /**
+   * What validating `models` against these computes and reach finds, when the caller already knows (buildCatalog
+   * returns it): a change only refuses issues it adds, and a write need not validate the whole catalog twice.
+   */
+  issues?: readonly CatalogIssue[];
 }
 
 /** What a transition needs to know about the caller; the API's Caller satisfies it. */
@@ -145,7 +150,7 @@ function commit(
   result: Omit<ChangeResult, 'next'>,
 ): ChangeResult {
   const fresh = newIssues(
-    validateCatalog(state.models, state.computes, state.reach),
+    state.issues ?? validateCatalog(state.models, state.computes, state.reach),
     validateCatalog(next, state.computes, state.reach),
   );
   if (fresh.length) throw issuesError(fresh, ctx.access);
