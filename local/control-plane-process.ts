@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { documentClient } from '../lambdas/shared/clients';
@@ -10,7 +11,8 @@ import { type ControlPlaneOptions, startControlPlane } from './control-plane';
  * the clients that call it, so what is measured there must not share an event loop with the clients' own work
  * (building requests, parsing every answer). The child prints one marked line, the API's URL and the environment
  * the control plane set (so the parent reads the same table and simulators), then answers each line on stdin:
- * `calls` with the DynamoDB calls it made since the last, by command and partition; `settle` once the admitter
+ * `calls` with the DynamoDB calls it made since the last, by command and partition; `cpu` with the CPU time it
+ * and the DynamoDB Local it started have used so far; `settle` once the admitter
  * has decided every write so far; `stop` by stopping. It stops too when its stdin closes, so a parent that crashes
  * takes it (and the DynamoDB Local it started) down with it.
  */
@@ -31,9 +33,27 @@ export interface ControlPlaneProcess {
   env: Record<string, string>;
   /** The DynamoDB calls it made since it was last asked, by command and partition. */
   calls(): Promise<Record<string, number>>;
+  /** CPU milliseconds used so far: this process's, and the DynamoDB Local it started (Linux; absent elsewhere). */
+  cpu(): Promise<CpuUsed>;
   /** Resolves once its admitter has decided every write made so far. */
   settle(timeoutMs: number): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface CpuUsed {
+  controlPlaneMs: number;
+  dynamodbMs?: number;
+}
+
+/** A process's CPU time from /proc (user + system, in clock ticks of 10 ms), or undefined where there is none. */
+function procCpuMs(pid: number): number | undefined {
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis are fixed.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts the control plane in a child process and waits until its API answers. */
@@ -63,6 +83,7 @@ export async function spawnControlPlane(opts: ProcessOptions): Promise<ControlPl
   return {
     ...ready,
     calls: () => ask<Record<string, number>>('calls'),
+    cpu: () => ask<CpuUsed>('cpu'),
     settle: async (timeoutMs) => {
       await ask(`settle ${timeoutMs}`);
     },
@@ -106,6 +127,13 @@ async function main(): Promise<void> {
       if (command === 'calls') {
         say(calls);
         calls = {};
+      } else if (command === 'cpu') {
+        const used = process.cpuUsage();
+        const dynamodbMs = cp.dynamodbPid ? procCpuMs(cp.dynamodbPid) : undefined;
+        say({
+          controlPlaneMs: Math.round((used.user + used.system) / 1000),
+          ...(dynamodbMs !== undefined ? { dynamodbMs } : {}),
+        });
       } else if (command === 'settle')
         await cp.admitterSettled(Number(arg)).then(
           () => say({ settled: true }),

@@ -145,6 +145,8 @@ export interface ControlPlaneOptions {
 export interface ControlPlane {
   apiUrl: string;
   dynamodbEndpoint: string;
+  /** The DynamoDB Local process this control plane started (none when given an endpoint). */
+  dynamodbPid?: number;
   table: string;
   sim: CloudSim;
   sfn: LocalStepFunctions;
@@ -537,6 +539,7 @@ async function start(
   return {
     apiUrl: api.url,
     dynamodbEndpoint: endpoint,
+    ...(ddb ? { dynamodbPid: ddb.pid } : {}),
     table,
     sim,
     sfn,

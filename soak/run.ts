@@ -138,6 +138,16 @@ function markdown(
     l.push('| Operation | Requests | p50 | p99 |');
     l.push('|---|---:|---:|---:|');
     for (const [op, v] of Object.entries(d.byOp).sort()) l.push(`| ${op} | ${v.n} | ${v.p50} | ${v.p99} |`);
+    if (d.cpu) {
+      const c = d.cpu;
+      l.push('');
+      l.push(
+        `CPU per request: ${c.controlPlaneMs} ms in the control plane's process, ${c.dynamodbMs ?? 'unknown'} ms in DynamoDB Local, ` +
+          `${c.clientsMs} ms in the clients' process. With all ${c.cores} cores busy that is at most ${c.maxPerSecond} requests a second, ` +
+          `so ${d.clients} clients that never pause wait ${c.leastMeanLatencyMs} ms on average at the least (Little's law), whatever the order of the work. ` +
+          'In a stage each request has a Lambda of its own and DynamoDB is not on the same cores.',
+      );
+    }
   }
   if (r.fuzz?.failureCount) {
     l.push('');

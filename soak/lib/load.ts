@@ -34,6 +34,15 @@ export interface LoadReport {
   /** Writes answered 5xx whose effect may or may not have been committed. */
   ambiguousWrites: number;
   durationMs: number;
+  /** CPU milliseconds per request by process, and the rate and mean latency they allow (soak/load.ts). */
+  cpu?: {
+    controlPlaneMs: number;
+    dynamodbMs?: number;
+    clientsMs: number;
+    cores: number;
+    maxPerSecond: number;
+    leastMeanLatencyMs: number;
+  };
 }
 
 const pct = (xs: number[], p: number) => {
