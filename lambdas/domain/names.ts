@@ -82,9 +82,16 @@ export function speakValue(value: unknown): unknown {
   if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null)
     return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
+  const from = value as Record<string, unknown>;
+  for (const k of Object.keys(from)) {
+    const v = from[k];
     if (v === undefined) continue;
-    Object.defineProperty(out, speakNames(k), { value: speakValue(v), enumerable: true, writable: true });
+    const name = speakNames(k);
+    // Assigned, which is several times faster than defining, but for the one key assignment would take as the
+    // object's prototype; every answer passes through here.
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value: speakValue(v), enumerable: true, writable: true });
+    else out[name] = speakValue(v);
   }
   return out;
 }

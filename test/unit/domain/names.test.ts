@@ -11,6 +11,7 @@ import {
   resolveScopeRef,
   scopeKeyForNew,
   speakNames,
+  speakValue,
 } from '../../../lambdas/domain/names';
 import { nodegroupName } from '../../../lambdas/domain/nodegroup';
 import { ScopeTree } from '../../../lambdas/domain/quota';
@@ -174,5 +175,19 @@ describe('names per owner', () => {
     // A twin owner's namespace cannot be another scope's.
     expect(namespaceFor('dev', 'project:x~abcdefgh')).toBe('llmcap-dev-t-project-x-abcdefgh');
     expect(namespaceFor('dev', 'project:x-abcdefgh')).toBe('llmcap-dev-project-x-abcdefgh');
+  });
+});
+
+describe('speakValue', () => {
+  it('speaks the keys of what llmcap composed, drops undefined fields, and keeps a __proto__ key as a field', () => {
+    const answer = JSON.parse('{"__proto__": {"polluted": true}}') as Record<string, unknown>;
+    answer['team:a~abcdefgh'] = { model: 'llama~qrstuvwx', gone: undefined };
+    const spoken = speakValue(answer) as Record<string, unknown>;
+    expect(JSON.parse(JSON.stringify(spoken))).toEqual(
+      JSON.parse('{"__proto__": {"polluted": true}, "team:a": {"model": "llama"}}'),
+    );
+    // The field is the answer's own, not the object's prototype.
+    expect(Object.getPrototypeOf(spoken)).toBe(Object.prototype);
+    expect((spoken as { polluted?: boolean }).polluted).toBeUndefined();
   });
 });
