@@ -128,7 +128,7 @@ function markdown(
   if (r.load) {
     const d = r.load;
     l.push(
-      `| Load | ${d.clients} concurrent clients for ${d.seconds} s over HTTP, reads and writes: ${d.requests.toLocaleString('en')} ` +
+      `| Load | ${d.clients} concurrent clients for ${d.seconds} s over HTTP to a control plane in a process of its own, reads and writes: ${d.requests.toLocaleString('en')} ` +
         `requests (${d.throughputPerSecond}/s) | ${loadOk(d) ? 'yes' : 'no'}: p50 ${d.latencyMs.p50} ms, p99 ${d.latencyMs.p99} ms; ` +
         `${d.expected409} expected 409s, ${d.errorCount} errors, ${d.inconsistencies.length} inconsistencies afterwards |`,
     );
