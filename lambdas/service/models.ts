@@ -129,6 +129,9 @@ export function modelService(
       }),
       {
         guards,
+        // What a model's profiles fit depends on the computes: one deleted meanwhile sends the write back to
+        // decide again, instead of storing a model no compute can take (left out of the catalog on the next read).
+        checks: CHECKED_VERBS.has(c.verb) ? [GUARDS.computes] : undefined,
         snapshotMs,
         // Concurrent writes of one model in this process would only race each other for its item.
         oneAtATime: opts.dryRun ? undefined : `model#${nameOf(c.name)}`,

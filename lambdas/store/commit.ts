@@ -29,6 +29,12 @@ export interface CommitOptions {
   /** The guards the decision's rules read (keys.guard), bumped with its commit. */
   guards?: readonly string[];
   /**
+   * Guards the decision's rules depend on but its change does not move: checked at the version read, not bumped.
+   * A model's resources fit only some computes; a compute deleted meanwhile (which bumps `computes`) must send
+   * the write back to decide again, yet two such writes need not exclude each other.
+   */
+  checks?: readonly string[];
+  /**
    * How long to keep deciding again while others keep changing what this one read, before 409; default 15 s,
    * half the API's 29 s budget. Time, not a count: 64 writers of one item need some 64 rounds between them.
    */
@@ -79,13 +85,15 @@ export async function commitDecision<T>(decide: Decide<T>, opts: CommitOptions =
 
 async function decideAndCommit<T>(decide: Decide<T>, opts: CommitOptions, until: number): Promise<T> {
   const guards = opts.guards ?? [];
+  const checks = opts.checks ?? [];
+  const read = [...guards, ...checks];
   // Under a guard every read must be at least as fresh as the guard's version, which a reading may predate: a
   // name taken elsewhere before the guard was read would be missing from it, and the commit would still land.
   let age: ReadAge | undefined =
-    opts.snapshotMs && guards.length === 0 ? { maxAgeMs: opts.snapshotMs } : undefined;
+    opts.snapshotMs && read.length === 0 ? { maxAgeMs: opts.snapshotMs } : undefined;
   for (let attempt = 1; ; attempt++) {
     // The guards first: a write that lands after this read moves them, so a decision on stale reads cannot commit.
-    const versions = await Promise.all(guards.map(guardVersion));
+    const versions = await Promise.all(read.map(guardVersion));
     let decided: Awaited<ReturnType<Decide<T>>>;
     try {
       decided = await decide(age);
@@ -100,7 +108,11 @@ async function decideAndCommit<T>(decide: Decide<T>, opts: CommitOptions, until:
       age = undefined; // "nothing to change" against a snapshot: the item may have moved since
       continue;
     }
-    const all = [...guards.map((g, i) => guardBump(g, versions[i]!)), ...items];
+    const all = [
+      ...guards.map((g, i) => guardBump(g, versions[i]!)),
+      ...checks.map((g, i) => guardCheck(g, versions[guards.length + i]!)),
+      ...items,
+    ];
     if (all.length > TRANSACTION_MAX_ITEMS)
       throw conflict(`this change writes ${items.length} items at once; split it and retry`, 'TooLarge');
     try {
@@ -117,9 +129,9 @@ async function decideAndCommit<T>(decide: Decide<T>, opts: CommitOptions, until:
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(250, 5 * 2 ** attempt)));
         continue;
       }
-      const own = failed.find((i) => i >= guards.length);
+      const own = failed.find((i) => i >= read.length);
       throw own !== undefined && opts.onItemConflict
-        ? opts.onItemConflict(own - guards.length)
+        ? opts.onItemConflict(own - read.length)
         : conflict('too many concurrent changes; retry the request', 'ConcurrentUpdate');
     }
   }
@@ -171,6 +183,18 @@ function guardBump(name: string, version: number): TxItem {
       ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
       ExpressionAttributeNames: { '#v': 'version' },
       ExpressionAttributeValues: version === 0 ? { ':next': 1 } : { ':next': version + 1, ':cur': version },
+    },
+  };
+}
+
+function guardCheck(name: string, version: number): TxItem {
+  return {
+    ConditionCheck: {
+      TableName: config().table,
+      Key: keys.guard(name),
+      ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
+      ExpressionAttributeNames: { '#v': 'version' },
+      ...(version === 0 ? {} : { ExpressionAttributeValues: { ':cur': version } }),
     },
   };
 }

@@ -1,4 +1,4 @@
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, dynamoClient } from '../../../lambdas/shared/clients';
 import { config } from '../../../lambdas/shared/config';
 import { keys } from '../../../lambdas/store/keys';
@@ -10,7 +10,8 @@ import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
  * default; store/shared-read.ts), as a webhook validates against its informer's cache. Another API container's
  * writes are not in that reading. Here "another container" is a DynamoDB client of its own, whose writes this
  * process never sees: each test changes the table behind the API's back and shows that nothing is lost, no
- * revoked role is honoured and no refusal or "unchanged" is answered from the older reading.
+ * revoked role is honoured, no refusal or "unchanged" is answered from the older reading, and no model is stored
+ * that only a compute deleted meanwhile could take.
  */
 
 let api: TestApi;
@@ -185,4 +186,40 @@ it('takes concurrent writes of one model in this process one after another: ever
   } finally {
     documentClient().middlewareStack.remove('countCommits');
   }
+});
+
+it('refuses a resources change that only a compute another container deleted could take, and writes nothing', async () => {
+  const pool = (name: string, instanceType: string) => ({
+    apiVersion: 'llmcap/v1',
+    kind: 'Compute',
+    metadata: { name },
+    spec: { node: { instanceType }, nodeGroup: { maxNodes: 2 } },
+  });
+  for (const [name, type] of [
+    ['a10g-small', 'g5.xlarge'],
+    ['a10g-wide', 'g5.12xlarge'],
+  ])
+    expect((await call('POST', '/v1/computes', pool(name!, type!))).status).toBe(201);
+  // No compute named: the model fits either pool, so deleting the wide one is allowed.
+  const model = l4Model('', 'roomy', 'team:ml', scale(0, 1));
+  const profile = { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 2, minMemoryGb: 8 };
+  model.spec.profiles = [profile as never];
+  expect((await call('POST', '/v1/models', model)).status).toBe(201);
+  // A write now, so that this process holds a reading of the computes in which the wide pool exists.
+  expect((await call('PUT', '/v1/models/roomy/scaling', scale(0, 2))).status).toBe(200);
+  // Another container deletes the wide pool (nothing needs it) and bumps the computes' guard, as its commit does.
+  await other.send(new DeleteCommand({ TableName: table(), Key: keys.compute('a10g-wide') }));
+  const guard = keys.guard('computes');
+  const g = (await other.send(new GetCommand({ TableName: table(), Key: guard, ConsistentRead: true }))).Item;
+  await other.send(
+    new PutCommand({ TableName: table(), Item: { ...guard, version: (g?.version ?? 0) + 1 } }),
+  );
+  // 24 cores fit only the wide pool's 48 vCPUs (not the small pool's 4, nor the built-in g5.2xlarge's 8).
+  const r = await call('PUT', '/v1/models/roomy/resources', { cpuCores: 24, memoryGb: 8 });
+  expect(r.status).toBe(409);
+  expect(r.body.reason).toBe('CatalogRule');
+  expect(r.body.detail).toMatch(/no compute has a node that can hold/);
+  const got = await call('GET', '/v1/models/roomy');
+  expect(got.status).toBe(200);
+  expect(got.body.spec.profiles[0].cpuCores).toBe(2);
 });
