@@ -51,7 +51,7 @@ export interface World {
  * The cluster as admitted so far: every unit put back where it was placed. A unit that no longer fits there
  * (its compute was removed or shrunk, has idle nodes it cannot replace within maxNodes, or cannot launch the
  * nodes it lacks past the grace, at `now`) is dropped from the admission, so the pass places it again: on the
- * next profile or compute the model allows, or pending.
+ * next profile or compute the model allows, or pending. Minimums are put back before the replicas above them.
  */
 export function restoreHeadroom(
   computes: readonly ComputeLike[],
@@ -62,20 +62,27 @@ export function restoreHeadroom(
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
   const headroom = PlacementHeadroom.create(admissibleComputes(computes, now));
   const byModel = new Map(models.map((m) => [m.name, m]));
+  const restored = new Map<AdmittedUnit, AdmittedUnit | undefined>();
+  // Every model's minimum first, then the replicas above them: where a compute now has fewer slots than units
+  // (short of capacity, idle nodes), a surplus replica placed on a node that never came must not keep the slot
+  // of another model's minimum running there, whatever the order of the admissions.
+  for (const minimum of [true, false]) {
+    for (const a of admissions) {
+      const m = byModel.get(a.model);
+      // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
+      const reach = tree.reach(m?.owner);
+      // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
+      // (Critical is never implied by scaling: only a class set so.)
+      const critical = m?.spec.class === 'critical';
+      for (const u of a.units) {
+        if ((u.kind === 'min') !== minimum) continue;
+        restored.set(u, restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min'));
+      }
+    }
+  }
   const kept = admissions.map((a) => {
-    const m = byModel.get(a.model);
-    // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
-    const reach = tree.reach(m?.owner);
-    // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
-    // (Critical is never implied by scaling: only a class set so.)
-    const critical = m?.spec.class === 'critical';
-    let same = true;
-    const units = a.units.flatMap((u) => {
-      const r = restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min');
-      if (r !== u) same = false;
-      return r ? [r] : [];
-    });
-    return same ? a : { ...a, units };
+    if (a.units.every((u) => restored.get(u) === u)) return a;
+    return { ...a, units: a.units.flatMap((u) => restored.get(u) ?? []) };
   });
   return { headroom, admissions: kept };
 }

@@ -280,3 +280,70 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     expect(admissibleNodes(c, at(10))).toBe(4);
   });
 });
+
+describe('re-placement never takes a Ready minimum’s slot for a surplus replica (issue 32 §3)', () => {
+  const ICE =
+    'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.xlarge capacity in the Availability Zone you requested (us-east-1a).';
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  const l4 = builtin('gpu-l4-1x');
+  // The preferred pool runs one node of its two: the launch of the second failed at +0 and EC2 has no more.
+  const preferred = {
+    name: 'pool',
+    spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 2 } },
+    status: { readyNodes: 1 },
+    supply: {
+      shortOfCapacity: nextShortage(
+        undefined,
+        { launch: { status: 'Failed', at: at(0), message: ICE } },
+        at(0),
+        GRACE,
+      ),
+    },
+  };
+  const fallback = {
+    name: 'fallback',
+    spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 4 } },
+  };
+  const profiles = [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 }];
+  const models = [
+    { name: 'crit', spec: { profiles, class: 'critical' } },
+    { name: 'std', spec: { profiles, class: 'standard' } },
+  ] as never;
+  const on = (id: string, kind: 'min' | 'extra', compute: string) => ({
+    ...unit(id),
+    kind,
+    placements: [{ compute, profile: 'l4', replicas: 1 }],
+  });
+  // The critical model's minimum runs on the fallback and its surplus replica was placed on the pool's second
+  // node, which never came; the standard model's minimum is Ready on the pool's one node.
+  const admissions = [
+    { model: 'crit', units: [on('crit#min', 'min', 'fallback'), on('crit#2', 'extra', 'pool')] },
+    { model: 'std', units: [on('std#min', 'min', 'pool')] },
+  ] as never;
+
+  it('keeps the minimum on the node it runs on and moves the surplus replica, whatever the order of the models', () => {
+    for (const order of [admissions, [...(admissions as unknown[])].reverse() as never]) {
+      const kept = restoreHeadroom([preferred, fallback] as never, order, models, new ScopeTree([]), at(5));
+      const ids = kept.admissions.flatMap((a) => a.units.map((u) => u.id)).sort();
+      // Before the fix the surplus (first in order) took the pool's one slot, and std#min was placed again on
+      // the fallback: its Ready replica stopped to make room for one that was not running yet.
+      expect(ids).toEqual(['crit#min', 'std#min']);
+      expect(kept.headroom.placementOf('std#min')?.placements).toEqual([
+        { compute: 'pool', profile: 'l4', replicas: 1 },
+      ]);
+    }
+    // Within the grace nothing moves.
+    const within = restoreHeadroom(
+      [preferred, fallback] as never,
+      admissions,
+      models,
+      new ScopeTree([]),
+      at(4),
+    );
+    expect(within.admissions.flatMap((a) => a.units.map((u) => u.id)).sort()).toEqual([
+      'crit#2',
+      'crit#min',
+      'std#min',
+    ]);
+  });
+});
