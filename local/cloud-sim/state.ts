@@ -119,6 +119,8 @@ export interface SimNodegroup {
   activeUpdate?: string;
   /** A launch fault has scheduled CREATE_FAILED or DEGRADED and it has not fired yet. */
   launchFailurePending: boolean;
+  /** A launch fault has scheduled the Failed scaling activity of a launch attempt and it has not fired yet. */
+  launchAttemptPending: boolean;
   input: CreateNodegroupInput;
   scaling: ScalingConfig;
   instanceTypes: string[];
@@ -428,6 +430,7 @@ export class Simulator {
       phase: 'CREATING',
       degraded: false,
       launchFailurePending: false,
+      launchAttemptPending: false,
       input,
       scaling: { ...scaling },
       instanceTypes:
@@ -657,20 +660,21 @@ export class Simulator {
     if (count <= 0) return [];
     const rule = this.launchFailure(ng);
     if (rule) {
-      if (!ng.launchFailurePending) {
-        ng.launchFailurePending = true;
-        const creating = ng.phase === 'CREATING';
-        const { createFailureMs, scaleOutFailureMs } = this.opts.durations;
-        const delay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
-        // The activity began when the launch was asked for, as Auto Scaling's StartTime says; it shows as failed
-        // (EndTime) once the failure does.
+      const creating = ng.phase === 'CREATING';
+      const { createFailureMs, scaleOutFailureMs, launchFailureMs } = this.opts.durations;
+      const healthDelay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
+      // Auto Scaling records the launch attempt as a Failed activity as soon as EC2 refuses it (seconds); EKS
+      // shows the health issue (CREATE_FAILED, DEGRADED) much later. Never later than the issue it is the cause of.
+      if (!ng.launchAttemptPending) {
+        ng.launchAttemptPending = true;
+        // The activity began when the launch was asked for, as Auto Scaling's StartTime says.
         const askedAt = this.t;
         this.schedule(
-          delay,
-          `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
+          Math.min(this.d(launchFailureMs), healthDelay),
+          `${ng.name}: launch attempt failed`,
           () => {
             if (!this.alive(ng)) return;
-            ng.launchFailurePending = false;
+            ng.launchAttemptPending = false;
             const issue = launchIssue(rule, ng, this.opts.region);
             const failed = this.activity(
               ng,
@@ -683,6 +687,18 @@ export class Simulator {
             failed.endTime = this.t;
             failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
             failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
+          },
+        );
+      }
+      if (!ng.launchFailurePending) {
+        ng.launchFailurePending = true;
+        this.schedule(
+          healthDelay,
+          `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
+          () => {
+            if (!this.alive(ng)) return;
+            ng.launchFailurePending = false;
+            const issue = launchIssue(rule, ng, this.opts.region);
             if (ng.phase === 'CREATING') {
               ng.phase = 'CREATE_FAILED';
             } else if (ng.phase === 'ACTIVE') {
