@@ -261,8 +261,47 @@ export class Simulator {
       this.terminateOne(ng, inst, 0, ending);
       this.reconcileAsg(ng);
     });
-    for (const t of [...this.eventTargets]) t(event);
+    this.emit(event);
     return event;
+  }
+
+  /** Sends an event to the targets (the stack's EventBridge rules, local/control-plane.ts). */
+  private emit(event: SimEvent): void {
+    for (const t of [...this.eventTargets]) t(event);
+  }
+
+  /**
+   * Auto Scaling's "EC2 Instance Launch Unsuccessful" for a failed launch activity, in the shape of the Auto
+   * Scaling event reference's example (detail keys as there; EC2InstanceId empty: no instance was launched).
+   */
+  private launchUnsuccessful(ng: SimNodegroup, a: SimActivity): SimEvent {
+    const { region, accountId } = this.opts;
+    const iso = (t: number) => new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return {
+      version: '0',
+      id: this.ids.uuidV4(),
+      'detail-type': 'EC2 Instance Launch Unsuccessful',
+      source: 'aws.autoscaling',
+      account: accountId,
+      time: iso(this.t),
+      region,
+      resources: [ng.asg.arn],
+      detail: {
+        StatusCode: 'Failed',
+        AutoScalingGroupName: ng.asg.name,
+        ActivityId: a.id,
+        Details: JSON.parse(a.details),
+        RequestId: a.id,
+        StatusMessage: a.statusMessage ?? '',
+        EndTime: iso(a.endTime ?? this.t),
+        EC2InstanceId: '',
+        StartTime: iso(a.startTime),
+        Cause: a.cause,
+        Description: a.description,
+        Origin: 'EC2',
+        Destination: 'AutoScalingGroup',
+      },
+    };
   }
 
   /** With a matching spotInterruptions rule, the instance's interruption is drawn when it comes InService. */
@@ -687,6 +726,7 @@ export class Simulator {
             failed.endTime = this.t;
             failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
             failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
+            this.emit(this.launchUnsuccessful(ng, failed));
           },
         );
       }

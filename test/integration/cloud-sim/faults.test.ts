@@ -249,10 +249,25 @@ describe('launch failures', () => {
       );
       return (out.Activities ?? []).filter((a) => a.StatusCode === 'Failed');
     };
+    const events: { 'detail-type': string; source: string; detail: Record<string, unknown> }[] = [];
+    h.sim.onEvent((e) => events.push(e));
     const asked = h.clock.now();
     await scale(2);
     h.clock.advance(5 * SEC);
     const [first] = await failed();
+    // And sends it to EventBridge, as Auto Scaling's event reference shows it.
+    expect(events).toEqual([
+      expect.objectContaining({
+        source: 'aws.autoscaling',
+        'detail-type': 'EC2 Instance Launch Unsuccessful',
+        detail: expect.objectContaining({
+          StatusCode: 'Failed',
+          AutoScalingGroupName: (await asgOf(h, 'spot'))!.AutoScalingGroupName,
+          ActivityId: first?.ActivityId,
+          StatusMessage: 'There is no Spot capacity available that matches your request.',
+        }),
+      }),
+    ]);
     // As Auto Scaling records it (supply-and-demand.md A1): StartTime the ask, EndTime seconds later, EC2's words.
     expect(first).toMatchObject({
       StatusCode: 'Failed',
