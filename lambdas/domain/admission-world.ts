@@ -78,6 +78,7 @@ export function standingReplicas(world: Pick<World, 'ready' | 'going'>): Standin
  * a node that takes pods (`standing`; every unit, without it), then the rest; each time every model's minimum
  * before the replicas above it. So a replica that is not running, or runs on a node that is going (cordoned,
  * reclaimed), never keeps a slot by stopping a Ready replica of another model, whatever the admissions' order.
+ * Where everything fits, the units are put back as stored (that order only when something does not).
  */
 export function restoreHeadroom(
   computes: readonly ComputeLike[],
@@ -87,27 +88,35 @@ export function restoreHeadroom(
   now?: string,
   standing?: StandingReplicas,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
-  const headroom = PlacementHeadroom.create(admissibleComputes(computes, now));
+  const slots = admissibleComputes(computes, now);
   const byModel = new Map(models.map((m) => [m.name, m]));
-  const restored = new Map<AdmittedUnit, AdmittedUnit | undefined>();
-  const stands = standingUnits(admissions, standing);
-  // A replica placed on a node that never came (or on one going) must not keep the slot of another model's
-  // replica running there, a minimum above all: see the order above.
-  for (const tier of [true, false]) {
-    for (const minimum of [true, false]) {
-      for (const a of admissions) {
-        const m = byModel.get(a.model);
-        // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
-        const reach = tree.reach(m?.owner);
-        // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed
-        // again. (Critical is never implied by scaling: only a class set so.)
-        const critical = m?.spec.class === 'critical';
-        for (const u of a.units) {
-          if ((u.kind === 'min') !== minimum || stands(u) !== tier) continue;
-          restored.set(u, restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min'));
-        }
-      }
+  const restoreAll = (order: readonly (readonly [ModelAdmission, AdmittedUnit])[]) => {
+    const headroom = PlacementHeadroom.create(slots);
+    const restored = new Map<AdmittedUnit, AdmittedUnit | undefined>();
+    for (const [a, u] of order) {
+      const m = byModel.get(a.model);
+      // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
+      const reach = tree.reach(m?.owner);
+      // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
+      // (Critical is never implied by scaling: only a class set so.)
+      const critical = m?.spec.class === 'critical';
+      restored.set(u, restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min'));
     }
+    return { headroom, restored };
+  };
+  const stored = admissions.flatMap((a) => a.units.map((u) => [a, u] as const));
+  // As stored first: where everything fits the order changes nothing (and first-fit keeps the packing it had).
+  let { headroom, restored } = restoreAll(stored);
+  if (stored.some(([, u]) => restored.get(u) !== u)) {
+    // Something no longer fits: again in the order above, so that what goes is what stops no Ready replica.
+    const stands = standingUnits(admissions, standing);
+    const rank = (u: AdmittedUnit) => (stands(u) ? 0 : 2) + (u.kind === 'min' ? 0 : 1);
+    ({ headroom, restored } = restoreAll(
+      stored
+        .map((e, i) => [e, i] as const)
+        .sort((x, y) => rank(x[0][1]) - rank(y[0][1]) || x[1] - y[1])
+        .map(([e]) => e),
+    ));
   }
   const kept = admissions.map((a) => {
     if (a.units.every((u) => restored.get(u) === u)) return a;
