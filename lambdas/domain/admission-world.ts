@@ -45,6 +45,27 @@ export interface World {
    * llmcap does not run the pods (LLMCAP_WORKLOADS), and then nothing moves; decide does not read it.
    */
   ready?: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /**
+   * Of those, the replicas on nodes that take no pods (cordoned, long NotReady, warned of a Spot reclaim:
+   * supply.ts replicasGoing): they are going, so they hold no node slot ahead of replicas that stay.
+   */
+  going?: Readonly<Record<string, Readonly<Record<string, number>>>>;
+}
+
+/** Per model and compute, Ready replicas on nodes that take pods: those admission must not stop (restoreHeadroom). */
+export type StandingReplicas = Readonly<Record<string, Readonly<Record<string, number>>>>;
+
+/** World.ready less World.going; undefined without `ready` (llmcap does not see the pods). */
+export function standingReplicas(world: Pick<World, 'ready' | 'going'>): StandingReplicas | undefined {
+  if (!world.ready) return undefined;
+  const out: Record<string, Record<string, number>> = {};
+  for (const [model, on] of Object.entries(world.ready)) {
+    const going = world.going?.[model] ?? {};
+    out[model] = Object.fromEntries(
+      Object.entries(on).map(([c, n]) => [c, Math.max(0, n - (going[c] ?? 0))]),
+    );
+  }
+  return out;
 }
 
 /**
@@ -52,6 +73,12 @@ export interface World {
  * (its compute was removed or shrunk, has idle nodes it cannot replace within maxNodes, or cannot launch the
  * nodes it lacks past the grace, at `now`) is dropped from the admission, so the pass places it again: on the
  * next profile or compute the model allows, or pending.
+ *
+ * Where a compute has fewer slots than units, the order decides which go: first the units with a replica Ready on
+ * a node that takes pods (`standing`; every unit, without it), then the rest; each time every model's minimum
+ * before the replicas above it. So a replica that is not running, or runs on a node that is going (cordoned,
+ * reclaimed), never keeps a slot by stopping a Ready replica of another model, whatever the admissions' order.
+ * Where everything fits, the units are put back as stored (that order only when something does not).
  */
 export function restoreHeadroom(
   computes: readonly ComputeLike[],
@@ -59,25 +86,68 @@ export function restoreHeadroom(
   models: readonly Pick<Model, 'name' | 'spec' | 'owner'>[],
   tree: ScopeTree,
   now?: string,
+  standing?: StandingReplicas,
 ): { headroom: PlacementHeadroom; admissions: ModelAdmission[] } {
-  const headroom = PlacementHeadroom.create(admissibleComputes(computes, now));
+  const slots = admissibleComputes(computes, now);
   const byModel = new Map(models.map((m) => [m.name, m]));
+  const restoreAll = (order: readonly (readonly [ModelAdmission, AdmittedUnit])[]) => {
+    const headroom = PlacementHeadroom.create(slots);
+    const restored = new Map<AdmittedUnit, AdmittedUnit | undefined>();
+    for (const [a, u] of order) {
+      const m = byModel.get(a.model);
+      // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
+      const reach = tree.reach(m?.owner);
+      // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
+      // (Critical is never implied by scaling: only a class set so.)
+      const critical = m?.spec.class === 'critical';
+      restored.set(u, restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min'));
+    }
+    return { headroom, restored };
+  };
+  const stored = admissions.flatMap((a) => a.units.map((u) => [a, u] as const));
+  // As stored first: where everything fits the order changes nothing (and first-fit keeps the packing it had).
+  let { headroom, restored } = restoreAll(stored);
+  if (stored.some(([, u]) => restored.get(u) !== u)) {
+    // Something no longer fits: again in the order above, so that what goes is what stops no Ready replica.
+    const stands = standingUnits(admissions, standing);
+    const rank = (u: AdmittedUnit) => (stands(u) ? 0 : 2) + (u.kind === 'min' ? 0 : 1);
+    ({ headroom, restored } = restoreAll(
+      stored
+        .map((e, i) => [e, i] as const)
+        .sort((x, y) => rank(x[0][1]) - rank(y[0][1]) || x[1] - y[1])
+        .map(([e]) => e),
+    ));
+  }
   const kept = admissions.map((a) => {
-    const m = byModel.get(a.model);
-    // A unit on a compute its owner may not use (stored before tenants were isolated) is placed again.
-    const reach = tree.reach(m?.owner);
-    // A critical model's minimum on a Spot compute (the compute or the class changed since) is placed again.
-    // (Critical is never implied by scaling: only a class set so.)
-    const critical = m?.spec.class === 'critical';
-    let same = true;
-    const units = a.units.flatMap((u) => {
-      const r = restoreUnit(headroom, u, m?.spec.profiles, reach, critical && u.kind === 'min');
-      if (r !== u) same = false;
-      return r ? [r] : [];
-    });
-    return same ? a : { ...a, units };
+    if (a.units.every((u) => restored.get(u) === u)) return a;
+    return { ...a, units: a.units.flatMap((u) => restored.get(u) ?? []) };
   });
   return { headroom, admissions: kept };
+}
+
+/**
+ * Whether a unit has a replica Ready on a node that takes pods. A model's pods on a compute are alike, so its
+ * standing replicas there are given to its units in their order (the minimum first). Without `standing`, all do.
+ */
+function standingUnits(
+  admissions: readonly ModelAdmission[],
+  standing: StandingReplicas | undefined,
+): (u: AdmittedUnit) => boolean {
+  if (!standing) return () => true;
+  const out = new Set<AdmittedUnit>();
+  for (const a of admissions) {
+    const left: Record<string, number> = { ...standing[a.model] };
+    for (const u of a.units) {
+      let any = false;
+      for (const p of u.placements) {
+        const n = Math.min(p.replicas, left[p.compute] ?? 0);
+        if (n > 0) any = true;
+        left[p.compute] = (left[p.compute] ?? 0) - n;
+      }
+      if (any) out.add(u);
+    }
+  }
+  return (u) => out.has(u);
 }
 
 /** The headroom's id of the replicas a unit moving back to a preferred profile has started there (surge-back.ts). */
@@ -132,7 +202,14 @@ export function placementProfile(
 /** One decision over the world; `only` restricts it to some models' requests. */
 export function decideWorld(world: World, now: string, only?: string[]): Decision {
   const tree = new ScopeTree(world.scopes);
-  const restored = restoreHeadroom(world.computes, world.admissions, world.models, tree, now);
+  const restored = restoreHeadroom(
+    world.computes,
+    world.admissions,
+    world.models,
+    tree,
+    now,
+    standingReplicas(world),
+  );
   return decide(
     {
       scopes: tree,

@@ -333,6 +333,34 @@ export function admissibleComputes<C extends SuppliedCompute>(
   });
 }
 
+/**
+ * Per model and compute, the Ready replicas on nodes that take no pods (the compute's `supply.idleNodes`): going
+ * with their node, so they keep no slot ahead of replicas that stay (World.going, restoreHeadroom). From the pods
+ * the reconciler last listed (its WORKLOAD items); a model's list is capped (MAX_PODS_SHOWN), so one with more
+ * pods may count fewer, and those then keep their slot as before.
+ */
+export function replicasGoing(
+  workloads: readonly {
+    model: string;
+    pods?: readonly { compute: string; node?: string; ready: boolean }[];
+  }[],
+  computes: readonly { name: string; supply?: ComputeSupply }[],
+): Record<string, Record<string, number>> {
+  const idle = new Map(
+    computes.map((c) => [c.name, new Set((c.supply?.idleNodes ?? []).map((n) => n.node))]),
+  );
+  const out: Record<string, Record<string, number>> = {};
+  for (const w of workloads) {
+    for (const p of w.pods ?? []) {
+      if (!p.ready || !p.node || !idle.get(p.compute)?.has(p.node)) continue;
+      const per = out[w.model] ?? {};
+      out[w.model] = per;
+      per[p.compute] = (per[p.compute] ?? 0) + 1;
+    }
+  }
+  return out;
+}
+
 /** The node slots admission may fill on a compute (at least 0). */
 export function admissibleNodes(c: SuppliedCompute, now?: string): number {
   const idle = c.supply?.idleNodes?.length ?? 0;

@@ -10,6 +10,7 @@ import {
   modelStatus,
   type Reader,
 } from '../domain/quota';
+import { replicasGoing } from '../domain/supply';
 import type { WorkloadStatus } from '../domain/workloads';
 import type { ReadAge } from '../store/shared-read';
 import type { StoredWorkload } from '../store/workloads';
@@ -70,7 +71,7 @@ export function admissionService(deps: Dependencies) {
         models: catalog.models,
         ...rest,
         demand: demandOf([...demands, ...before]),
-        ...(seen ? { ready: observedReady(seen) } : {}),
+        ...(seen ? { ready: observedReady(seen), going: replicasGoing(seen, catalog.computes) } : {}),
       };
     },
 

@@ -20,6 +20,13 @@ export interface Durations {
   createFailureMs: number;
   /** A scale-out whose instances cannot launch turns the group DEGRADED after this long [unverified]. */
   scaleOutFailureMs: number;
+  /**
+   * A launch EC2 refuses (no capacity, a quota) → its Failed scaling activity, on a create or a scale-out alike.
+   * Auto Scaling records it when the launch attempt fails: real failed activities end in the second they start,
+   * 1 to 5 s after the capacity change in their Cause (supply-and-demand.md A1, the ParallelCluster Spot and
+   * eksctl Spot examples). EKS's health issue comes later (createFailureMs, scaleOutFailureMs).
+   */
+  launchFailureMs: number;
   /** InService → the kubelet registers its Node (NotReady). */
   nodeRegisterMs: number;
   /** Node registered → Ready (the VPC CNI is up). */
@@ -46,6 +53,7 @@ export const DEFAULT_DURATIONS: Durations = {
   deleteMs: 300_000,
   createFailureMs: 35 * 60_000,
   scaleOutFailureMs: 5 * 60_000,
+  launchFailureMs: 5_000,
   nodeRegisterMs: 20_000,
   nodeReadyMs: 30_000,
   imagePullMs: 20_000,
@@ -69,7 +77,10 @@ export interface LaunchFailureRule extends FaultSelector {
   code?: string;
   /** Default: the InsufficientInstanceCapacity text EKS reports for the instance type. */
   message?: string;
-  /** Delay before the failure shows (default durations.createFailureMs / scaleOutFailureMs); scaled. */
+  /**
+   * Delay before the health issue shows (default durations.createFailureMs / scaleOutFailureMs); scaled. The
+   * Failed scaling activity shows after durations.launchFailureMs, or this if shorter.
+   */
   afterMs?: number;
   /** Report the health issue without these members (`code`, `message`), as EKS may. */
   omit?: (typeof OMITTABLE_ISSUE_MEMBERS)[number][];

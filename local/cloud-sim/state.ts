@@ -119,6 +119,8 @@ export interface SimNodegroup {
   activeUpdate?: string;
   /** A launch fault has scheduled CREATE_FAILED or DEGRADED and it has not fired yet. */
   launchFailurePending: boolean;
+  /** A launch fault has scheduled the Failed scaling activity of a launch attempt and it has not fired yet. */
+  launchAttemptPending: boolean;
   input: CreateNodegroupInput;
   scaling: ScalingConfig;
   instanceTypes: string[];
@@ -259,8 +261,47 @@ export class Simulator {
       this.terminateOne(ng, inst, 0, ending);
       this.reconcileAsg(ng);
     });
-    for (const t of [...this.eventTargets]) t(event);
+    this.emit(event);
     return event;
+  }
+
+  /** Sends an event to the targets (the stack's EventBridge rules, local/control-plane.ts). */
+  private emit(event: SimEvent): void {
+    for (const t of [...this.eventTargets]) t(event);
+  }
+
+  /**
+   * Auto Scaling's "EC2 Instance Launch Unsuccessful" for a failed launch activity, in the shape of the Auto
+   * Scaling event reference's example (detail keys as there; EC2InstanceId empty: no instance was launched).
+   */
+  private launchUnsuccessful(ng: SimNodegroup, a: SimActivity): SimEvent {
+    const { region, accountId } = this.opts;
+    const iso = (t: number) => new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return {
+      version: '0',
+      id: this.ids.uuidV4(),
+      'detail-type': 'EC2 Instance Launch Unsuccessful',
+      source: 'aws.autoscaling',
+      account: accountId,
+      time: iso(this.t),
+      region,
+      resources: [ng.asg.arn],
+      detail: {
+        StatusCode: 'Failed',
+        AutoScalingGroupName: ng.asg.name,
+        ActivityId: a.id,
+        Details: JSON.parse(a.details),
+        RequestId: a.id,
+        StatusMessage: a.statusMessage ?? '',
+        EndTime: iso(a.endTime ?? this.t),
+        EC2InstanceId: '',
+        StartTime: iso(a.startTime),
+        Cause: a.cause,
+        Description: a.description,
+        Origin: 'EC2',
+        Destination: 'AutoScalingGroup',
+      },
+    };
   }
 
   /** With a matching spotInterruptions rule, the instance's interruption is drawn when it comes InService. */
@@ -428,6 +469,7 @@ export class Simulator {
       phase: 'CREATING',
       degraded: false,
       launchFailurePending: false,
+      launchAttemptPending: false,
       input,
       scaling: { ...scaling },
       instanceTypes:
@@ -657,20 +699,21 @@ export class Simulator {
     if (count <= 0) return [];
     const rule = this.launchFailure(ng);
     if (rule) {
-      if (!ng.launchFailurePending) {
-        ng.launchFailurePending = true;
-        const creating = ng.phase === 'CREATING';
-        const { createFailureMs, scaleOutFailureMs } = this.opts.durations;
-        const delay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
-        // The activity began when the launch was asked for, as Auto Scaling's StartTime says; it shows as failed
-        // (EndTime) once the failure does.
+      const creating = ng.phase === 'CREATING';
+      const { createFailureMs, scaleOutFailureMs, launchFailureMs } = this.opts.durations;
+      const healthDelay = this.d(rule.afterMs ?? (creating ? createFailureMs : scaleOutFailureMs));
+      // Auto Scaling records the launch attempt as a Failed activity as soon as EC2 refuses it (seconds); EKS
+      // shows the health issue (CREATE_FAILED, DEGRADED) much later. Never later than the issue it is the cause of.
+      if (!ng.launchAttemptPending) {
+        ng.launchAttemptPending = true;
+        // The activity began when the launch was asked for, as Auto Scaling's StartTime says.
         const askedAt = this.t;
         this.schedule(
-          delay,
-          `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
+          Math.min(this.d(launchFailureMs), healthDelay),
+          `${ng.name}: launch attempt failed`,
           () => {
             if (!this.alive(ng)) return;
-            ng.launchFailurePending = false;
+            ng.launchAttemptPending = false;
             const issue = launchIssue(rule, ng, this.opts.region);
             const failed = this.activity(
               ng,
@@ -683,6 +726,19 @@ export class Simulator {
             failed.endTime = this.t;
             failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
             failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
+            this.emit(this.launchUnsuccessful(ng, failed));
+          },
+        );
+      }
+      if (!ng.launchFailurePending) {
+        ng.launchFailurePending = true;
+        this.schedule(
+          healthDelay,
+          `${ng.name}: launch failure (${rule.code ?? 'AsgInstanceLaunchFailures'})`,
+          () => {
+            if (!this.alive(ng)) return;
+            ng.launchFailurePending = false;
+            const issue = launchIssue(rule, ng, this.opts.region);
             if (ng.phase === 'CREATING') {
               ng.phase = 'CREATE_FAILED';
             } else if (ng.phase === 'ACTIVE') {

@@ -1,7 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AutoScalingClient, DescribeAutoScalingGroupsCommand } from '@aws-sdk/client-auto-scaling';
+import {
+  AutoScalingClient,
+  DescribeAutoScalingGroupsCommand,
+  DescribeScalingActivitiesCommand,
+} from '@aws-sdk/client-auto-scaling';
 import {
   DeleteNodegroupCommand,
   DescribeNodegroupCommand,
@@ -216,6 +220,73 @@ describe('launch failures', () => {
     const healed = await describeNg(h, 'deg');
     expect(healed.status).toBe('ACTIVE');
     expect(healed.health?.issues).toEqual([]);
+  });
+
+  it('records each refused launch as a Failed scaling activity within seconds, long before EKS says DEGRADED', async () => {
+    h = await harness();
+    await create(h, 'spot', {
+      capacityType: 'SPOT',
+      scalingConfig: { minSize: 0, maxSize: 4, desiredSize: 1 },
+    });
+    h.clock.advance(3 * MIN);
+    h.sim.admin.patchFaults({
+      launchFailures: [
+        { nodegroup: 'spot', message: 'There is no Spot capacity available that matches your request.' },
+      ],
+    });
+    const scale = (desiredSize: number) =>
+      h.eks.send(
+        new UpdateNodegroupConfigCommand({
+          clusterName: CLUSTER,
+          nodegroupName: 'spot',
+          scalingConfig: { desiredSize },
+        }),
+      );
+    const failed = async () => {
+      const g = await asgOf(h, 'spot');
+      const out = await h.asg.send(
+        new DescribeScalingActivitiesCommand({ AutoScalingGroupName: g!.AutoScalingGroupName }),
+      );
+      return (out.Activities ?? []).filter((a) => a.StatusCode === 'Failed');
+    };
+    const events: { 'detail-type': string; source: string; detail: Record<string, unknown> }[] = [];
+    h.sim.onEvent((e) => events.push(e));
+    const asked = h.clock.now();
+    await scale(2);
+    h.clock.advance(5 * SEC);
+    const [first] = await failed();
+    // And sends it to EventBridge, as Auto Scaling's event reference shows it.
+    expect(events).toEqual([
+      expect.objectContaining({
+        source: 'aws.autoscaling',
+        'detail-type': 'EC2 Instance Launch Unsuccessful',
+        detail: expect.objectContaining({
+          StatusCode: 'Failed',
+          AutoScalingGroupName: (await asgOf(h, 'spot'))!.AutoScalingGroupName,
+          ActivityId: first?.ActivityId,
+          StatusMessage: 'There is no Spot capacity available that matches your request.',
+        }),
+      }),
+    ]);
+    // As Auto Scaling records it (supply-and-demand.md A1): StartTime the ask, EndTime seconds later, EC2's words.
+    expect(first).toMatchObject({
+      StatusCode: 'Failed',
+      Progress: 100,
+      StatusMessage: 'There is no Spot capacity available that matches your request.',
+    });
+    expect(first!.StartTime!.getTime()).toBe(asked);
+    expect(first!.EndTime!.getTime() - asked).toBeLessThanOrEqual(5 * SEC);
+    // EKS's health issue is the slow signal: none, and not DEGRADED, until scaleOutFailureMs.
+    const early = await describeNg(h, 'spot');
+    expect(early.status).not.toBe('DEGRADED');
+    expect(early.health?.issues ?? []).toEqual([]);
+    // Asked again (a probe), the next attempt is refused and recorded again.
+    h.clock.advance(2 * MIN);
+    await scale(3);
+    h.clock.advance(5 * SEC);
+    expect(await failed()).toHaveLength(2);
+    h.clock.advance(5 * MIN);
+    expect(await status(h, 'spot')).toBe('DEGRADED');
   });
 });
 

@@ -1,4 +1,4 @@
-import { restoreHeadroom } from '../../../lambdas/domain/admission-world';
+import { restoreHeadroom, standingReplicas } from '../../../lambdas/domain/admission-world';
 import { PlacementHeadroom } from '../../../lambdas/domain/placement';
 import { ScopeTree } from '../../../lambdas/domain/quota';
 import {
@@ -11,6 +11,7 @@ import {
   nodesByCompute,
   readsLaunches,
   replacementNodes,
+  replicasGoing,
   type SupplyNode,
   withReplacements,
 } from '../../../lambdas/domain/supply';
@@ -278,5 +279,145 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     // Without `now` (a caller that does not know the time) nothing changes; at the probe it counts again.
     expect(admissibleNodes(c)).toBe(4);
     expect(admissibleNodes(c, at(10))).toBe(4);
+  });
+});
+
+describe('re-placement never takes a Ready minimum’s slot for a surplus replica (issue 32 §3)', () => {
+  const ICE =
+    'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.xlarge capacity in the Availability Zone you requested (us-east-1a).';
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  const l4 = builtin('gpu-l4-1x');
+  // The preferred pool runs one node of its two: the launch of the second failed at +0 and EC2 has no more.
+  const preferred = {
+    name: 'pool',
+    spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 2 } },
+    status: { readyNodes: 1 },
+    supply: {
+      shortOfCapacity: nextShortage(
+        undefined,
+        { launch: { status: 'Failed', at: at(0), message: ICE } },
+        at(0),
+        GRACE,
+      ),
+    },
+  };
+  const fallback = {
+    name: 'fallback',
+    spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 4 } },
+  };
+  const profiles = [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 }];
+  const models = [
+    { name: 'crit', spec: { profiles, class: 'critical' } },
+    { name: 'std', spec: { profiles, class: 'standard' } },
+  ] as never;
+  const on = (id: string, kind: 'min' | 'extra', compute: string) => ({
+    ...unit(id),
+    kind,
+    placements: [{ compute, profile: 'l4', replicas: 1 }],
+  });
+  // The critical model's minimum runs on the fallback and its surplus replica was placed on the pool's second
+  // node, which never came; the standard model's minimum is Ready on the pool's one node.
+  const admissions = [
+    { model: 'crit', units: [on('crit#min', 'min', 'fallback'), on('crit#2', 'extra', 'pool')] },
+    { model: 'std', units: [on('std#min', 'min', 'pool')] },
+  ] as never;
+
+  it('keeps the minimum on the node it runs on and moves the surplus replica, whatever the order of the models', () => {
+    for (const order of [admissions, [...(admissions as unknown[])].reverse() as never]) {
+      const kept = restoreHeadroom([preferred, fallback] as never, order, models, new ScopeTree([]), at(5));
+      const ids = kept.admissions.flatMap((a) => a.units.map((u) => u.id)).sort();
+      // Before the fix the surplus (first in order) took the pool's one slot, and std#min was placed again on
+      // the fallback: its Ready replica stopped to make room for one that was not running yet.
+      expect(ids).toEqual(['crit#min', 'std#min']);
+      expect(kept.headroom.placementOf('std#min')?.placements).toEqual([
+        { compute: 'pool', profile: 'l4', replicas: 1 },
+      ]);
+    }
+    // Within the grace nothing moves.
+    const within = restoreHeadroom(
+      [preferred, fallback] as never,
+      admissions,
+      models,
+      new ScopeTree([]),
+      at(4),
+    );
+    expect(within.admissions.flatMap((a) => a.units.map((u) => u.id)).sort()).toEqual([
+      'crit#2',
+      'crit#min',
+      'std#min',
+    ]);
+  });
+});
+
+describe('re-placement never stops a Ready replica for one whose node is going (issue 32 §3, §4)', () => {
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  const l4 = builtin('gpu-l4-1x');
+  // A Spot pool of two nodes: EC2 warned n-a (a reclaim in two minutes), and its replacement's launch failed for
+  // want of Spot capacity, with no grace (a reclaim): admission counts the one node left that takes pods.
+  const spot = {
+    name: 'spot',
+    spec: {
+      ...l4.spec,
+      node: { ...l4.spec.node, capacityType: 'SPOT' },
+      nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 4 },
+    },
+    status: { readyNodes: 2 },
+    supply: {
+      idleNodes: [{ node: 'n-a', why: `Spot interruption warning at ${at(0)}` }],
+      shortOfCapacity: nextShortage(
+        undefined,
+        {
+          launch: {
+            status: 'Failed',
+            at: at(0),
+            message: 'There is no Spot capacity available that matches your request.',
+          },
+        },
+        at(0),
+        GRACE,
+        true,
+      ),
+    },
+  };
+  const od = { name: 'od', spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes: 4 } } };
+  const profiles = [{ name: 'l4', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16 }];
+  const models = ['std-a', 'std-b'].map((name) => ({ name, spec: { profiles, class: 'standard' } })) as never;
+  const min = (model: string) => ({
+    ...unit(`${model}#min`),
+    kind: 'min',
+    placements: [{ compute: 'spot', profile: 'l4', replicas: 1 }],
+  });
+  // std-a runs on the warned node, std-b on the other; std-a comes first.
+  const admissions = [
+    { model: 'std-a', units: [min('std-a')] },
+    { model: 'std-b', units: [min('std-b')] },
+  ] as never;
+  const pod = (node: string) => ({ compute: 'spot', node, ready: true });
+  const workloads = [
+    { model: 'std-a', readyOn: { spot: 1 }, pods: [pod('n-a')] },
+    { model: 'std-b', readyOn: { spot: 1 }, pods: [pod('n-b')] },
+  ];
+
+  it('counts the Ready replicas on nodes that take no pods as going', () => {
+    expect(replicasGoing(workloads, [spot])).toEqual({ 'std-a': { spot: 1 } });
+    // Not Ready, or on a node that takes pods: not going.
+    expect(
+      replicasGoing([{ model: 'x', pods: [{ ...pod('n-a'), ready: false }, pod('n-b')] }], [spot]),
+    ).toEqual({});
+  });
+
+  it('keeps the replica on the node that stays and moves the one whose node is going', () => {
+    const ready = { 'std-a': { spot: 1 }, 'std-b': { spot: 1 } };
+    const standing = standingReplicas({ ready, going: replicasGoing(workloads, [spot]) });
+    const kept = restoreHeadroom([spot, od] as never, admissions, models, new ScopeTree([]), at(1), standing);
+    // Before, the first in order kept the one slot: std-b's Ready replica on the healthy node was placed again on
+    // od (stopped), and std-a waited on the reclaimed node until EC2 took it, two minutes later.
+    expect(kept.admissions.map((a) => [a.model, a.units.map((u) => u.id)])).toEqual([
+      ['std-a', []],
+      ['std-b', ['std-b#min']],
+    ]);
+    // Without the pods (llmcap does not run them) the order of the admissions decides, as before.
+    const blind = restoreHeadroom([spot, od] as never, admissions, models, new ScopeTree([]), at(1));
+    expect(blind.admissions.flatMap((a) => a.units.map((u) => u.id))).toEqual(['std-a#min']);
   });
 });
