@@ -20,6 +20,10 @@ export interface DrainNode {
  */
 export const DRAIN_FIELD_MANAGER = 'llmcap-drain';
 
+/**
+ * The nodes a scale-down removes: cordoned ones first, an operator's cordon included (the node serves nothing;
+ * docs/operations.md says so), then the emptiest.
+ */
 export function chooseNodesToRemove(nodes: readonly DrainNode[], count: number): DrainNode[] {
   if (count <= 0) return [];
   return [...nodes]
