@@ -145,7 +145,10 @@ function markdown(
         `CPU per request: ${c.controlPlaneMs} ms in the control plane's process, ${c.dynamodbMs ?? 'unknown'} ms in DynamoDB Local, ` +
           `${c.clientsMs} ms in the clients' process. With all ${c.cores} cores busy that is at most ${c.maxPerSecond} requests a second, ` +
           `so ${d.clients} clients that never pause wait ${c.leastMeanLatencyMs} ms on average at the least (Little's law), whatever the order of the work. ` +
-          'In a stage each request has a Lambda of its own and DynamoDB is not on the same cores.',
+          'In a stage each request has a Lambda of its own and DynamoDB is not on the same cores. ' +
+          "scale-shared is every writer's scaling of one model: one process takes a model's writes one after another " +
+          '(store/commit.ts oneAtATime), each commit a round trip behind the rest of the load, so that line moves about ' +
+          `${Math.round((d.byOp['scale-shared']?.n ?? 0) / d.seconds)} writes a second and holds most of the clients; in a stage each write has a container of its own and they race on the item's condition instead.`,
       );
     }
   }
