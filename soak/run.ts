@@ -65,7 +65,7 @@ function markdown(
   l.push(
     `Measured on ${new Date().toISOString().slice(0, 10)}, ${cpus().length} vCPU / ${Math.round(totalmem() / 2 ** 30)} GiB, ` +
       `local control plane (DynamoDB Local, cloud simulator at time scale 0.001, local Step Functions); ` +
-      `whole run ${(ms / 60_000).toFixed(1)} min. Figures in soak/results.json.`,
+      `this run ${(ms / 60_000).toFixed(1)} min (${process.env.SOAK_ONLY ? `SOAK_ONLY=${process.env.SOAK_ONLY}; the other suites as an earlier run recorded them, each with its date in soak/results.json` : 'every suite'}). Figures in soak/results.json.`,
   );
   l.push('');
   l.push('| Suite | What was thrown at it | Held |');
