@@ -1,3 +1,4 @@
+import { mapArray } from './arrays';
 import type { ComputeInfo, ReplicaRequest } from './request';
 
 /**
@@ -87,7 +88,9 @@ export function planJoint(
     });
   }
   // Dominant share of a replica on its best-ranked compute orders the replicas, largest first.
-  const key = classes.map((c, ci) => (c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0));
+  const key = mapArray(classes, (c, ci) =>
+    c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0,
+  );
   // Past IMPROVE_MAX replicas the moves gain little (a few dollars in 75,000 on the 30k mix) for most of the time
   // (3,000 replicas: half of the plan's time, the same cost).
   const budget = n <= IMPROVE_MAX ? Math.max(MIN_STEPS, n * STEPS_PER_REPLICA) : 0;
@@ -97,7 +100,7 @@ export function planJoint(
   const random = lcg(0x9e3779b9);
   const runs = n <= SMALL ? RESTARTS : 1;
   // The first run sorts classes, not replicas (a class's replicas are identical and keep their order).
-  const byClass = classes.map((_, ci) => ci).sort((a, b) => key[b]! - key[a]! || a - b);
+  const byClass = mapArray(classes, (_, ci) => ci).sort((a, b) => key[b]! - key[a]! || a - b);
   const start = new Int32Array(classes.length);
   for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
   for (let run = 0; run < runs; run++) {
@@ -154,7 +157,7 @@ export function improveJoint(
     if (start[i]! < 0 || !classes[cls[i]!]!.eligible.includes(start[i]!)) return undefined;
   order.sort((a, b) => start[a]! - start[b]! || key(b) - key(a) || a - b);
   const nodes: Node[] = [];
-  const byKind: number[][] = kinds.map(() => []);
+  const byKind: number[][] = mapArray(kinds, () => []);
   for (const i of order) {
     const k = start[i]!;
     const { gpus: g, millicores: m, memoryMiB: mi } = classes[cls[i]!]!.request;
@@ -227,7 +230,7 @@ function greedy(
     }
     listOf[ci] = id;
   });
-  const listsOfKind: number[][] = kinds.map(() => []);
+  const listsOfKind: number[][] = mapArray(kinds, () => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
   // Per list, whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
   // replica), so a pass that skips GPU nodes stops at the first.
@@ -268,7 +271,7 @@ function greedy(
   const leftG = new Float64Array(families.size);
   const leftM = new Float64Array(families.size);
   const leftMi = new Float64Array(families.size);
-  const leftOfClass = classes.map((c) => c.count);
+  const leftOfClass = mapArray(classes, (c) => c.count);
   classes.forEach((c, ci) => {
     for (const f of familiesOfList[listOf[ci]!]!) {
       leftG[f]! += c.request.gpus * c.count;
@@ -304,7 +307,7 @@ function greedy(
   const freeMi = new Float64Array(n);
   const nodeOf = new Int32Array(cls.length);
   let count = 0;
-  const byKind: number[][] = kinds.map(() => []);
+  const byKind: number[][] = mapArray(kinds, () => []);
   // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
   // one found full is passed over for good), and the first past the run of computes of its family there
   // (pools of one kind sit together in a ranking): once a family is priced, the rest of its run costs the
@@ -357,7 +360,7 @@ function greedy(
   const shared = new Map<readonly number[], Map<ReplicaRequest, number>>();
   const fs: Int32Array[] = [];
   const bitsOf: Uint32Array[] = [];
-  const watchers: number[][] = kinds.map(() => []);
+  const watchers: number[][] = mapArray(kinds, () => []);
   const from = new Int32Array(classes.length);
   classes.forEach((c, ci) => {
     let byReq = shared.get(c.eligible);

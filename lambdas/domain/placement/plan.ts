@@ -1,5 +1,6 @@
 import type { Allocatable, Compute } from '../compute';
 import type { ReplicaUnit, UnitPlacement } from '../headroom';
+import { mapArray } from './arrays';
 import { type ExactGroup, type ExactKind, type ExactNode, exactPlacement, type MipSolver } from './exact';
 import { PlacementHeadroom, type UnitRecord } from './headroom';
 import { improveJoint, type JointClass, planJoint } from './joint';
@@ -121,7 +122,7 @@ export function planPlacement(
   // ones): the fallback packing, so a repack never loses a replica admission placed.
   const admitted: Assignment = { compute: new Int32Array(total), bin: new Int32Array(total) };
   {
-    const dense = infos.map((info) => new Int32Array(info.maxNodes).fill(-1));
+    const dense = mapArray(infos, (info) => new Int32Array(info.maxNodes).fill(-1));
     const next = new Int32Array(infos.length);
     let k = 0;
     records.forEach((rec, ri) => {
@@ -142,11 +143,11 @@ export function planPlacement(
   if (strategy === 'best' && total > 0) {
     // One eligible list per candidates object, so joint.ts can tell identical replicas apart cheaply.
     const lists = new Map<object, number[]>();
-    const classes: JointClass[] = records.map((rec, ri) => {
+    const classes: JointClass[] = mapArray(records, (rec, ri) => {
       const cand = rec.candidates ?? h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
       let eligible = lists.get(cand);
       if (!eligible) {
-        eligible = cand.ok ? cand.computes.map((c) => c.index) : [];
+        eligible = cand.ok ? mapArray(cand.computes, (c) => c.index) : [];
         lists.set(cand, eligible);
       }
       return { request: rec.request, eligible, count: rec.computes.length };
@@ -274,10 +275,10 @@ function packAll(
     perCompute[ci]!++;
     if (a.bin[k]! + 1 > bins[ci]!) bins[ci] = a.bin[k]! + 1;
   }
-  const itemsOf = infos.map((info) => makeItems(perCompute[info.index]!));
-  const fallbackOf = infos.map((info) => new Int32Array(perCompute[info.index]!));
+  const itemsOf = mapArray(infos, (info) => makeItems(perCompute[info.index]!));
+  const fallbackOf = mapArray(infos, (info) => new Int32Array(perCompute[info.index]!));
   const cursor = new Int32Array(infos.length);
-  const requestedOf = infos.map(() => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
+  const requestedOf = mapArray(infos, () => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
   for (let k = 0; k < total; k++) {
     const ci = a.compute[k]!;
     const { gpus, millicores, memoryMiB } = records[recOf[k]!]!.request;
@@ -295,7 +296,7 @@ function packAll(
   }
   const final: Assignment = { compute: a.compute, bin: new Int32Array(total) };
   let cost = 0;
-  const plans: ComputePlan[] = infos.map((info) => {
+  const plans: ComputePlan[] = mapArray(infos, (info) => {
     const ci = info.index;
     const items = itemsOf[ci]!;
     const fallback: Packing = { bins: bins[ci]!, assign: fallbackOf[ci]! };
