@@ -129,7 +129,11 @@ export interface UnitRecord {
   request: ReplicaRequest;
   computes: number[];
   slots: number[];
-  placements: UnitPlacement[];
+  /**
+   * Grouped per compute when first read (PlacementHeadroom.placementsOf): the batch plan usually places the
+   * unit elsewhere, and grouping every unit's replicas up front was a tenth of a 30,000-replica plan's objects.
+   */
+  placements: UnitPlacement[] | undefined;
   /**
    * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
    * on-demand-only list): the batch plan reads them here instead of looking the profile up again.
@@ -274,7 +278,7 @@ export class PlacementHeadroom implements Headroom {
 
   place(unit: ReplicaUnit): PlaceResult {
     const r = this.placeRecord(unit);
-    return 'ok' in r ? r : { ok: true, profile: r.profile, placements: r.placements };
+    return 'ok' in r ? r : { ok: true, profile: r.profile, placements: this.placementsOf(r) };
   }
 
   /** place(), answering with what the unit now holds: the batch plan reads its slots without a second lookup. */
@@ -321,7 +325,7 @@ export class PlacementHeadroom implements Headroom {
           request: cand.request,
           computes,
           slots,
-          placements: groupPlacements(this.shared.infos, profile.name, computes, n),
+          placements: undefined,
           candidates: unit.onDemandOnly ? undefined : cand,
         };
         this.units.set(unit.id, record);
@@ -447,7 +451,18 @@ export class PlacementHeadroom implements Headroom {
   /** What a placed unit holds, or undefined. */
   placementOf(unitId: string): { profile: Profile; placements: UnitPlacement[] } | undefined {
     const rec = this.units.get(unitId);
-    return rec ? { profile: rec.profile, placements: rec.placements } : undefined;
+    return rec ? { profile: rec.profile, placements: this.placementsOf(rec) } : undefined;
+  }
+
+  /** A record's placements, grouped per compute on first read (the record's computes never change). */
+  placementsOf(rec: UnitRecord): UnitPlacement[] {
+    rec.placements ??= groupPlacements(
+      this.shared.infos,
+      rec.profile.name,
+      rec.computes,
+      rec.computes.length,
+    );
+    return rec.placements;
   }
 
   /** What a placed unit holds, slot by slot; for the batch plan. */
@@ -457,7 +472,9 @@ export class PlacementHeadroom implements Headroom {
 
   /** Every placed unit with its slots; for tests. */
   records(): UnitRecord[] {
-    return [...this.units.flat().values()];
+    const out = [...this.units.flat().values()];
+    for (const rec of out) this.placementsOf(rec);
+    return out;
   }
 
   /** Per compute, in the order given to create(): nodes in use (first-fit) and replicas placed. */

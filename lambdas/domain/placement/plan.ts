@@ -187,7 +187,7 @@ export function planPlacement(
   const placements: PlacedUnit[] = new Array(records.length);
   if (!chosen)
     records.forEach((rec, ri) => {
-      placements[ri] = { unitId: rec.unitId, profile: rec.profile.name, placements: rec.placements };
+      placements[ri] = { unitId: rec.unitId, profile: rec.profile.name, placements: h.placementsOf(rec) };
     });
   else {
     // The units' placements follow the plan's choice of computes, grouped per compute in compute order: a
