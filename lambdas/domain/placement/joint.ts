@@ -79,14 +79,11 @@ export function planJoint(
   kinds: readonly ComputeInfo[],
   classes: readonly JointClass[],
 ): JointPlan | undefined {
+  // No loop over replicas here: this runs once a plan, so a loop would have it compiled on the stack mid-loop
+  // (on-stack replacement), with the code after the loop, not yet run, compiled blind. That code then gave way
+  // to the interpreter at the same place every plan of a fresh process; loops live in the helpers instead.
   const n = classes.reduce((s, c) => s + c.count, 0);
-  const cls = new Int32Array(n);
-  {
-    let i = 0;
-    classes.forEach((c, ci) => {
-      for (let r = 0; r < c.count; r++) cls[i++] = ci;
-    });
-  }
+  const cls = replicaClasses(classes, n);
   // Dominant share of a replica on its best-ranked compute orders the replicas, largest first.
   const key = mapArray(classes, (c, ci) =>
     c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0,
@@ -100,16 +97,10 @@ export function planJoint(
   const random = lcg(0x9e3779b9);
   const runs = n <= SMALL ? RESTARTS : 1;
   // The first run sorts classes, not replicas (a class's replicas are identical and keep their order).
-  const byClass = byKeyDescending(key);
-  const start = new Int32Array(classes.length);
-  for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
   for (let run = 0; run < runs; run++) {
     let order: number[];
-    if (run === 0) {
-      order = new Array<number>(n);
-      let x = 0;
-      for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
-    } else {
+    if (run === 0) order = replicasByClass(classes, byKeyDescending(key), n);
+    else {
       const k = new Float64Array(n);
       for (let i = 0; i < n; i++) k[i] = key[cls[i]!]! * (0.75 + 0.5 * random());
       order = Array.from({ length: n }, (_, i) => i);
@@ -189,6 +180,24 @@ export function improveJoint(
     true,
   );
   return result(kinds, improved, n);
+}
+
+/** Each replica's class, classes expanded in order. */
+function replicaClasses(classes: readonly JointClass[], n: number): Int32Array {
+  const cls = new Int32Array(n);
+  let i = 0;
+  for (let ci = 0; ci < classes.length; ci++) for (let r = 0; r < classes[ci]!.count; r++) cls[i++] = ci;
+  return cls;
+}
+
+/** The replicas class by class in the given order of classes, each class's replicas in their own order. */
+function replicasByClass(classes: readonly JointClass[], byClass: readonly number[], n: number): number[] {
+  const start = new Int32Array(classes.length);
+  for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
+  const order = new Array<number>(n);
+  let x = 0;
+  for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
+  return order;
 }
 
 /**
@@ -578,6 +587,22 @@ function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
 /** result() of the greedy's nodes, read from its flat arrays (every node holds a replica). */
 function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): JointPlan {
   const counts = new Int32Array(kinds.length);
+  const compute = new Int32Array(n);
+  const node = new Int32Array(n);
+  // The loops are in numberFlat, which answers a number: code after a loop compiled mid-loop (on-stack
+  // replacement) before it ever ran gave way to the interpreter at this literal in every plan.
+  const cost = numberFlat(kinds, flat, counts, compute, node);
+  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+}
+
+/** Numbers the greedy's nodes per compute, sets each replica's compute and node, and answers the cost per hour. */
+function numberFlat(
+  kinds: readonly ComputeInfo[],
+  flat: FlatNodes,
+  counts: Int32Array,
+  compute: Int32Array,
+  node: Int32Array,
+): number {
   const number = new Int32Array(flat.count);
   let cost = 0;
   for (let x = 0; x < flat.count; x++) {
@@ -585,14 +610,12 @@ function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): 
     number[x] = counts[k]!++;
     cost += kinds[k]!.perHour;
   }
-  const compute = new Int32Array(n);
-  const node = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < compute.length; i++) {
     const x = flat.nodeOf[i]!;
     compute[i] = flat.kind[x]!;
     node[i] = number[x]!;
   }
-  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+  return cost;
 }
 
 /**
