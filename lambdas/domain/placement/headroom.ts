@@ -254,6 +254,13 @@ const NAMED_IN_MESSAGE = 3;
 
 export class PlacementHeadroom implements Headroom {
   private token: object = {};
+  /**
+   * Per ranked candidates list: how many of its first computes have no slot left for its request. Placing only
+   * takes room, so they stay full until something is given back (which forgets them all), and the next unit of
+   * that kind starts past them: a 30k plan asked 215,000 computes for a slot, most of them full. Each headroom,
+   * clones included, keeps its own (a clone starts without), so it is never wrong for another.
+   */
+  private full: Map<Candidates, number> | undefined;
 
   private constructor(
     private readonly shared: Shared,
@@ -302,9 +309,11 @@ export class PlacementHeadroom implements Headroom {
       }
       const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
       let done = 0;
-      for (const info of cand.computes) {
-        if (done === n) break;
-        const ci = info.index;
+      const list = cand.computes;
+      const first = this.full?.get(cand) ?? 0;
+      let full = first;
+      for (let e = first; e < list.length && done < n; e++) {
+        const ci = list[e]!.index;
         let from = 0;
         while (done < n) {
           const s = this.slots[ci]!.find(g, m, mi, from);
@@ -317,8 +326,14 @@ export class PlacementHeadroom implements Headroom {
           // Identical replicas and a state that only fills: the next one cannot fit in an earlier slot.
           from = s;
         }
+        // Left with replicas to place, this compute refused the request from its first slot on: it is full.
+        if (done < n && e === full) full++;
       }
       if (done === n) {
+        if (full > first) {
+          this.full ??= new Map();
+          this.full.set(cand, full);
+        }
         const record: UnitRecord = {
           unitId: unit.id,
           profile,
@@ -332,6 +347,7 @@ export class PlacementHeadroom implements Headroom {
         return record;
       }
       for (let i = done - 1; i >= 0; i--) this.slots[computes[i]!]!.give(g, m, mi, slots[i]!);
+      this.full = undefined;
       // What each compute had room for, in the refusal's words: the replicas it took before the rest failed.
       const took = computes.slice(0, done);
       const room = cand.computes
@@ -404,6 +420,7 @@ export class PlacementHeadroom implements Headroom {
       }
       if (!ok) {
         for (let i = done - 1; i >= 0; i--) this.writable(computes[i]!).give(g, m, mi, slots[i]!);
+        this.full = undefined;
         return false;
       }
     }
@@ -424,6 +441,7 @@ export class PlacementHeadroom implements Headroom {
     const { gpus: g, millicores: m, memoryMiB: mi } = rec.request;
     for (let i = 0; i < rec.computes.length; i++)
       this.writable(rec.computes[i]!).give(g, m, mi, rec.slots[i]!);
+    this.full = undefined;
     this.units.delete(unitId);
   }
 
