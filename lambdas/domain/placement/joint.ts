@@ -98,13 +98,15 @@ export function planJoint(
   const runs = n <= SMALL ? RESTARTS : 1;
   // The first run sorts classes, not replicas (a class's replicas are identical and keep their order).
   for (let run = 0; run < runs; run++) {
-    let order: number[];
+    // Typed either way, so the greedy reads one kind of array whatever the plan's size.
+    let order: Int32Array;
     if (run === 0) order = replicasByClass(classes, byKeyDescending(key), n);
     else {
       const k = new Float64Array(n);
       for (let i = 0; i < n; i++) k[i] = key[cls[i]!]! * (0.75 + 0.5 * random());
-      order = Array.from({ length: n }, (_, i) => i);
-      order.sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b);
+      order = Int32Array.from(
+        Array.from({ length: n }, (_, i) => i).sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b),
+      );
     }
     const flat = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
     if (!flat) continue;
@@ -190,11 +192,14 @@ function replicaClasses(classes: readonly JointClass[], n: number): Int32Array {
   return cls;
 }
 
-/** The replicas class by class in the given order of classes, each class's replicas in their own order. */
-function replicasByClass(classes: readonly JointClass[], byClass: readonly number[], n: number): number[] {
+/**
+ * The replicas class by class in the given order of classes, each class's replicas in their own order. A typed
+ * array: a plain one of 30,000 is a large object, allocated and filled with holes apart from the young heap.
+ */
+function replicasByClass(classes: readonly JointClass[], byClass: readonly number[], n: number): Int32Array {
   const start = new Int32Array(classes.length);
   for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
-  const order = new Array<number>(n);
+  const order = new Int32Array(n);
   let x = 0;
   for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
   return order;
@@ -246,7 +251,7 @@ function greedy(
   kinds: readonly ComputeInfo[],
   classes: readonly JointClass[],
   cls: Int32Array,
-  order: readonly number[],
+  order: Int32Array,
   alone: boolean,
   bestFit: boolean,
 ): FlatNodes | undefined {
@@ -576,7 +581,7 @@ interface FlatNodes {
 }
 
 /** The greedy's nodes as objects, each with its replicas in the order they were placed. */
-function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
+function nodesOf(flat: FlatNodes, order: Int32Array): Node[] {
   const nodes: Node[] = new Array(flat.count);
   for (let x = 0; x < flat.count; x++)
     nodes[x] = { kind: flat.kind[x]!, g: flat.g[x]!, m: flat.m[x]!, mi: flat.mi[x]!, items: [] };
