@@ -315,26 +315,6 @@ function greedy(
       leftMi[f]! += c.request.memoryMiB * c.count;
     }
   });
-  const fill = (k: number, ci: number) => {
-    const a = kinds[k]!.alloc;
-    let g = 0;
-    let m = 0;
-    let mi = 0;
-    if (alone) {
-      const r = classes[ci]!.request;
-      const c = leftOfClass[ci]!;
-      g = r.gpus * c;
-      m = r.millicores * c;
-      mi = r.memoryMiB * c;
-    } else {
-      const f = familyOf[k]!;
-      g = leftG[f]!;
-      m = leftM[f]!;
-      mi = leftMi[f]!;
-    }
-    return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
-  };
-
   // Nodes as flat arrays (a node holds at least one replica, so there are at most n): no object per node.
   const n = order.length;
   const nodeKind = new Int32Array(n);
@@ -342,7 +322,6 @@ function greedy(
   const freeM = new Float64Array(n);
   const freeMi = new Float64Array(n);
   const nodeOf = new Int32Array(cls.length);
-  let count = 0;
   const byKind: number[][] = mapArray(kinds, () => []);
   // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
   // one found full is passed over for good), and the first past the run of computes of its family there
@@ -362,27 +341,8 @@ function greedy(
     notFull[id] = up;
     runEnd[id] = end;
   }
-  // The first position at or after x of a compute not at maxNodes, path-compressed as in union-find.
-  const openFrom = (list: readonly number[], up: Int32Array, x: number) => {
-    const el = list.length;
-    let r = x;
-    while (r < el) {
-      if (up[r] !== r) r = up[r]!;
-      else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
-        up[r] = r + 1;
-        r++;
-      } else break;
-    }
-    while (x < r) {
-      const nx = up[x]!;
-      up[x] = r;
-      x = nx;
-    }
-    return r;
-  };
   const familyStamp = new Int32Array(kinds.length).fill(-1);
   const familyCost = new Float64Array(kinds.length);
-  let openings = 0;
 
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
@@ -414,9 +374,78 @@ function greedy(
     }
     from[ci] = fi;
   });
+  const left: Left = { g: leftG, m: leftM, mi: leftMi, ci: -1, placed: 0 };
+  // The loop over replicas is a function of its own: compiled mid-loop (on-stack replacement) it is small, and
+  // nothing after it in the same function runs first unseen (see planJoint).
+  const st: GreedyState = {
+    kinds,
+    classes,
+    cls,
+    alone,
+    bestFit,
+    listOf,
+    cpuFirst,
+    familyOf,
+    familiesOfList,
+    leftOfClass,
+    left,
+    nodeKind,
+    freeG,
+    freeM,
+    freeMi,
+    nodeOf,
+    byKind,
+    notFull,
+    runEnd,
+    familyStamp,
+    familyCost,
+    fs,
+    bitsOf,
+    watchers,
+    from,
+  };
+  const count = placeReplicas(st, order);
+  return count < 0 ? undefined : { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+}
+
+/** What greedy() has worked out for its loop over replicas, and the nodes that loop fills. */
+interface GreedyState {
+  kinds: readonly ComputeInfo[];
+  classes: readonly JointClass[];
+  cls: Int32Array;
+  alone: boolean;
+  bestFit: boolean;
+  listOf: Int32Array;
+  cpuFirst: Uint8Array;
+  familyOf: Int32Array;
+  familiesOfList: number[][];
+  leftOfClass: number[];
+  left: Left;
+  nodeKind: Int32Array;
+  freeG: Float64Array;
+  freeM: Float64Array;
+  freeMi: Float64Array;
+  nodeOf: Int32Array;
+  byKind: number[][];
+  notFull: Int32Array[];
+  runEnd: Int32Array[];
+  familyStamp: Int32Array;
+  familyCost: Float64Array;
+  fs: Int32Array[];
+  bitsOf: Uint32Array[];
+  watchers: number[][];
+  from: Int32Array;
+}
+
+/** greedy()'s loop: places the replicas in order into the state's nodes; the nodes opened, or -1 if one fits nowhere. */
+function placeReplicas(st: GreedyState, order: Int32Array): number {
+  const { kinds, classes, cls, bestFit, listOf, cpuFirst, familyOf, familiesOfList, leftOfClass, left } = st;
+  const { nodeKind, freeG, freeM, freeMi, nodeOf, byKind, notFull, runEnd, familyStamp, familyCost } = st;
+  const { fs, bitsOf, watchers, from } = st;
+  let count = 0;
+  let openings = 0;
   let lastClass = -1;
   let lastNode = -1;
-  const left: Left = { g: leftG, m: leftM, mi: leftMi, ci: -1, placed: 0 };
   for (const i of order) {
     const ci = cls[i]!;
     const c = classes[ci]!;
@@ -490,7 +519,11 @@ function greedy(
       const elist = c.eligible;
       const up = notFull[id]!;
       const end = runEnd[id]!;
-      for (let e = openFrom(elist, up, 0); e < elist.length; e = openFrom(elist, up, end[e]!)) {
+      for (
+        let e = openFrom(byKind, kinds, elist, up, 0);
+        e < elist.length;
+        e = openFrom(byKind, kinds, elist, up, end[e]!)
+      ) {
         const k = elist[e]!;
         if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
           if (ordered) break;
@@ -501,7 +534,7 @@ function greedy(
           // What this replica pays of a node opened for it, if what may still go there fills it.
           const sh = share(kinds, classes, ci, k);
           familyStamp[fam] = openings;
-          familyCost[fam] = (kinds[k]!.perHour * sh) / Math.max(fill(k, ci), sh);
+          familyCost[fam] = (kinds[k]!.perHour * sh) / Math.max(fill(st, k, ci), sh);
         }
         const cost = familyCost[fam]!;
         if (cost < bestCost - 1e-12) {
@@ -522,7 +555,7 @@ function greedy(
         for (let x = 0; x < wk.length; x += 2) bitsOf[wk[x]!]![wk[x + 1]! >>> 5]! |= 1 << (wk[x + 1]! & 31);
       }
     }
-    if (chosen < 0) return undefined;
+    if (chosen < 0) return -1;
     freeG[chosen]! -= g;
     freeM[chosen]! -= m;
     freeMi[chosen]! -= mi;
@@ -537,7 +570,56 @@ function greedy(
     }
     left.placed++;
   }
-  return { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+  return count;
+}
+
+/**
+ * How full a node opened on compute k can get for class ci: from what the class still has to place (`alone`),
+ * or from what every list naming k's family still has to place.
+ */
+function fill(st: GreedyState, k: number, ci: number): number {
+  const a = st.kinds[k]!.alloc;
+  let g = 0;
+  let m = 0;
+  let mi = 0;
+  if (st.alone) {
+    const r = st.classes[ci]!.request;
+    const c = st.leftOfClass[ci]!;
+    g = r.gpus * c;
+    m = r.millicores * c;
+    mi = r.memoryMiB * c;
+  } else {
+    const f = st.familyOf[k]!;
+    g = st.left.g[f]!;
+    m = st.left.m[f]!;
+    mi = st.left.mi[f]!;
+  }
+  return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
+}
+
+/** The first position at or after x of a compute not at maxNodes, path-compressed as in union-find. */
+function openFrom(
+  byKind: readonly (readonly number[])[],
+  kinds: readonly ComputeInfo[],
+  list: readonly number[],
+  up: Int32Array,
+  x: number,
+): number {
+  const el = list.length;
+  let r = x;
+  while (r < el) {
+    if (up[r] !== r) r = up[r]!;
+    else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
+      up[r] = r + 1;
+      r++;
+    } else break;
+  }
+  while (x < r) {
+    const nx = up[x]!;
+    up[x] = r;
+    x = nx;
+  }
+  return r;
 }
 
 /** The greedy's demand still to place: per family of computes and per class, with replicas placed not yet taken off. */
