@@ -255,12 +255,14 @@ const NAMED_IN_MESSAGE = 3;
 export class PlacementHeadroom implements Headroom {
   private token: object = {};
   /**
-   * Per ranked candidates list: how many of its first computes have no slot left for its request. Placing only
-   * takes room, so they stay full until something is given back (which forgets them all), and the next unit of
-   * that kind starts past them: a 30k plan asked 215,000 computes for a slot, most of them full. Each headroom,
-   * clones included, keeps its own (a clone starts without), so it is never wrong for another.
+   * Per ranked candidates list: how many of its first computes have no slot left for its request, and on the
+   * next one, the slot before which none has room for it (where the last unit of that kind ended). Placing only
+   * takes room, so both hold until something is given back (which forgets them all), and the next unit of that
+   * kind starts there: a 30k plan asked 215,000 computes for a slot and looked at 500,000 full slots, from the
+   * first each time. Each headroom, clones included, keeps its own (a clone starts without), so it is never
+   * wrong for another.
    */
-  private full: Map<Candidates, number> | undefined;
+  private full: Map<Candidates, { compute: number; slot: number }> | undefined;
 
   private constructor(
     private readonly shared: Shared,
@@ -310,11 +312,12 @@ export class PlacementHeadroom implements Headroom {
       const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
       let done = 0;
       const list = cand.computes;
-      const first = this.full?.get(cand) ?? 0;
-      let full = first;
-      for (let e = first; e < list.length && done < n; e++) {
+      const at = this.full?.get(cand);
+      // Computes are left only once full, so the one being filled is always the first not known full.
+      let e = at?.compute ?? 0;
+      let from = at?.slot ?? 0;
+      for (; e < list.length; e++, from = 0) {
         const ci = list[e]!.index;
-        let from = 0;
         while (done < n) {
           const s = this.slots[ci]!.find(g, m, mi, from);
           if (s < 0) break;
@@ -326,13 +329,17 @@ export class PlacementHeadroom implements Headroom {
           // Identical replicas and a state that only fills: the next one cannot fit in an earlier slot.
           from = s;
         }
-        // Left with replicas to place, this compute refused the request from its first slot on: it is full.
-        if (done < n && e === full) full++;
+        // Placed: the next unit of this kind starts at this compute and slot. Otherwise this compute refused the
+        // request from `from` on, and its slots before that refused it earlier: it is full.
+        if (done === n) break;
       }
       if (done === n) {
-        if (full > first) {
+        if (at) {
+          at.compute = e;
+          at.slot = from;
+        } else {
           this.full ??= new Map();
-          this.full.set(cand, full);
+          this.full.set(cand, { compute: e, slot: from });
         }
         const record: UnitRecord = {
           unitId: unit.id,
