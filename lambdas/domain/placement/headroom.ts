@@ -129,7 +129,11 @@ export interface UnitRecord {
   request: ReplicaRequest;
   computes: number[];
   slots: number[];
-  placements: UnitPlacement[];
+  /**
+   * Grouped per compute when first read (PlacementHeadroom.placementsOf): the batch plan usually places the
+   * unit elsewhere, and grouping every unit's replicas up front was a tenth of a 30,000-replica plan's objects.
+   */
+  placements: UnitPlacement[] | undefined;
   /**
    * The ranked computes place() chose among, when ranked for any capacity type (not a critical minimum's
    * on-demand-only list): the batch plan reads them here instead of looking the profile up again.
@@ -250,6 +254,15 @@ const NAMED_IN_MESSAGE = 3;
 
 export class PlacementHeadroom implements Headroom {
   private token: object = {};
+  /**
+   * Per ranked candidates list: how many of its first computes have no slot left for its request, and on the
+   * next one, the slot before which none has room for it (where the last unit of that kind ended). Placing only
+   * takes room, so both hold until something is given back (which forgets them all), and the next unit of that
+   * kind starts there: a 30k plan asked 215,000 computes for a slot and looked at 500,000 full slots, from the
+   * first each time. Each headroom, clones included, keeps its own (a clone starts without), so it is never
+   * wrong for another.
+   */
+  private full: Map<Candidates, { compute: number; slot: number }> | undefined;
 
   private constructor(
     private readonly shared: Shared,
@@ -274,7 +287,7 @@ export class PlacementHeadroom implements Headroom {
 
   place(unit: ReplicaUnit): PlaceResult {
     const r = this.placeRecord(unit);
-    return 'ok' in r ? r : { ok: true, profile: r.profile, placements: r.placements };
+    return 'ok' in r ? r : { ok: true, profile: r.profile, placements: this.placementsOf(r) };
   }
 
   /** place(), answering with what the unit now holds: the batch plan reads its slots without a second lookup. */
@@ -298,10 +311,13 @@ export class PlacementHeadroom implements Headroom {
       }
       const { gpus: g, millicores: m, memoryMiB: mi } = cand.request;
       let done = 0;
-      for (const info of cand.computes) {
-        if (done === n) break;
-        const ci = info.index;
-        let from = 0;
+      const list = cand.computes;
+      const at = this.full?.get(cand);
+      // Computes are left only once full, so the one being filled is always the first not known full.
+      let e = at?.compute ?? 0;
+      let from = at?.slot ?? 0;
+      for (; e < list.length; e++, from = 0) {
+        const ci = list[e]!.index;
         while (done < n) {
           const s = this.slots[ci]!.find(g, m, mi, from);
           if (s < 0) break;
@@ -313,21 +329,32 @@ export class PlacementHeadroom implements Headroom {
           // Identical replicas and a state that only fills: the next one cannot fit in an earlier slot.
           from = s;
         }
+        // Placed: the next unit of this kind starts at this compute and slot. Otherwise this compute refused the
+        // request from `from` on, and its slots before that refused it earlier: it is full.
+        if (done === n) break;
       }
       if (done === n) {
+        if (at) {
+          at.compute = e;
+          at.slot = from;
+        } else {
+          this.full ??= new Map();
+          this.full.set(cand, { compute: e, slot: from });
+        }
         const record: UnitRecord = {
           unitId: unit.id,
           profile,
           request: cand.request,
           computes,
           slots,
-          placements: groupPlacements(this.shared.infos, profile.name, computes, n),
+          placements: undefined,
           candidates: unit.onDemandOnly ? undefined : cand,
         };
         this.units.set(unit.id, record);
         return record;
       }
       for (let i = done - 1; i >= 0; i--) this.slots[computes[i]!]!.give(g, m, mi, slots[i]!);
+      this.full = undefined;
       // What each compute had room for, in the refusal's words: the replicas it took before the rest failed.
       const took = computes.slice(0, done);
       const room = cand.computes
@@ -400,6 +427,7 @@ export class PlacementHeadroom implements Headroom {
       }
       if (!ok) {
         for (let i = done - 1; i >= 0; i--) this.writable(computes[i]!).give(g, m, mi, slots[i]!);
+        this.full = undefined;
         return false;
       }
     }
@@ -420,6 +448,7 @@ export class PlacementHeadroom implements Headroom {
     const { gpus: g, millicores: m, memoryMiB: mi } = rec.request;
     for (let i = 0; i < rec.computes.length; i++)
       this.writable(rec.computes[i]!).give(g, m, mi, rec.slots[i]!);
+    this.full = undefined;
     this.units.delete(unitId);
   }
 
@@ -447,7 +476,18 @@ export class PlacementHeadroom implements Headroom {
   /** What a placed unit holds, or undefined. */
   placementOf(unitId: string): { profile: Profile; placements: UnitPlacement[] } | undefined {
     const rec = this.units.get(unitId);
-    return rec ? { profile: rec.profile, placements: rec.placements } : undefined;
+    return rec ? { profile: rec.profile, placements: this.placementsOf(rec) } : undefined;
+  }
+
+  /** A record's placements, grouped per compute on first read (the record's computes never change). */
+  placementsOf(rec: UnitRecord): UnitPlacement[] {
+    rec.placements ??= groupPlacements(
+      this.shared.infos,
+      rec.profile.name,
+      rec.computes,
+      rec.computes.length,
+    );
+    return rec.placements;
   }
 
   /** What a placed unit holds, slot by slot; for the batch plan. */
@@ -457,7 +497,9 @@ export class PlacementHeadroom implements Headroom {
 
   /** Every placed unit with its slots; for tests. */
   records(): UnitRecord[] {
-    return [...this.units.flat().values()];
+    const out = [...this.units.flat().values()];
+    for (const rec of out) this.placementsOf(rec);
+    return out;
   }
 
   /** Per compute, in the order given to create(): nodes in use (first-fit) and replicas placed. */

@@ -1,3 +1,4 @@
+import { mapArray } from './arrays';
 import type { ComputeInfo, ReplicaRequest } from './request';
 
 /**
@@ -78,16 +79,15 @@ export function planJoint(
   kinds: readonly ComputeInfo[],
   classes: readonly JointClass[],
 ): JointPlan | undefined {
+  // No loop over replicas here: this runs once a plan, so a loop would have it compiled on the stack mid-loop
+  // (on-stack replacement), with the code after the loop, not yet run, compiled blind. That code then gave way
+  // to the interpreter at the same place every plan of a fresh process; loops live in the helpers instead.
   const n = classes.reduce((s, c) => s + c.count, 0);
-  const cls = new Int32Array(n);
-  {
-    let i = 0;
-    classes.forEach((c, ci) => {
-      for (let r = 0; r < c.count; r++) cls[i++] = ci;
-    });
-  }
+  const cls = replicaClasses(classes, n);
   // Dominant share of a replica on its best-ranked compute orders the replicas, largest first.
-  const key = classes.map((c, ci) => (c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0));
+  const key = mapArray(classes, (c, ci) =>
+    c.eligible.length ? share(kinds, classes, ci, c.eligible[0]!) : 0,
+  );
   // Past IMPROVE_MAX replicas the moves gain little (a few dollars in 75,000 on the 30k mix) for most of the time
   // (3,000 replicas: half of the plan's time, the same cost).
   const budget = n <= IMPROVE_MAX ? Math.max(MIN_STEPS, n * STEPS_PER_REPLICA) : 0;
@@ -97,20 +97,16 @@ export function planJoint(
   const random = lcg(0x9e3779b9);
   const runs = n <= SMALL ? RESTARTS : 1;
   // The first run sorts classes, not replicas (a class's replicas are identical and keep their order).
-  const byClass = classes.map((_, ci) => ci).sort((a, b) => key[b]! - key[a]! || a - b);
-  const start = new Int32Array(classes.length);
-  for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
   for (let run = 0; run < runs; run++) {
-    let order: number[];
-    if (run === 0) {
-      order = new Array<number>(n);
-      let x = 0;
-      for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
-    } else {
+    // Typed either way, so the greedy reads one kind of array whatever the plan's size.
+    let order: Int32Array;
+    if (run === 0) order = replicasByClass(classes, byKeyDescending(key), n);
+    else {
       const k = new Float64Array(n);
       for (let i = 0; i < n; i++) k[i] = key[cls[i]!]! * (0.75 + 0.5 * random());
-      order = Array.from({ length: n }, (_, i) => i);
-      order.sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b);
+      order = Int32Array.from(
+        Array.from({ length: n }, (_, i) => i).sort((a, b) => k[b]! - k[a]! || cls[a]! - cls[b]! || a - b),
+      );
     }
     const flat = greedy(kinds, classes, cls, order, run % 2 === 1, run % 4 >= 2);
     if (!flat) continue;
@@ -154,7 +150,7 @@ export function improveJoint(
     if (start[i]! < 0 || !classes[cls[i]!]!.eligible.includes(start[i]!)) return undefined;
   order.sort((a, b) => start[a]! - start[b]! || key(b) - key(a) || a - b);
   const nodes: Node[] = [];
-  const byKind: number[][] = kinds.map(() => []);
+  const byKind: number[][] = mapArray(kinds, () => []);
   for (const i of order) {
     const k = start[i]!;
     const { gpus: g, millicores: m, memoryMiB: mi } = classes[cls[i]!]!.request;
@@ -188,6 +184,49 @@ export function improveJoint(
   return result(kinds, improved, n);
 }
 
+/** Each replica's class, classes expanded in order. */
+function replicaClasses(classes: readonly JointClass[], n: number): Int32Array {
+  const cls = new Int32Array(n);
+  let i = 0;
+  for (let ci = 0; ci < classes.length; ci++) for (let r = 0; r < classes[ci]!.count; r++) cls[i++] = ci;
+  return cls;
+}
+
+/**
+ * The replicas class by class in the given order of classes, each class's replicas in their own order. A typed
+ * array: a plain one of 30,000 is a large object, allocated and filled with holes apart from the young heap.
+ */
+function replicasByClass(classes: readonly JointClass[], byClass: readonly number[], n: number): Int32Array {
+  const start = new Int32Array(classes.length);
+  for (let ci = 1; ci < classes.length; ci++) start[ci] = start[ci - 1]! + classes[ci - 1]!.count;
+  const order = new Int32Array(n);
+  let x = 0;
+  for (const ci of byClass) for (let r = 0; r < classes[ci]!.count; r++) order[x++] = start[ci]! + r;
+  return order;
+}
+
+/**
+ * Indices by decreasing key, equal keys in index order: the sort `key[b] - key[a] || a - b`, done over the
+ * distinct keys (one per kind of replica: a few hundred among 8,549 classes on the 30k mix) and their buckets
+ * filled in index order. In a fresh process the comparator's 100,000 calls a plan ran unoptimised. A NaN key
+ * has no place in that order, so a key list with one sorts as before.
+ */
+function byKeyDescending(key: readonly number[]): number[] {
+  const buckets = new Map<number, number[]>();
+  for (let i = 0; i < key.length; i++) {
+    const k = key[i]!;
+    if (Number.isNaN(k)) return mapArray(key, (_, j) => j).sort((a, b) => key[b]! - key[a]! || a - b);
+    const b = buckets.get(k);
+    if (b) b.push(i);
+    else buckets.set(k, [i]);
+  }
+  const distinct = [...buckets.keys()].sort((a, b) => b - a);
+  const out = new Array<number>(key.length);
+  let x = 0;
+  for (const k of distinct) for (const i of buckets.get(k)!) out[x++] = i;
+  return out;
+}
+
 /** A small linear congruential generator in [0, 1): deterministic restarts without module state. */
 function lcg(seed: number): () => number {
   let x = seed >>> 0;
@@ -212,7 +251,7 @@ function greedy(
   kinds: readonly ComputeInfo[],
   classes: readonly JointClass[],
   cls: Int32Array,
-  order: readonly number[],
+  order: Int32Array,
   alone: boolean,
   bestFit: boolean,
 ): FlatNodes | undefined {
@@ -227,7 +266,7 @@ function greedy(
     }
     listOf[ci] = id;
   });
-  const listsOfKind: number[][] = kinds.map(() => []);
+  const listsOfKind: number[][] = mapArray(kinds, () => []);
   for (const [list, id] of listId) for (const k of list) listsOfKind[k]!.push(id);
   // Per list, whether its CPU computes all come before its GPU ones (rankCandidates' order for a CPU-only
   // replica), so a pass that skips GPU nodes stops at the first.
@@ -268,7 +307,7 @@ function greedy(
   const leftG = new Float64Array(families.size);
   const leftM = new Float64Array(families.size);
   const leftMi = new Float64Array(families.size);
-  const leftOfClass = classes.map((c) => c.count);
+  const leftOfClass = mapArray(classes, (c) => c.count);
   classes.forEach((c, ci) => {
     for (const f of familiesOfList[listOf[ci]!]!) {
       leftG[f]! += c.request.gpus * c.count;
@@ -276,26 +315,6 @@ function greedy(
       leftMi[f]! += c.request.memoryMiB * c.count;
     }
   });
-  const fill = (k: number, ci: number) => {
-    const a = kinds[k]!.alloc;
-    let g = 0;
-    let m = 0;
-    let mi = 0;
-    if (alone) {
-      const r = classes[ci]!.request;
-      const c = leftOfClass[ci]!;
-      g = r.gpus * c;
-      m = r.millicores * c;
-      mi = r.memoryMiB * c;
-    } else {
-      const f = familyOf[k]!;
-      g = leftG[f]!;
-      m = leftM[f]!;
-      mi = leftMi[f]!;
-    }
-    return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
-  };
-
   // Nodes as flat arrays (a node holds at least one replica, so there are at most n): no object per node.
   const n = order.length;
   const nodeKind = new Int32Array(n);
@@ -303,8 +322,7 @@ function greedy(
   const freeM = new Float64Array(n);
   const freeMi = new Float64Array(n);
   const nodeOf = new Int32Array(cls.length);
-  let count = 0;
-  const byKind: number[][] = kinds.map(() => []);
+  const byKind: number[][] = mapArray(kinds, () => []);
   // Per list, from each position: the first position not known to be at maxNodes (computes only fill, so
   // one found full is passed over for good), and the first past the run of computes of its family there
   // (pools of one kind sit together in a ranking): once a family is priced, the rest of its run costs the
@@ -323,27 +341,8 @@ function greedy(
     notFull[id] = up;
     runEnd[id] = end;
   }
-  // The first position at or after x of a compute not at maxNodes, path-compressed as in union-find.
-  const openFrom = (list: readonly number[], up: Int32Array, x: number) => {
-    const el = list.length;
-    let r = x;
-    while (r < el) {
-      if (up[r] !== r) r = up[r]!;
-      else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
-        up[r] = r + 1;
-        r++;
-      } else break;
-    }
-    while (x < r) {
-      const nx = up[x]!;
-      up[x] = r;
-      x = nx;
-    }
-    return r;
-  };
   const familyStamp = new Int32Array(kinds.length).fill(-1);
   const familyCost = new Float64Array(kinds.length);
-  let openings = 0;
 
   // First node of each compute worth scanning for each class: nodes only fill, so one that refused a replica
   // refuses the next identical one too.
@@ -357,7 +356,7 @@ function greedy(
   const shared = new Map<readonly number[], Map<ReplicaRequest, number>>();
   const fs: Int32Array[] = [];
   const bitsOf: Uint32Array[] = [];
-  const watchers: number[][] = kinds.map(() => []);
+  const watchers: number[][] = mapArray(kinds, () => []);
   const from = new Int32Array(classes.length);
   classes.forEach((c, ci) => {
     let byReq = shared.get(c.eligible);
@@ -375,6 +374,76 @@ function greedy(
     }
     from[ci] = fi;
   });
+  const left: Left = { g: leftG, m: leftM, mi: leftMi, ci: -1, placed: 0 };
+  // The loop over replicas is a function of its own: compiled mid-loop (on-stack replacement) it is small, and
+  // nothing after it in the same function runs first unseen (see planJoint).
+  const st: GreedyState = {
+    kinds,
+    classes,
+    cls,
+    alone,
+    bestFit,
+    listOf,
+    cpuFirst,
+    familyOf,
+    familiesOfList,
+    leftOfClass,
+    left,
+    nodeKind,
+    freeG,
+    freeM,
+    freeMi,
+    nodeOf,
+    byKind,
+    notFull,
+    runEnd,
+    familyStamp,
+    familyCost,
+    fs,
+    bitsOf,
+    watchers,
+    from,
+  };
+  const count = placeReplicas(st, order);
+  return count < 0 ? undefined : { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+}
+
+/** What greedy() has worked out for its loop over replicas, and the nodes that loop fills. */
+interface GreedyState {
+  kinds: readonly ComputeInfo[];
+  classes: readonly JointClass[];
+  cls: Int32Array;
+  alone: boolean;
+  bestFit: boolean;
+  listOf: Int32Array;
+  cpuFirst: Uint8Array;
+  familyOf: Int32Array;
+  familiesOfList: number[][];
+  leftOfClass: number[];
+  left: Left;
+  nodeKind: Int32Array;
+  freeG: Float64Array;
+  freeM: Float64Array;
+  freeMi: Float64Array;
+  nodeOf: Int32Array;
+  byKind: number[][];
+  notFull: Int32Array[];
+  runEnd: Int32Array[];
+  familyStamp: Int32Array;
+  familyCost: Float64Array;
+  fs: Int32Array[];
+  bitsOf: Uint32Array[];
+  watchers: number[][];
+  from: Int32Array;
+}
+
+/** greedy()'s loop: places the replicas in order into the state's nodes; the nodes opened, or -1 if one fits nowhere. */
+function placeReplicas(st: GreedyState, order: Int32Array): number {
+  const { kinds, classes, cls, bestFit, listOf, cpuFirst, familyOf, familiesOfList, leftOfClass, left } = st;
+  const { nodeKind, freeG, freeM, freeMi, nodeOf, byKind, notFull, runEnd, familyStamp, familyCost } = st;
+  const { fs, bitsOf, watchers, from } = st;
+  let count = 0;
+  let openings = 0;
   let lastClass = -1;
   let lastNode = -1;
   for (const i of order) {
@@ -446,10 +515,15 @@ function greedy(
       let best = -1;
       let bestCost = Number.POSITIVE_INFINITY;
       openings++;
+      settle(left, classes, listOf, familiesOfList, leftOfClass);
       const elist = c.eligible;
       const up = notFull[id]!;
       const end = runEnd[id]!;
-      for (let e = openFrom(elist, up, 0); e < elist.length; e = openFrom(elist, up, end[e]!)) {
+      for (
+        let e = openFrom(byKind, kinds, elist, up, 0);
+        e < elist.length;
+        e = openFrom(byKind, kinds, elist, up, end[e]!)
+      ) {
         const k = elist[e]!;
         if (!gpuNodes && kinds[k]!.alloc.gpus > 0) {
           if (ordered) break;
@@ -460,7 +534,7 @@ function greedy(
           // What this replica pays of a node opened for it, if what may still go there fills it.
           const sh = share(kinds, classes, ci, k);
           familyStamp[fam] = openings;
-          familyCost[fam] = (kinds[k]!.perHour * sh) / Math.max(fill(k, ci), sh);
+          familyCost[fam] = (kinds[k]!.perHour * sh) / Math.max(fill(st, k, ci), sh);
         }
         const cost = familyCost[fam]!;
         if (cost < bestCost - 1e-12) {
@@ -481,21 +555,101 @@ function greedy(
         for (let x = 0; x < wk.length; x += 2) bitsOf[wk[x]!]![wk[x + 1]! >>> 5]! |= 1 << (wk[x + 1]! & 31);
       }
     }
-    if (chosen < 0) return undefined;
+    if (chosen < 0) return -1;
     freeG[chosen]! -= g;
     freeM[chosen]! -= m;
     freeMi[chosen]! -= mi;
     nodeOf[i] = chosen;
     lastClass = ci;
     lastNode = chosen;
-    leftOfClass[ci]!--;
-    for (const f of familiesOfList[id]!) {
-      leftG[f]! -= g;
-      leftM[f]! -= m;
-      leftMi[f]! -= mi;
+    // The demand left is lowered a class's run of replicas at a time, not per replica: it is read only when a
+    // node opens, so it is brought up to date there, and the sums of whole requests are the same either way.
+    if (ci !== left.ci) {
+      settle(left, classes, listOf, familiesOfList, leftOfClass);
+      left.ci = ci;
     }
+    left.placed++;
   }
-  return { count, kind: nodeKind, g: freeG, m: freeM, mi: freeMi, nodeOf };
+  return count;
+}
+
+/**
+ * How full a node opened on compute k can get for class ci: from what the class still has to place (`alone`),
+ * or from what every list naming k's family still has to place.
+ */
+function fill(st: GreedyState, k: number, ci: number): number {
+  const a = st.kinds[k]!.alloc;
+  let g = 0;
+  let m = 0;
+  let mi = 0;
+  if (st.alone) {
+    const r = st.classes[ci]!.request;
+    const c = st.leftOfClass[ci]!;
+    g = r.gpus * c;
+    m = r.millicores * c;
+    mi = r.memoryMiB * c;
+  } else {
+    const f = st.familyOf[k]!;
+    g = st.left.g[f]!;
+    m = st.left.m[f]!;
+    mi = st.left.mi[f]!;
+  }
+  return Math.min(1, Math.max(a.gpus > 0 ? g / a.gpus : 0, m / a.millicores, mi / a.memoryMiB));
+}
+
+/** The first position at or after x of a compute not at maxNodes, path-compressed as in union-find. */
+function openFrom(
+  byKind: readonly (readonly number[])[],
+  kinds: readonly ComputeInfo[],
+  list: readonly number[],
+  up: Int32Array,
+  x: number,
+): number {
+  const el = list.length;
+  let r = x;
+  while (r < el) {
+    if (up[r] !== r) r = up[r]!;
+    else if (byKind[list[r]!]!.length >= kinds[list[r]!]!.maxNodes) {
+      up[r] = r + 1;
+      r++;
+    } else break;
+  }
+  while (x < r) {
+    const nx = up[x]!;
+    up[x] = r;
+    x = nx;
+  }
+  return r;
+}
+
+/** The greedy's demand still to place: per family of computes and per class, with replicas placed not yet taken off. */
+interface Left {
+  g: Float64Array;
+  m: Float64Array;
+  mi: Float64Array;
+  /** The class whose last `placed` replicas are not yet taken off. */
+  ci: number;
+  placed: number;
+}
+
+/** Takes the replicas placed since the last call off the demand left (integers: exact in any grouping). */
+function settle(
+  left: Left,
+  classes: readonly JointClass[],
+  listOf: Int32Array,
+  familiesOfList: readonly (readonly number[])[],
+  leftOfClass: number[],
+): void {
+  const p = left.placed;
+  if (p === 0) return;
+  const { gpus, millicores, memoryMiB } = classes[left.ci]!.request;
+  leftOfClass[left.ci]! -= p;
+  for (const f of familiesOfList[listOf[left.ci]!]!) {
+    left.g[f]! -= gpus * p;
+    left.m[f]! -= millicores * p;
+    left.mi[f]! -= memoryMiB * p;
+  }
+  left.placed = 0;
 }
 
 /** The greedy's nodes: the first `count` entries of each array; nodeOf gives each replica's node. */
@@ -509,7 +663,7 @@ interface FlatNodes {
 }
 
 /** The greedy's nodes as objects, each with its replicas in the order they were placed. */
-function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
+function nodesOf(flat: FlatNodes, order: Int32Array): Node[] {
   const nodes: Node[] = new Array(flat.count);
   for (let x = 0; x < flat.count; x++)
     nodes[x] = { kind: flat.kind[x]!, g: flat.g[x]!, m: flat.m[x]!, mi: flat.mi[x]!, items: [] };
@@ -520,6 +674,22 @@ function nodesOf(flat: FlatNodes, order: readonly number[]): Node[] {
 /** result() of the greedy's nodes, read from its flat arrays (every node holds a replica). */
 function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): JointPlan {
   const counts = new Int32Array(kinds.length);
+  const compute = new Int32Array(n);
+  const node = new Int32Array(n);
+  // The loops are in numberFlat, which answers a number: code after a loop compiled mid-loop (on-stack
+  // replacement) before it ever ran gave way to the interpreter at this literal in every plan.
+  const cost = numberFlat(kinds, flat, counts, compute, node);
+  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+}
+
+/** Numbers the greedy's nodes per compute, sets each replica's compute and node, and answers the cost per hour. */
+function numberFlat(
+  kinds: readonly ComputeInfo[],
+  flat: FlatNodes,
+  counts: Int32Array,
+  compute: Int32Array,
+  node: Int32Array,
+): number {
   const number = new Int32Array(flat.count);
   let cost = 0;
   for (let x = 0; x < flat.count; x++) {
@@ -527,14 +697,12 @@ function flatResult(kinds: readonly ComputeInfo[], flat: FlatNodes, n: number): 
     number[x] = counts[k]!++;
     cost += kinds[k]!.perHour;
   }
-  const compute = new Int32Array(n);
-  const node = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < compute.length; i++) {
     const x = flat.nodeOf[i]!;
     compute[i] = flat.kind[x]!;
     node[i] = number[x]!;
   }
-  return { compute, node, nodes: counts, costPerHour: Math.round(cost * 1e6) / 1e6 };
+  return cost;
 }
 
 /**

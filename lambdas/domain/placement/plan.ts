@@ -1,9 +1,10 @@
 import type { Allocatable, Compute } from '../compute';
 import type { ReplicaUnit, UnitPlacement } from '../headroom';
+import { mapArray } from './arrays';
 import { type ExactGroup, type ExactKind, type ExactNode, exactPlacement, type MipSolver } from './exact';
 import { PlacementHeadroom, type UnitRecord } from './headroom';
 import { improveJoint, type JointClass, planJoint } from './joint';
-import { makeItems, type Packing, pack, type Strategy } from './pack';
+import { type Items, makeItems, type Packing, pack, type Strategy } from './pack';
 import type { ComputeInfo, ComputeLike } from './request';
 
 /**
@@ -100,19 +101,15 @@ export function planPlacement(
   units: readonly ReplicaUnit[],
   options: PlanOptions = {},
 ): PlacementPlan {
+  // This runs once a plan, so its loops over units and replicas are in helpers (admit, packAll's): a loop here
+  // would have it compiled mid-loop (on-stack replacement), with what follows, not yet run, compiled blind and
+  // given back to the interpreter at the same place in each of a fresh process's first plans.
   const strategy = options.strategy ?? 'best';
   const h = PlacementHeadroom.create(computes);
   const headroom: { unitId: string; message: string }[] = [];
   const records: UnitRecord[] = [];
   const placedUnits: ReplicaUnit[] = [];
-  for (const unit of units) {
-    const r = h.placeRecord(unit);
-    if ('ok' in r) headroom.push({ unitId: unit.id, message: r.message });
-    else {
-      records.push(r);
-      placedUnits.push(unit);
-    }
-  }
+  admit(h, units, headroom, records, placedUnits);
 
   const infos = h.computeInfos();
   const total = records.reduce((n, rec) => n + rec.computes.length, 0);
@@ -121,7 +118,7 @@ export function planPlacement(
   // ones): the fallback packing, so a repack never loses a replica admission placed.
   const admitted: Assignment = { compute: new Int32Array(total), bin: new Int32Array(total) };
   {
-    const dense = infos.map((info) => new Int32Array(info.maxNodes).fill(-1));
+    const dense = mapArray(infos, (info) => new Int32Array(info.maxNodes).fill(-1));
     const next = new Int32Array(infos.length);
     let k = 0;
     records.forEach((rec, ri) => {
@@ -142,11 +139,11 @@ export function planPlacement(
   if (strategy === 'best' && total > 0) {
     // One eligible list per candidates object, so joint.ts can tell identical replicas apart cheaply.
     const lists = new Map<object, number[]>();
-    const classes: JointClass[] = records.map((rec, ri) => {
+    const classes: JointClass[] = mapArray(records, (rec, ri) => {
       const cand = rec.candidates ?? h.candidatesOf(rec.profile, placedUnits[ri]!.reach);
       let eligible = lists.get(cand);
       if (!eligible) {
-        eligible = cand.ok ? cand.computes.map((c) => c.index) : [];
+        eligible = cand.ok ? mapArray(cand.computes, (c) => c.index) : [];
         lists.set(cand, eligible);
       }
       return { request: rec.request, eligible, count: rec.computes.length };
@@ -186,7 +183,7 @@ export function planPlacement(
   const placements: PlacedUnit[] = new Array(records.length);
   if (!chosen)
     records.forEach((rec, ri) => {
-      placements[ri] = { unitId: rec.unitId, profile: rec.profile.name, placements: rec.placements };
+      placements[ri] = { unitId: rec.unitId, profile: rec.profile.name, placements: h.placementsOf(rec) };
     });
   else {
     // The units' placements follow the plan's choice of computes, grouped per compute in compute order: a
@@ -226,6 +223,28 @@ export function planPlacement(
     { replicas: 0, neededNodes: 0, lowerBoundNodes: 0, costPerHour: 0, lowerBoundCost: 0 },
   );
   return { placements, headroom, computes: plans, totals };
+}
+
+/**
+ * Admission's pass over the units in order: the records of those placed, and why the others were not. The
+ * caller's lists are filled, so nothing follows the loop: code after a loop compiled mid-loop, before it ever
+ * ran, gave way to the interpreter there in every plan.
+ */
+function admit(
+  h: PlacementHeadroom,
+  units: readonly ReplicaUnit[],
+  headroom: { unitId: string; message: string }[],
+  records: UnitRecord[],
+  placedUnits: ReplicaUnit[],
+): void {
+  for (const unit of units) {
+    const r = h.placeRecord(unit);
+    if ('ok' in r) headroom.push({ unitId: unit.id, message: r.message });
+    else {
+      records.push(r);
+      placedUnits.push(unit);
+    }
+  }
 }
 
 /** The joint plan improved from where the units run now; undefined when a replica's start is unusable. */
@@ -269,33 +288,14 @@ function packAll(
   const total = recOf.length;
   const perCompute = new Int32Array(infos.length);
   const bins = new Int32Array(infos.length);
-  for (let k = 0; k < total; k++) {
-    const ci = a.compute[k]!;
-    perCompute[ci]!++;
-    if (a.bin[k]! + 1 > bins[ci]!) bins[ci] = a.bin[k]! + 1;
-  }
-  const itemsOf = infos.map((info) => makeItems(perCompute[info.index]!));
-  const fallbackOf = infos.map((info) => new Int32Array(perCompute[info.index]!));
-  const cursor = new Int32Array(infos.length);
-  const requestedOf = infos.map(() => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
-  for (let k = 0; k < total; k++) {
-    const ci = a.compute[k]!;
-    const { gpus, millicores, memoryMiB } = records[recOf[k]!]!.request;
-    const items = itemsOf[ci]!;
-    const x = cursor[ci]!++;
-    items.g[x] = gpus;
-    items.m[x] = millicores;
-    items.mi[x] = memoryMiB;
-    items.tag[x] = k;
-    fallbackOf[ci]![x] = a.bin[k]!;
-    const requested = requestedOf[ci]!;
-    requested.gpus += gpus;
-    requested.millicores += millicores;
-    requested.memoryMiB += memoryMiB;
-  }
+  countPerCompute(a, perCompute, bins);
+  const itemsOf = mapArray(infos, (info) => makeItems(perCompute[info.index]!));
+  const fallbackOf = mapArray(infos, (info) => new Int32Array(perCompute[info.index]!));
+  const requestedOf = mapArray(infos, () => ({ gpus: 0, millicores: 0, memoryMiB: 0 }));
+  fillItems(records, recOf, a, itemsOf, fallbackOf, requestedOf);
   const final: Assignment = { compute: a.compute, bin: new Int32Array(total) };
   let cost = 0;
-  const plans: ComputePlan[] = infos.map((info) => {
+  const plans: ComputePlan[] = mapArray(infos, (info) => {
     const ci = info.index;
     const items = itemsOf[ci]!;
     const fallback: Packing = { bins: bins[ci]!, assign: fallbackOf[ci]! };
@@ -316,6 +316,42 @@ function packAll(
     };
   });
   return { plans, costPerHour: dollars(cost), final };
+}
+
+/** Replicas and nodes used per compute under an assignment (its bins as numbered), into the arrays given. */
+function countPerCompute(a: Assignment, perCompute: Int32Array, bins: Int32Array): void {
+  for (let k = 0; k < a.compute.length; k++) {
+    const ci = a.compute[k]!;
+    perCompute[ci]!++;
+    if (a.bin[k]! + 1 > bins[ci]!) bins[ci] = a.bin[k]! + 1;
+  }
+}
+
+/** Each compute's items (replicas in order), their bins under the assignment, and what they request in all. */
+function fillItems(
+  records: readonly UnitRecord[],
+  recOf: Int32Array,
+  a: Assignment,
+  itemsOf: readonly Items[],
+  fallbackOf: readonly Int32Array[],
+  requestedOf: readonly Allocatable[],
+): void {
+  const cursor = new Int32Array(itemsOf.length);
+  for (let k = 0; k < recOf.length; k++) {
+    const ci = a.compute[k]!;
+    const { gpus, millicores, memoryMiB } = records[recOf[k]!]!.request;
+    const items = itemsOf[ci]!;
+    const x = cursor[ci]!++;
+    items.g[x] = gpus;
+    items.m[x] = millicores;
+    items.mi[x] = memoryMiB;
+    items.tag[x] = k;
+    fallbackOf[ci]![x] = a.bin[k]!;
+    const requested = requestedOf[ci]!;
+    requested.gpus += gpus;
+    requested.millicores += millicores;
+    requested.memoryMiB += memoryMiB;
+  }
 }
 
 /**

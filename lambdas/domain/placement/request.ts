@@ -1,5 +1,6 @@
 import { type Allocatable, type ComputeSpec, nodeAllocatable, type ObservedAllocatable } from '../compute';
 import type { Profile } from '../model';
+import { mapArray } from './arrays';
 
 /**
  * What one replica asks of a node, and which computes can host it. Pure functions shared by the incremental
@@ -92,7 +93,7 @@ function allocatableOf(c: ComputeLike): Allocatable {
 }
 
 export function computeInfos(computes: readonly ComputeLike[]): ComputeInfo[] {
-  return computes.map((c, index) => ({
+  return mapArray(computes, (c, index) => ({
     index,
     name: c.name,
     alloc: allocatableOf(c),
@@ -196,7 +197,7 @@ export function rankCandidates(
     };
   }
   const cpuOnly = request.gpus === 0;
-  const key = fitting.map((c) => {
+  const key = mapArray(fitting, (c) => {
     const k = perNode(request, c.alloc);
     // Rounded to a billionth of a dollar so that 0.4032 / 2 and 0.2016 tie whatever the float noise.
     return { c, k, tier: cpuOnly && c.alloc.gpus > 0 ? 1 : 0, perReplica: Math.round((c.perHour / k) * 1e9) };
@@ -209,7 +210,7 @@ export function rankCandidates(
       (a.c.name < b.c.name ? -1 : a.c.name > b.c.name ? 1 : 0) ||
       a.c.index - b.c.index,
   );
-  return { ok: true, request, computes: key.map((k) => k.c) };
+  return { ok: true, request, computes: mapArray(key, (k) => k.c) };
 }
 
 const num = (x: number) => (Number.isInteger(x) ? String(x) : String(Math.round(x * 100) / 100));

@@ -111,6 +111,21 @@ describe('PlacementHeadroom', () => {
     expect(h.place(unit('b#min', 1, l40sx4)).ok).toBe(true);
   });
 
+  it('after a release, places on the cheapest compute again though it was full for that replica before', () => {
+    const h = PlacementHeadroom.create(BUILTIN_COMPUTES);
+    // 12 CPU replicas fill cpu-medium (3 a node on its 4 nodes); the next one goes to cpu-small.
+    h.place(unit('a#min', 12, cpu));
+    expect(h.place(unit('b#min', 1, cpu))).toMatchObject({
+      ok: true,
+      placements: [{ compute: 'cpu-small', replicas: 1 }],
+    });
+    h.release('a#min');
+    expect(h.place(unit('c#min', 1, cpu))).toMatchObject({
+      ok: true,
+      placements: [{ compute: 'cpu-medium', replicas: 1 }],
+    });
+  });
+
   it('refuses to place the same unit twice', () => {
     const h = PlacementHeadroom.create(BUILTIN_COMPUTES);
     h.place(unit('a#min', 1, cpu));
