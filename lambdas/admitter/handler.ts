@@ -7,8 +7,8 @@ import { logger } from '../shared/logger';
 /**
  * The admitter Lambda (service/admitter.ts), reserved concurrency 1: invoked by the table's stream through an
  * event source mapping (a batch of writes to models, computes, scopes, quotas, node types or workloads), and by
- * each reconcile pass before it places. Whatever the trigger, it decides the whole world once: the records only
- * say that something changed. A failure throws, so Lambda retries the batch (the stream) or the pass reports it.
+ * each reconcile pass before it places. Whatever the trigger, it decides the whole world once; the records say
+ * which partitions changed, which a run reads again. A failure throws, so Lambda retries the batch (the stream) or the pass reports it.
  */
 
 // Built on the first invocation of a container; it reads the configuration on each use (service/index.ts).
@@ -16,8 +16,11 @@ let services: Services | undefined;
 
 export const handler = middy(async (event: unknown): Promise<AdmitterSummary> => {
   services ??= createServices();
-  const records = (event as { Records?: unknown[] } | null)?.Records?.length;
-  const summary = summarize(await services.admitter.run());
+  const batch = (event as { Records?: { dynamodb?: { Keys?: { pk?: { S?: string } } } }[] } | null)?.Records;
+  const records = batch?.length;
+  // The partitions the records name: a run re-reads those, and keeps its readings of the rest (service/admitter.ts).
+  const written = batch && [...new Set(batch.map((r) => r.dynamodb?.Keys?.pk?.S ?? ''))];
+  const summary = summarize(await services.admitter.run(written && !written.includes('') ? { written } : {}));
   // One line per run that changed something: what an operator looks for when a write stays Queued.
   if (summary.commits > 0 || records === undefined)
     logger.info('admitter run', {

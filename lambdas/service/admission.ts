@@ -45,13 +45,14 @@ export function admissionService(deps: Dependencies) {
 
   return {
     /** The world a decision reads, the catalog given or loaded by the caller. */
-    async loadWorld(catalog: LoadedCatalog): Promise<World> {
+    async loadWorld(catalog: LoadedCatalog, age?: ReadAge): Promise<World> {
       // What load asks of autoscaled models (their DEMAND items, store/demand.ts), which the admitter decides on,
-      // and, where llmcap runs the pods, which of them are Ready where: what consolidation moves by.
+      // and, where llmcap runs the pods, which of them are Ready where: what consolidation moves by. The pods are
+      // always read fresh: their partition wakes no admitter, so nothing says when a reading of it went stale.
       const deploy = deps.config().deployWorkloads;
       const [rest, demands, seen] = await Promise.all([
-        loadRest(),
-        deps.store.demand.listDemands(),
+        loadRest({ age }),
+        deps.store.demand.listDemands(age),
         deploy ? workloads.listWorkloads() : undefined,
       ]);
       // A table written before DEMAND items existed keeps the demand in the WORKLOAD item until the next pass

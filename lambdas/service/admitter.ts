@@ -4,6 +4,7 @@ import { admissionEvents, type ResourceEvent } from '../domain/events';
 import { moveCounts, moveEvents, stepMoves } from '../domain/moves';
 import type { Decision } from '../domain/quota';
 import type { SurgeBackStep } from '../domain/surge-back';
+import type { ReadAge } from '../store/shared-read';
 import type { Dependencies } from '.';
 import type { AdmissionService } from './admission';
 import type { CatalogService } from './catalog';
@@ -44,20 +45,46 @@ export interface AdmitterRun {
 /** A run that keeps losing its fence is wrong: there is only one admitter. The next trigger tries again. */
 const MAX_ROUNDS = 20;
 
+/**
+ * How long a run triggered by the stream may decide on this process's readings of the partitions its records do
+ * not name; the reconcile schedule's run, every minute, reads everything anyway.
+ */
+const READING_MAX_AGE_MS = 60_000;
+
+/** What started a run: the partitions the stream's records say were written, or nothing (the schedule, a test). */
+export interface AdmitterTrigger {
+  written?: readonly string[];
+}
+
 export function admitterService(
   deps: Dependencies,
   svc: { catalog: CatalogService; admission: AdmissionService; events: EventService },
 ) {
   const store = deps.store.admissions;
+  // The fence as this process's last run left it. Another run (another container, a reconcile pass's) that moved
+  // it since may have consumed records this process never saw, so its readings are not to be trusted then.
+  let leftAt: number | undefined;
 
   return {
-    async run(): Promise<AdmitterRun> {
+    /**
+     * One run. Triggered by the stream, it re-reads only the partitions the records name (and the admissions and
+     * pods, which wake no run), deciding on this process's readings of the rest, as Kueue's scheduler works from
+     * its informers' cache: every write to an input partition sends a record, so a reading the run keeps is one
+     * nothing has written since, and a write it has not seen yet has a run of its own coming. Anything else
+     * (the schedule, a lost fence, another run in between) reads everything.
+     */
+    async run(trigger: AdmitterTrigger = {}): Promise<AdmitterRun> {
       const now = deps.clock().toISOString();
       let commits = 0;
       for (let round = 1; ; round++) {
         // The fence first: a commit after this read moves it, so a world read before that commit cannot win.
         const version = await store.admitterVersion();
-        const world = await svc.admission.loadWorld(await svc.catalog.load());
+        const age: ReadAge | undefined =
+          round === 1 && trigger.written && leftAt === version
+            ? { maxAgeMs: READING_MAX_AGE_MS, fresh: new Set([...trigger.written, 'ADMISSION']) }
+            : undefined;
+        leftAt = undefined; // until this run knows where it leaves the fence
+        const world = await svc.admission.loadWorld(await svc.catalog.load(age), age);
         const { decision, ...moved } = stepMoves(
           world,
           decideWorld(world, now),
@@ -66,14 +93,17 @@ export function admitterService(
         );
         const w = admitterWrites(world, decision);
         const items = store.admissionItems(w.next, w.removed);
-        if (items.length === 0)
+        if (items.length === 0) {
+          leftAt = version;
           return { world, decision, commits, written: [], removed: [], rounds: round, ...moved };
+        }
         const order = admitterOrder(world.admissions, decision.admissions, w.removed);
         const modelOf = store.admissionItemModel;
         items.sort((x, y) => order(modelOf(x)) - order(modelOf(y)));
         const r = await store.commitAdmissions(version, items, now);
         commits += r.committed;
         if (r.complete) {
+          leftAt = version + r.committed;
           const created = new Map(world.models.map((m) => [m.name, m.createdAt]));
           const events: ResourceEvent[] = [
             ...admissionEvents(world.admissions, w.next, (m) => created.get(m), now, 'admitter'),

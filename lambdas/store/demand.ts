@@ -1,7 +1,7 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../shared/config';
 import { keys } from './keys';
-import { sharedQuery } from './shared-read';
+import { type ReadAge, sharedQuery } from './shared-read';
 import { sendWrite } from './write';
 
 /**
@@ -21,8 +21,8 @@ export interface StoredDemand {
 }
 
 /** Every model's demand; requests that ask together share one Query (sharedQuery), as fresh for each as its own. */
-export async function listDemands(): Promise<StoredDemand[]> {
-  return (await sharedQuery(keys.demands().pk)).map((item) => {
+export async function listDemands(age?: ReadAge): Promise<StoredDemand[]> {
+  return (await sharedQuery(keys.demands().pk, age)).map((item) => {
     const { pk: _pk, sk: _sk, ...rest } = item;
     return rest as unknown as StoredDemand;
   });

@@ -23,6 +23,11 @@ import { queryPartition } from './query';
 /** How old a shared answer a reader accepts; none, or 0, asks DynamoDB. */
 export interface ReadAge {
   maxAgeMs: number;
+  /**
+   * Partitions read fresh whatever their reading's age: those the admitter's trigger says were written since
+   * (service/admitter.ts), while the others' readings stand.
+   */
+  fresh?: ReadonlySet<string>;
 }
 
 /** The next read of one key, not sent yet: whoever asks before it is sent shares it. */
@@ -92,6 +97,7 @@ const partitionKey = (pk: string) => `partition#${pk}`;
 
 /** Every item of one partition, strongly consistent, through sharedRead; frozen, because callers share it. */
 export function sharedQuery(pk: string, age?: ReadAge): Promise<Rows> {
+  if (age?.fresh?.has(pk)) age = undefined;
   return sharedRead(
     partitionKey(pk),
     async () => {

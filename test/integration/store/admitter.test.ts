@@ -1,4 +1,5 @@
 import { createServices } from '../../../lambdas/service';
+import { documentClient } from '../../../lambdas/shared/clients';
 import { admitterVersion, listAdmissions } from '../../../lambdas/store/admissions';
 import { type TestApi, testApi } from '../../helpers/api';
 import { l4Model, l4Pool, scale } from '../../helpers/l4-pool';
@@ -66,4 +67,48 @@ it('decides a write within the next run and says so in the model: Queued first, 
   expect(got.body.status).toMatchObject({ admitted: 0, observedVersion: w.body.metadata.version });
   // The replica it gave up is taken by one that waited on the limit.
   expect(await held()).toBe(6);
+});
+
+it("re-reads on the stream's trigger only the partitions its records name, and everything once another run moved the fence", async () => {
+  await api.admitter.settled();
+  const mine = createServices().admitter;
+  const queried: string[] = [];
+  documentClient().middlewareStack.add(
+    (next) => async (args) => {
+      const pk = (args.input as { ExpressionAttributeValues?: Record<string, unknown> })
+        .ExpressionAttributeValues?.[':pk'];
+      if (typeof pk === 'string') queried.push(pk);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countQueries' },
+  );
+  try {
+    await mine.run(); // no trigger: everything, fresh
+    expect(queried).toEqual(expect.arrayContaining(['MODEL', 'COMPUTE', 'SCOPE', 'QUOTA', 'ADMISSION']));
+    queried.length = 0;
+    // A write to a model, as the stream says: the catalog's models and the admissions, not the rest.
+    await mine.run({ written: ['MODEL'] });
+    expect(queried).toEqual(expect.arrayContaining(['MODEL', 'ADMISSION']));
+    expect(queried).not.toEqual(expect.arrayContaining(['COMPUTE']));
+    expect(queried.filter((pk) => ['SCOPE', 'QUOTA', 'DEMAND'].includes(pk))).toEqual([]);
+    // Another admitter commits (a new model to decide): this process may have missed records, so it reads all.
+    const added = await api.call(
+      'POST',
+      '/v1/models',
+      l4Model('l4-big', 'adm-late', 'project:adm', scale(0, 1)),
+      {
+        settle: false,
+      },
+    );
+    expect(added.status).toBe(201);
+    const fence = await admitterVersion();
+    await createServices().admitter.run();
+    await api.admitter.settled();
+    expect(await admitterVersion()).toBeGreaterThan(fence);
+    queried.length = 0;
+    await mine.run({ written: ['MODEL'] });
+    expect(queried).toEqual(expect.arrayContaining(['MODEL', 'COMPUTE', 'SCOPE', 'QUOTA', 'ADMISSION']));
+  } finally {
+    documentClient().middlewareStack.remove('countQueries');
+  }
 });
