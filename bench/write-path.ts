@@ -324,8 +324,14 @@ async function timeline(send: Send): Promise<string> {
 }
 
 /** The API measurements of one way of calling it; `round` runs one round of each. */
-function apiSeries(name: string, beside: () => Promise<Record<string, number>>) {
+function apiSeries(
+  name: string,
+  beside: () => Promise<Record<string, number>>,
+  /** Given, one client's writes are measured once more with the admitter's event source mapping disabled. */
+  admitterMapping?: (enabled: boolean) => Promise<void>,
+) {
   const one = new Series(`${name}-1`, beside);
+  const alone = new Series(`${name}-1-admitter-disabled`, beside);
   const many = new Series(`${name}-${CLIENTS}`, beside);
   const hot = new Series(`${name}-${CLIENTS}-one-model`, beside);
   const hotRefused = { n: 0 };
@@ -335,6 +341,16 @@ function apiSeries(name: string, beside: () => Promise<Record<string, number>>) 
     async round(send: Send) {
       if (process.env.BENCH_DEBUG) for (let i = 0; i < 3; i++) console.log(`  ${await timeline(send)}`);
       await one.round(() => drive(1, SERIAL, (_, i) => scale(send, MODELS[0]!, i)));
+      if (admitterMapping) {
+        // The same writes with no admitter run beside them: what the write path costs without the admitter's
+        // reads and commits on the same DynamoDB Local, which a stage's DynamoDB does not share with the API.
+        await admitterMapping(false);
+        try {
+          await alone.round(() => drive(1, SERIAL, (_, i) => scale(send, MODELS[0]!, i)));
+        } finally {
+          await admitterMapping(true);
+        }
+      }
       await many.round(() => drive(CLIENTS, EACH, (w, i) => scale(send, MODELS[w]!, i)));
       // All 64 clients on one model: each write races the 63 others for one item, and one that keeps losing for
       // the API's budget is answered 409 ConcurrentUpdate (counted, not an error of the bench).
@@ -347,9 +363,14 @@ function apiSeries(name: string, beside: () => Promise<Record<string, number>>) 
         ),
       );
     },
-    result: () => ({ one: one.result(), many: many.result(), hot: hot.result() }),
-    /** The last round's figures of one client and of 64 on 64 models. */
-    last: () => ({ one: one.rounds.at(-1)!, many: many.rounds.at(-1)! }),
+    result: () => ({
+      one: one.result(),
+      ...(admitterMapping ? { alone: alone.result() } : {}),
+      many: many.result(),
+      hot: hot.result(),
+    }),
+    /** The last round's figures of one client (with and without the admitter) and of 64 on 64 models. */
+    last: () => ({ one: one.rounds.at(-1)!, alone: alone.rounds.at(-1), many: many.rounds.at(-1)! }),
   };
 }
 
@@ -366,7 +387,13 @@ interface Results {
   /** Writes of the one-model series answered 409 ConcurrentUpdate. */
   hotRefused: { inProcess: number; http: number };
   /** Per round, against that round's ceiling: the two targets of issue 31. */
-  ratios: { writeOverCommit: number[]; clientsOverCeiling: number[]; httpClientsOverCeiling: number[] };
+  ratios: {
+    writeOverCommit: number[];
+    /** The same, with the admitter's mapping disabled while the writes run. */
+    writeAloneOverCommit: number[];
+    clientsOverCeiling: number[];
+    httpClientsOverCeiling: number[];
+  };
 }
 
 function calls1(m: Measured): string {
@@ -413,6 +440,9 @@ function markdown(r: Results): string {
     row(`raw UpdateItem, ${CLIENTS} writers on ${CLIENTS} items`, r.ceiling.update64),
     row(`raw commit of a scale write's shape (${r.txItems.join(' + ')}), 1 writer`, r.ceiling.tx1),
     row('PUT scaling in process, 1 client', r.inProcess.one),
+    ...(r.inProcess.alone
+      ? [row("PUT scaling in process, 1 client, the admitter's mapping disabled", r.inProcess.alone)]
+      : []),
     row(`PUT scaling in process, ${CLIENTS} clients on ${CLIENTS} models`, r.inProcess.many),
     row(`PUT scaling in process, ${CLIENTS} clients on one model`, r.inProcess.hot),
     row('PUT scaling over HTTP, 1 client', r.http.one),
@@ -421,7 +451,7 @@ function markdown(r: Results): string {
     '',
     `${CLIENTS} clients on one model: ${r.hotRefused.inProcess} (in process) and ${r.hotRefused.http} (over HTTP) of ${ROUNDS * CLIENTS * HOT_EACH} writes each were answered 409 ConcurrentUpdate after losing every race for 15 s; their time counts in the row above.`,
     '',
-    `Against the same round's ceiling: one write in process is ${spreadOf(r.ratios.writeOverCommit)} × the raw transaction it commits (target ≤ 2×); ${CLIENTS} clients reach ${spreadOf(r.ratios.clientsOverCeiling)} × the serial ceiling in process and ${spreadOf(r.ratios.httpClientsOverCeiling)} × over HTTP (target ≥ 0.8×).`,
+    `Against the same round's ceiling: one write in process is ${spreadOf(r.ratios.writeOverCommit)} × the raw transaction it commits (target ≤ 2×), ${spreadOf(r.ratios.writeAloneOverCommit)} × with the admitter's event source mapping disabled while it writes (the records wait in the stream, as a disabled mapping's do; the admitter's run every few writes reads and commits on the same DynamoDB Local and the same 2 cores as the write's commit, which a stage's DynamoDB does not share); ${CLIENTS} clients reach ${spreadOf(r.ratios.clientsOverCeiling)} × the serial ceiling in process and ${spreadOf(r.ratios.httpClientsOverCeiling)} × over HTTP (target ≥ 0.8×).`,
     '',
     whereTheTimeGoes(r.inProcess.one),
     '',
@@ -483,10 +513,11 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
     const update1 = new Series('raw-update-1');
     const update64 = new Series(`raw-update-${CLIENTS}`);
     const tx1 = new Series('raw-tx-1');
-    const inProc = apiSeries('api', cp.calls);
+    const inProc = apiSeries('api', cp.calls, cp.admitterMapping);
     const http = apiSeries('http', cp.calls);
     const ratios: Results['ratios'] = {
       writeOverCommit: [],
+      writeAloneOverCommit: [],
       clientsOverCeiling: [],
       httpClientsOverCeiling: [],
     };
@@ -504,6 +535,7 @@ export async function benchWritePath(): Promise<{ rows: Results; markdown: strin
       const p = inProc.last();
       const h = http.last();
       ratios.writeOverCommit.push(round(p.one.p50 / t.p50));
+      if (p.alone) ratios.writeAloneOverCommit.push(round(p.alone.p50 / t.p50));
       ratios.clientsOverCeiling.push(round(p.many.perSecond / u.perSecond));
       ratios.httpClientsOverCeiling.push(round(h.many.perSecond / u.perSecond));
     }

@@ -12,7 +12,8 @@ import { type ControlPlaneOptions, startControlPlane } from './control-plane';
  * (building requests, parsing every answer). The child prints one marked line, the API's URL and the environment
  * the control plane set (so the parent reads the same table and simulators), then answers each line on stdin:
  * `calls` with the DynamoDB calls it made since the last, by command and partition; `cpu` with the CPU time it
- * and the DynamoDB Local it started have used so far; `settle` once the admitter
+ * and the DynamoDB Local it started have used so far; `admitter off` and `admitter on` by disabling and enabling
+ * the admitter's event source mapping; `settle` once the admitter
  * has decided every write so far; `stop` by stopping. It stops too when its stdin closes, so a parent that crashes
  * takes it (and the DynamoDB Local it started) down with it.
  */
@@ -35,6 +36,8 @@ export interface ControlPlaneProcess {
   calls(): Promise<Record<string, number>>;
   /** CPU milliseconds used so far: this process's, and the DynamoDB Local it started (Linux; absent elsewhere). */
   cpu(): Promise<CpuUsed>;
+  /** Disables or enables the admitter's event source mapping; the writes' records wait in the stream meanwhile. */
+  admitterMapping(enabled: boolean): Promise<void>;
   /** Resolves once its admitter has decided every write made so far. */
   settle(timeoutMs: number): Promise<void>;
   stop(): Promise<void>;
@@ -84,6 +87,9 @@ export async function spawnControlPlane(opts: ProcessOptions): Promise<ControlPl
     ...ready,
     calls: () => ask<Record<string, number>>('calls'),
     cpu: () => ask<CpuUsed>('cpu'),
+    admitterMapping: async (enabled) => {
+      await ask(`admitter ${enabled ? 'on' : 'off'}`);
+    },
     settle: async (timeoutMs) => {
       await ask(`settle ${timeoutMs}`);
     },
@@ -134,6 +140,9 @@ async function main(): Promise<void> {
           controlPlaneMs: Math.round((used.user + used.system) / 1000),
           ...(dynamodbMs !== undefined ? { dynamodbMs } : {}),
         });
+      } else if (command === 'admitter') {
+        cp.admitterMapping(arg === 'on');
+        say({ admitter: arg });
       } else if (command === 'settle')
         await cp.admitterSettled(Number(arg)).then(
           () => say({ settled: true }),

@@ -161,6 +161,8 @@ export interface ControlPlane {
   admitterFunction: string;
   /** Resolves once every write made before the call has reached the admitter through the stream and it returned. */
   admitterSettled(timeoutMs?: number): Promise<void>;
+  /** Disables or enables the admitter's event source mapping (records wait in the stream meanwhile). */
+  admitterMapping(enabled: boolean): void;
   /** Where the reconcile function's failed and expired events go (the stack's on-failure queue). */
   reconcileFailureDestination: string;
   /**
@@ -549,6 +551,7 @@ async function start(
     reconcileFunction,
     admitterFunction,
     admitterSettled: (timeoutMs = 20_000) => admitterSource.drained(timeoutMs),
+    admitterMapping: (enabled) => admitterSource.setEnabled(enabled),
     reconcileFailureDestination: failures,
     reconcile,
     invokeReconcile,

@@ -48,6 +48,11 @@ export interface StreamSourceOptions {
 export interface StreamSource {
   /** Resolves once every record written before the call has been handed to the function and it returned. */
   drained(timeoutMs?: number): Promise<void>;
+  /**
+   * Disables or enables the mapping, as UpdateEventSourceMapping's Enabled does: while disabled nothing is read,
+   * and the records stay in the stream for when it is enabled again (drained() waits for that).
+   */
+  setEnabled(enabled: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -69,6 +74,7 @@ export async function startStreamSource(o: StreamSourceOptions): Promise<StreamS
   const retries = o.maximumRetryAttempts ?? -1;
   const shards = new Map<string, Shard>();
   let stopped = false;
+  let enabled = true;
   // Loops over the shards, counted as they start: drained() waits for one that started after it was called and
   // found nothing new, so it read everything written before the call.
   let loops = 0;
@@ -173,6 +179,10 @@ export async function startStreamSource(o: StreamSourceOptions): Promise<StreamS
   await discover(o.startingPosition ?? 'LATEST');
   const loop = (async () => {
     while (!stopped) {
+      if (!enabled) {
+        await sleep(pollMs);
+        continue;
+      }
       const n = ++loops;
       let any = true;
       try {
@@ -217,6 +227,9 @@ export async function startStreamSource(o: StreamSourceOptions): Promise<StreamS
           },
         });
       });
+    },
+    setEnabled(on) {
+      enabled = on;
     },
     async stop() {
       stopped = true;

@@ -110,3 +110,20 @@ it('keeps the order of the writes to one item', async () => {
   await source.drained(60_000);
   expect(sameN).toEqual(Array.from({ length: 20 }, (_, n) => n));
 });
+
+it('hands nothing on while the mapping is disabled, and every write it kept once it is enabled again', async () => {
+  await source.drained(60_000);
+  const before = batches.flat().length;
+  source.setEnabled(false);
+  try {
+    for (let n = 0; n < 5; n++)
+      await doc.send(new PutCommand({ TableName: table, Item: { pk: 'K', sk: `held-${n}`, n } }));
+    // Several polls' worth of time: a disabled mapping reads nothing.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(batches.flat().length).toBe(before);
+  } finally {
+    source.setEnabled(true);
+  }
+  await source.drained(60_000);
+  expect(batches.flat().slice(before)).toEqual(Array.from({ length: 5 }, (_, n) => `held-${n}`));
+});
