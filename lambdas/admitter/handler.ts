@@ -8,7 +8,8 @@ import { logger } from '../shared/logger';
  * The admitter Lambda (service/admitter.ts), reserved concurrency 1: invoked by the table's stream through an
  * event source mapping (a batch of writes to models, computes, scopes, quotas, node types or workloads), and by
  * each reconcile pass before it places. Whatever the trigger, it decides the whole world once; the records say
- * which partitions changed, which a run reads again. A failure throws, so Lambda retries the batch (the stream) or the pass reports it.
+ * which partitions changed, which a run reads again. A failure throws, so Lambda retries the batch (the stream)
+ * or the pass reports it.
  */
 
 // Built on the first invocation of a container; it reads the configuration on each use (service/index.ts).

@@ -174,14 +174,21 @@ async function guardVersion(name: string): Promise<number> {
   return (item?.version as number | undefined) ?? 0;
 }
 
+/** The condition that a guard item is at `version` (0: never written). */
+function atVersion(version: number) {
+  return {
+    ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
+    ExpressionAttributeNames: { '#v': 'version' },
+  };
+}
+
 function guardBump(name: string, version: number): TxItem {
   return {
     Update: {
       TableName: config().table,
       Key: keys.guard(name),
       UpdateExpression: 'SET #v = :next',
-      ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
-      ExpressionAttributeNames: { '#v': 'version' },
+      ...atVersion(version),
       ExpressionAttributeValues: version === 0 ? { ':next': 1 } : { ':next': version + 1, ':cur': version },
     },
   };
@@ -192,8 +199,7 @@ function guardCheck(name: string, version: number): TxItem {
     ConditionCheck: {
       TableName: config().table,
       Key: keys.guard(name),
-      ConditionExpression: version === 0 ? 'attribute_not_exists(#v)' : '#v = :cur',
-      ExpressionAttributeNames: { '#v': 'version' },
+      ...atVersion(version),
       ...(version === 0 ? {} : { ExpressionAttributeValues: { ':cur': version } }),
     },
   };
