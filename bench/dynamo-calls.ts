@@ -11,9 +11,11 @@ export function countDynamoDb(): { take(): Record<string, number>; stop(): void 
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const command = String(context.commandName ?? '?').replace(/Command$/, '');
-      // A single-item write is named by its partition too, so a table says what a pass rewrites.
+      // A single-item write is named by its partition's kind too (EVENT#model#m1 as EVENT: one partition per
+      // resource), so a table says what a pass rewrites without a column per model.
       const pk = (args.input as { Key?: { pk?: unknown }; Item?: { pk?: unknown } }).Key?.pk;
-      const key = /^(UpdateItem|PutItem|DeleteItem)$/.test(command) && pk ? `${command} ${pk}` : command;
+      const kind = String(pk).split('#')[0];
+      const key = /^(UpdateItem|PutItem|DeleteItem)$/.test(command) && pk ? `${command} ${kind}` : command;
       tally[key] = (tally[key] ?? 0) + 1;
       return next(args);
     },

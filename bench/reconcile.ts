@@ -218,11 +218,11 @@ export async function benchReconcile(opts: { computes?: number; models?: number 
       '',
       '| pass | time | AWS calls | DynamoDB calls | what it did |',
       '|---|---|---|---|---|',
-      `| first | ${rows.firstPassMs} ms | ${rows.firstPassAwsCalls} | ${tallyText(firstDb)} | admitted ${rows.firstPassAdmitted} units in ${rows.firstPassCommits} ledger transactions, ${whatItStarted(first)} |`,
+      `| first | ${rows.firstPassMs} ms | ${rows.firstPassAwsCalls} | ${tallyText(firstDb)} | its admitter run admitted ${rows.firstPassAdmitted} units in ${rows.firstPassCommits} commits, ${whatItStarted(first)} |`,
       `| second | ${rows.secondPassMs} ms | ${second.awsCalls} | ${tallyText(secondDb)} | observed the new node groups, ${whatItStarted(second)} |`,
       `| steady | ${rows.steadyPassMs} ms | ${rows.steadyPassAwsCalls} | ${tallyText(steadyDb)} | observed every node group (DescribeNodegroup + DescribeAutoScalingGroups), ${whatItStarted(third)} |`,
       '',
-      "EKS's quota of managed node groups per cluster is raised to fit the computes (AWS: 30 unless raised; below it llmcap holds the rest back with a pending reason and starts no workflow for them, test/integration/local/aws-quotas.test.ts). DynamoDB calls are the document client's, counted in process (the passes run in this process); AWS calls are EKS, Auto Scaling and Step Functions. A steady pass writes a compute only when its observed status or sizing changed.",
+      "EKS's quota of managed node groups per cluster is raised to fit the computes (AWS: 30 unless raised; below it llmcap holds the rest back with a pending reason and starts no workflow for them, test/integration/local/aws-quotas.test.ts). DynamoDB calls are the document client's, counted in process (the passes run in this process, and so does the admitter the table's stream drives: the models loaded just before the first pass are mostly admitted by its runs, whose calls and events land in the first pass's column); AWS calls are EKS, Auto Scaling and Step Functions. A steady pass writes a compute only when its observed status or sizing changed.",
     ].join('\n');
     return { rows, markdown };
   } finally {
