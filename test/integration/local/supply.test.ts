@@ -259,6 +259,11 @@ describe('GPUs that cannot be had', () => {
     ]);
     const listed = await llmcap(['get', 'computes', 'l4-ab'], { endpoint: cp.apiUrl });
     expect(listed.stdout).toContain('short in us-east-1a');
+    const described = await llmcap(['describe', 'compute', 'l4-ab'], { endpoint: cp.apiUrl });
+    expect(described.stdout).toMatch(/Zones:\s+us-east-1a, us-east-1b/);
+    expect(described.stdout).toMatch(
+      /Zones short:\s+us-east-1a since \S+ \(tried again after \S+\): Could not launch/,
+    );
 
     // The compute in us-east-1a only has the same instance type and market: EC2 has none for it either, so it is
     // short although it never asked, and a model preferring it runs on its next profile instead.
