@@ -128,6 +128,8 @@ export interface LaunchActivity {
   message?: string;
   /** The zone it launched in, or tried to (the activity's Details; else the zone EC2's message names). */
   zone?: string;
+  /** Not this group's launch: the newest failure of zones other computes found short (launchForShortage). */
+  fromZones?: true;
 }
 
 /** A compute whose node group cannot launch nodes for lack of capacity. */
@@ -149,6 +151,8 @@ export interface CapacityShortage {
    * here is the probe.
    */
   countedUntil: string;
+  /** Taken from other computes' failures in every zone of this group; ends with them (nextComputeShortage). */
+  fromZones?: true;
 }
 
 /** EC2's errors for capacity it does not have, On-Demand or Spot (not quotas, not configuration). */
@@ -201,6 +205,8 @@ export function nextShortage(
     since,
     message: failure.message,
     lastFailureAt: failure.at,
+    // Taken from others only while this group never failed itself: its own failure is its own to probe.
+    ...(failed && launch?.fromZones && (!prev || prev.fromZones) ? { fromZones: true as const } : {}),
     probes,
     nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
     countedUntil: reclaimed
@@ -291,6 +297,19 @@ export function sharedShortZones(
   return out;
 }
 
+/** True when every zone of the group is short of its instance type and market (by any compute's launches). */
+function allZonesShort(
+  node: { instanceType: string; capacityType?: string },
+  zones: readonly string[],
+  shared: ReadonlyMap<string, ZoneShortage>,
+  now: string,
+): boolean {
+  return zones.every((z) => {
+    const s = shared.get(capacityKey(node, z));
+    return s !== undefined && s.until > now;
+  });
+}
+
 /**
  * The launch the compute-wide shortage (nextShortage) is judged on, for a group whose zones are known. Where it
  * spans several zones a capacity failure in one is not the compute's: Auto Scaling launches in another. Once
@@ -306,18 +325,49 @@ export function launchForShortage(
   now: string,
 ): LaunchActivity | undefined {
   if (!zones || zones.length === 0) return launch;
-  const short = zones.map((z) => shared.get(capacityKey(node, z)));
-  const all = short.every((z) => z !== undefined && z.until > now);
+  const all = allZonesShort(node, zones, shared, now);
   const capacityFailure = launch?.status === 'Failed' && isCapacityFailure(launch.message);
   // A failure in no zone of the group's list (none named, or a zone ID such as use1-az1 where the list has names)
   // stays the compute's, as it always was.
   const elsewhere = capacityFailure && launch!.zone !== undefined && zones.includes(launch!.zone);
   if (!all) return elsewhere && zones.length > 1 ? { ...launch!, status: 'Other' } : launch;
   if (capacityFailure) return launch;
-  const newest = (short as ZoneShortage[]).reduce((a, b) => (b.lastFailureAt > a.lastFailureAt ? b : a));
+  const newest = zones
+    .map((z) => shared.get(capacityKey(node, z))!)
+    .reduce((a, b) => (b.lastFailureAt > a.lastFailureAt ? b : a));
   // A success newer than every zone's failure means capacity came back: that ends a shortage as before.
   if (launch?.status === 'Successful' && launch.at > newest.lastFailureAt) return launch;
-  return { status: 'Failed', at: newest.lastFailureAt, message: newest.message, zone: newest.zone };
+  return {
+    status: 'Failed',
+    at: newest.lastFailureAt,
+    message: newest.message,
+    zone: newest.zone,
+    fromZones: true,
+  };
+}
+
+/**
+ * A compute's shortage after a pass, its zones considered (launchForShortage): as nextShortage, except that a
+ * shortage taken only from other computes' failures ends once not every zone of this group is short any more,
+ * rather than waiting for a probe of a group that never failed (its wait may have grown to an hour).
+ */
+export function nextComputeShortage(
+  prev: CapacityShortage | undefined,
+  seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
+  group: {
+    node: { instanceType: string; capacityType?: string };
+    zones?: readonly string[];
+    shared: ReadonlyMap<string, ZoneShortage>;
+  },
+  now: string,
+  graceMs: number,
+  reclaimed = false,
+): CapacityShortage | undefined {
+  const { node, zones, shared } = group;
+  const known = zones !== undefined && zones.length > 0;
+  const from = prev?.fromZones && known && !allZonesShort(node, zones, shared, now) ? undefined : prev;
+  const launch = launchForShortage(seen.launch, node, zones, shared, now);
+  return nextShortage(from, { ...seen, launch }, now, graceMs, reclaimed);
 }
 
 /** True while the pass must not ask the group for nodes it lacks: short of capacity, before the next probe. */

@@ -29,9 +29,8 @@ import {
   type ComputeSupply,
   holdsLaunches,
   type LaunchActivity,
-  launchForShortage,
+  nextComputeShortage,
   nextInterruptions,
-  nextShortage,
   nextShortZones,
   nodeOfInstance,
   nodesByCompute,
@@ -368,10 +367,10 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         : (c.supply?.replacementNodes ?? 0);
       const reclaimed = replacesReclaimed(c.supply, o?.launch, now, graceMs);
       const z = zonal.get(c.name)!;
-      const launch = launchForShortage(o?.launch, c.spec.node, z.zones, shared, now);
-      const short = nextShortage(
+      const short = nextComputeShortage(
         c.supply?.shortOfCapacity,
-        { ...(launch ? { launch } : {}), ...(o?.healthIssues ? { healthIssues: o.healthIssues } : {}) },
+        o ?? {},
+        { node: c.spec.node, zones: z.zones, shared },
         now,
         capacityGraceMs,
         reclaimed,

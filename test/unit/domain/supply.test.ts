@@ -9,6 +9,7 @@ import {
   idleReason,
   type LaunchActivity,
   launchForShortage,
+  nextComputeShortage,
   nextShortage,
   nextShortZones,
   nodesByCompute,
@@ -312,8 +313,7 @@ describe('zones short of capacity (issue 32 §3)', () => {
       { spec: { node: l4 }, shortZones: own },
       { spec: { node: l4 }, shortZones: theirs },
     ]);
-    const launch = launchForShortage(launches[0], l4, zones, shared, now);
-    return nextShortage(undefined, launch ? { launch } : {}, now, GRACE);
+    return nextComputeShortage(undefined, { launch: launches[0] }, { node: l4, zones, shared }, now, GRACE);
   };
 
   it('is not short when EC2 refused one of its zones and Auto Scaling launched in another', () => {
@@ -357,6 +357,32 @@ describe('zones short of capacity (issue 32 §3)', () => {
       },
     ]);
     expect(launchForShortage(undefined, l4, ['us-east-1a'], spot, at(1))).toBeUndefined();
+  });
+
+  it('ends a shortage taken from others once their zones are not all short, not at a probe it never made', () => {
+    const zone = { zone: 'us-east-1a', since: at(0), lastFailureAt: at(0), message: ice('us-east-1a') };
+    const shortA = sharedShortZones([{ spec: { node: l4 }, shortZones: [{ ...zone, until: at(10) }] }]);
+    const group = { node: l4, zones: ['us-east-1a'] };
+    const taken = nextComputeShortage(undefined, {}, { ...group, shared: shortA }, at(1), GRACE);
+    expect(taken).toMatchObject({ since: at(0), fromZones: true });
+    // Another compute's later failure there backs its probe off, as a failure of its own would.
+    const later = sharedShortZones([
+      { spec: { node: l4 }, shortZones: [{ ...zone, lastFailureAt: at(11), until: at(21) }] },
+    ]);
+    const again = nextComputeShortage(taken, {}, { ...group, shared: later }, at(12), GRACE);
+    expect(again).toMatchObject({ probes: 1, fromZones: true });
+    // A launch there succeeded (the zone is no longer listed): it ends with it, though its probe is far off.
+    expect(nextComputeShortage(again, {}, { ...group, shared: new Map() }, at(13), GRACE)).toBeUndefined();
+    // Its own failure is its own: it stays until its probe, whatever the others' zones say.
+    const own = nextComputeShortage(
+      undefined,
+      { launch: failed('us-east-1a', 0) },
+      { ...group, shared: shortA },
+      at(1),
+      GRACE,
+    );
+    expect(own?.fromZones).toBeUndefined();
+    expect(nextComputeShortage(own, {}, { ...group, shared: new Map() }, at(2), GRACE)).toBe(own);
   });
 
   it('clears a zone at a later launch there, tries it again after twice the grace, and folds an activity once', () => {
