@@ -27,6 +27,12 @@ export interface Durations {
    * eksctl Spot examples). EKS's health issue comes later (createFailureMs, scaleOutFailureMs).
    */
   launchFailureMs: number;
+  /**
+   * A group whose launch EC2 refused tries again on its own this long after (an ACTIVE group still short of its
+   * desired size): "a failing ASG retries roughly every 10 minutes" (supply-and-demand.md A1, observed; the exact
+   * back-off is unverified). Each refusal is a Failed activity again; once EC2 has capacity, the instances launch.
+   */
+  launchRetryMs: number;
   /** InService → the kubelet registers its Node (NotReady). */
   nodeRegisterMs: number;
   /** Node registered → Ready (the VPC CNI is up). */
@@ -54,6 +60,7 @@ export const DEFAULT_DURATIONS: Durations = {
   createFailureMs: 35 * 60_000,
   scaleOutFailureMs: 5 * 60_000,
   launchFailureMs: 5_000,
+  launchRetryMs: 600_000,
   nodeRegisterMs: 20_000,
   nodeReadyMs: 30_000,
   imagePullMs: 20_000,

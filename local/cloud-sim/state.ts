@@ -121,6 +121,8 @@ export interface SimNodegroup {
   launchFailurePending: boolean;
   /** A launch fault has scheduled the Failed scaling activity of a launch attempt and it has not fired yet. */
   launchAttemptPending: boolean;
+  /** Auto Scaling's own retry of a refused launch is due (one at a time). */
+  launchRetryPending: boolean;
   input: CreateNodegroupInput;
   scaling: ScalingConfig;
   instanceTypes: string[];
@@ -502,6 +504,7 @@ export class Simulator {
       degraded: false,
       launchFailurePending: false,
       launchAttemptPending: false,
+      launchRetryPending: false,
       input,
       scaling: { ...scaling },
       instanceTypes:
@@ -755,6 +758,13 @@ export class Simulator {
             ng.launchAttemptPending = false;
             // Auto Scaling tries each of the group's zones in turn: a Failed activity for each.
             for (const z of zones) this.refusedLaunch(ng, refused.get(z)!, z, askedAt);
+            // And tries again on its own later, as long as the group is short of its desired size.
+            if (ng.launchRetryPending) return;
+            ng.launchRetryPending = true;
+            this.schedule(this.d(this.opts.durations.launchRetryMs), `${ng.name}: launch retried`, () => {
+              ng.launchRetryPending = false;
+              if (this.alive(ng) && ng.phase === 'ACTIVE') this.reconcileAsg(ng);
+            });
           },
         );
       }
