@@ -190,29 +190,29 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
       if (d.kind === 'unchanged') return { compute: current!, created: false };
       const write = { ...c, name: current!.name, by, expectedVersion: d.expectedVersion };
       const next = { ...write, requireNoNodegroup: d.requireNoNodegroup };
-      if ((current!.owner ?? '') !== (c.owner ?? '')) {
-        // A new owner brings a new line of the tree: the name must be free on it, decided under the guard.
-        const compute = await deps.store.commit.commitDecision(
-          committing(opts, async () => {
-            await keyFor(c.name, c.owner, current!.name);
-            const at = now();
-            return {
-              items: [store.replaceItem(next, at), ...ownerChecks(c.owner, at)],
-              result: replaced(current!, write, by, at),
-            };
-          }),
-          {
-            guards: [GUARDS.computes],
-            onItemConflict: () =>
-              versionMismatch(
-                `compute ${c.name} changed since version ${d.expectedVersion}; read it again and retry`,
-              ),
-          },
-        );
-        return { compute, created: false };
-      }
-      if (opts?.dryRun) return { compute: replaced(current!, write, by, now()), created: false };
-      return { compute: await store.replaceCompute(next, now()), created: false };
+      const newOwner = (current!.owner ?? '') !== (c.owner ?? '');
+      // Under the computes' guard, owner change or not: a model write decides on a reading of the computes and
+      // checks this guard at its commit (CommitOptions.checks), so a node that changed meanwhile (its hardware
+      // may, without a node group) makes it decide again instead of storing a model only the old node fitted.
+      const compute = await deps.store.commit.commitDecision(
+        committing(opts, async () => {
+          // A new owner brings a new line of the tree: the name must be free on it, decided under the guard.
+          if (newOwner) await keyFor(c.name, c.owner, current!.name);
+          const at = now();
+          return {
+            items: [store.replaceItem(next, at), ...(newOwner ? ownerChecks(c.owner, at) : [])],
+            result: replaced(current!, write, by, at),
+          };
+        }),
+        {
+          guards: [GUARDS.computes],
+          onItemConflict: () =>
+            versionMismatch(
+              `compute ${c.name} changed since version ${d.expectedVersion} (or its node group now exists); read it again and retry`,
+            ),
+        },
+      );
+      return { compute, created: false };
     },
 
     /**

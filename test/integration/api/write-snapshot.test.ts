@@ -223,3 +223,37 @@ it('refuses a resources change that only a compute another container deleted cou
   expect(got.status).toBe(200);
   expect(got.body.spec.profiles[0].cpuCores).toBe(2);
 });
+
+it("moves the computes' guard on a compute's replace, so a model write deciding on an older reading decides again", async () => {
+  // The test above shows a moved guard makes a model write decide again; this one, that a replace moves it as a
+  // delete does. A compute without a node group may change its hardware, and a model write in another container
+  // deciding on the old node must not store a model only that node fitted.
+  const manifest = (instanceType: string) => ({
+    apiVersion: 'llmcap/v1',
+    kind: 'Compute',
+    metadata: { name: 'reshaped' },
+    spec: { node: { instanceType }, nodeGroup: { maxNodes: 2 } },
+  });
+  expect((await call('POST', '/v1/computes', manifest('g5.12xlarge'))).status).toBe(201);
+  const guard = async () =>
+    (
+      await other.send(
+        new GetCommand({ TableName: table(), Key: keys.guard('computes'), ConsistentRead: true }),
+      )
+    ).Item?.version ?? 0;
+  const was = await guard();
+  const r = await call('PUT', '/v1/computes/reshaped', manifest('g5.xlarge'));
+  expect(r.status).toBe(200);
+  expect(r.body.spec.node.cpu).toBe(4);
+  expect(await guard()).toBeGreaterThan(was);
+  // A replace that loses to another container's change is still refused, and writes nothing.
+  const version = r.body.metadata.version;
+  await elsewhere(keys.compute('reshaped'), (item) => {
+    item.spec.nodeGroup.maxNodes = 3;
+  });
+  const stale = await call('PUT', '/v1/computes/reshaped', manifest('g5.2xlarge'), {
+    headers: { 'if-match': `"${version}"` },
+  });
+  expect(stale.status).toBe(409);
+  expect((await call('GET', '/v1/computes/reshaped')).body.spec.node.instanceType).toBe('g5.xlarge');
+});
