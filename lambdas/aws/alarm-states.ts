@@ -11,8 +11,9 @@ import { config } from '../shared/config';
 /** Every metric alarm whose name starts with `prefix`, page by page. */
 export async function alarmsNamed(prefix: string): Promise<MetricAlarm[]> {
   // Loaded here, not with the module: the API's cold start would otherwise pay ~17 ms for the CloudWatch SDK
-  // that only GET /v1/alarms needs.
-  const { DescribeAlarmsCommand } = await import('@aws-sdk/client-cloudwatch');
+  // that only GET /v1/alarms needs. A require, as clients.ts loads the client: the SDK is CommonJS.
+  const { DescribeAlarmsCommand } =
+    require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const alarms: MetricAlarm[] = [];
   let token: string | undefined;
   do {
