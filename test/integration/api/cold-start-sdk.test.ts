@@ -71,20 +71,23 @@ it('serves reads that need only DynamoDB with its SDK package alone, and loads C
   ]);
 });
 
-it("bundles none of the reconciler's cluster, node group or workflow adapters", async () => {
+it("bundles none of the reconciler's cluster, node group or workflow adapters, nor the admitter", async () => {
   const { metafile } = await bundleApi(join(dir, 'api-meta.js'));
   const inputs = Object.values(metafile.outputs).flatMap((o) =>
     Object.entries(o.inputs)
       .filter(([, i]) => i.bytesInOutput > 0)
       .map(([f]) => f),
   );
-  // What only a reconcile pass calls: a module here would be loaded (and its SDK with it) on every API cold start.
-  const reconcilerOnly = [
+  // What only a reconcile pass or the admitter runs: a module here would be loaded (and its SDK with it) on
+  // every API cold start, for nothing.
+  const notTheApis = [
     'lambdas/aws/kubernetes.ts',
     'lambdas/aws/nodegroups.ts',
     'lambdas/aws/workflows.ts',
     'lambdas/service/reconcile.ts',
+    'lambdas/service/admitter.ts',
+    'lambdas/domain/moves.ts',
   ];
-  expect(inputs.filter((f) => reconcilerOnly.some((r) => f.endsWith(r)))).toEqual([]);
+  expect(inputs.filter((f) => notTheApis.some((r) => f.endsWith(r)))).toEqual([]);
   expect(inputs.some((f) => f.endsWith('lambdas/api/handler.ts'))).toBe(true);
 });
