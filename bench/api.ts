@@ -44,24 +44,31 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
         requestContext: { http: { method: 'GET' }, requestId: 'bench', authorizer: { iam: ${JSON.stringify(iamAuthorizerOf(LOCAL_ADMIN))} } } };
       const context = { awsRequestId: 'bench', functionName: 'api', getRemainingTimeInMillis: () => 30000 };
       (async () => {
+        // CPU time beside wall time: what the process itself spent, which waiting for a core does not inflate.
+        const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+        const c0 = cpu();
         const t0 = process.hrtime.bigint();
         const { handler } = require(${JSON.stringify(bundle.file)});
         const t1 = process.hrtime.bigint();
+        const c1 = cpu();
         const r = await handler(event, context);
         const t2 = process.hrtime.bigint();
+        const c2 = cpu();
         if (r.statusCode !== 200) throw new Error('status ' + r.statusCode + ' ' + r.body);
         const first = { ...calls };
         await handler(event, context);
         const t3 = process.hrtime.bigint();
         const ms = (a, b) => Number(b - a) / 1e6;
         // The SDK client packages the process has loaded by now: the API needs DynamoDB's alone for this read.
-        const sdk = [...new Set(Object.keys(require.cache).flatMap((k) => k.match(/@aws-sdk/client-[a-z0-9-]+/g) ?? []))].sort();
-        console.log(JSON.stringify({ load: ms(t0, t1), first: ms(t1, t2), second: ms(t2, t3), calls: first, sdk }));
+        const sdk = [...new Set(Object.keys(require.cache).flatMap((k) => k.match(/@aws-sdk\\/client-[a-z0-9-]+/g) ?? []))].sort();
+        console.log(JSON.stringify({ load: ms(t0, t1), first: ms(t1, t2), second: ms(t2, t3), loadCpu: c1 - c0, firstCpu: c2 - c1, calls: first, sdk }));
       })().catch((e) => { console.error(e); process.exit(1); });`;
     const colds: {
       load: number;
       first: number;
       second: number;
+      loadCpu: number;
+      firstCpu: number;
       calls: { ec2: number; pricing: number };
       sdk: string[];
     }[] = [];
@@ -132,6 +139,9 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
       coldStartMsMax: Math.round(cold[cold.length - 1]!),
       coldLoadMs: Math.round(med((c) => c.load)),
       coldFirstRequestMs: Math.round(med((c) => c.first)),
+      coldStartCpuMsMedian: Math.round(med((c) => c.loadCpu + c.firstCpu)),
+      coldLoadCpuMs: Math.round(med((c) => c.loadCpu)),
+      coldFirstRequestCpuMs: Math.round(med((c) => c.firstCpu)),
       warmSecondRequestMs: +med((c) => c.second).toFixed(1),
       coldEc2Calls: colds[0]!.calls.ec2,
       coldPricingCalls: colds[0]!.calls.pricing,
@@ -155,6 +165,7 @@ export async function benchApi(): Promise<{ rows: Record<string, number>; markdo
       `| api bundle (minified, SDK external) | ${rows.bundleKb} KB | < 300 KB |`,
       `| cold start: load bundle + first GET /v1/computes (median of 5 / max) | ${rows.coldStartMsMedian} ms / ${rows.coldStartMsMax} ms | < 150 ms |`,
       `| of it: load the bundle / the first request (median) | ${rows.coldLoadMs} ms / ${rows.coldFirstRequestMs} ms | |`,
+      `| the cold start's CPU time: in all / loading / the first request (median) | ${rows.coldStartCpuMsMedian} ms / ${rows.coldLoadCpuMs} ms / ${rows.coldFirstRequestCpuMs} ms | |`,
       `| the first request's calls to resolve the built-ins (simulator) | ${rows.coldEc2Calls} EC2 DescribeInstanceTypes, ${rows.coldPricingCalls} Price List GetProducts | |`,
       `| the SDK clients the cold start has loaded by then | ${sdk} | |`,
       `| the same process's second GET /v1/computes (median) | ${rows.warmSecondRequestMs} ms | |`,
