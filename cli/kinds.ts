@@ -33,11 +33,16 @@ export function nameOf(item: Item): string {
 
 const specOf = (item: Item): Item => item?.spec ?? item ?? {};
 
-/** `short 4m` while EC2 has no capacity for the compute, `2 idle` with nodes that take no pods, else `ok`. */
+/**
+ * `short 4m` while EC2 has no capacity for the compute, `short in us-east-1a` while it has none in some of its
+ * zones (the group launches in the others), `2 idle` with nodes that take no pods, else `ok`.
+ */
 function capacityText(s: Item): string {
   const idle = Array.isArray(s.idleNodes) ? s.idleNodes.length : 0;
+  const zones = Array.isArray(s.shortZones) ? s.shortZones.map((z: Item) => z.zone) : [];
   const parts = [
     ...(s.shortOfCapacity ? [`short ${age(s.shortOfCapacity.since) ?? ''}`.trim()] : []),
+    ...(!s.shortOfCapacity && zones.length ? [`short in ${zones.join(' ')}`] : []),
     ...(idle ? [`${idle} idle`] : []),
   ];
   return parts.length ? parts.join(', ') : 'ok';
@@ -145,6 +150,15 @@ const compute: Kind = {
           'Short of capacity',
           s.shortOfCapacity
             ? `since ${s.shortOfCapacity.since}, next launch attempt at ${s.shortOfCapacity.nextProbeAt}: ${s.shortOfCapacity.message}`
+            : undefined,
+        ],
+        ['Zones', Array.isArray(s.zones) ? s.zones.join(', ') : undefined],
+        [
+          'Zones short',
+          Array.isArray(s.shortZones) && s.shortZones.length
+            ? s.shortZones
+                .map((z: Item) => `${z.zone} since ${z.since} (tried again after ${z.until}): ${z.message}`)
+                .join('; ')
             : undefined,
         ],
         ['Status since', s.lastReconciledAt],

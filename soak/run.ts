@@ -120,7 +120,8 @@ function markdown(
           .join(', ')}; ` +
         `${d.admittedNotRunningMinutes} replica-minutes admitted but not running; ${d.interruptionsCounted} warnings counted` +
         (d.faults
-          ? `; ICE ${d.faults.ice.rounds}, cordons ${d.faults.cordon.rounds}, binding quotas ${d.faults.quota.rounds}: ` +
+          ? `${d.faults.zone ? `; one zone short ${d.faults.zone.rounds} (compute kept, replicas Ready in its other zone ${d.zoneStayed}, p50 ${d.faults.zone.p50Seconds} s after the ask)` : ''}` +
+            `; ICE ${d.faults.ice.rounds}, cordons ${d.faults.cordon.rounds}, binding quotas ${d.faults.quota.rounds}: ` +
             `replicas admitted on a short compute past its grace: ${d.admittedPastGrace} samples, up to ${d.admittedOnShortMaxPasses} passes |`
           : ' |'),
     );

@@ -15,6 +15,7 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
     log(`supply: ${rounds} Spot reclaims, the last with no Spot capacity to replace the node`);
     const r = await runSupplyChaos(cp, jsonClient(invokeHttp(cp.apiUrl), P.platform), {
       rounds,
+      zoneRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
       iceRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
       cordonRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
       quotaRounds: num('SOAK_SUPPLY_OTHER_ROUNDS', 2),
@@ -26,7 +27,7 @@ export async function soakSupply(): Promise<SupplyChaosReport> {
         `availability ${JSON.stringify(r.availability)}; ${r.admittedNotRunningMinutes} replica-minutes admitted but not running`,
     );
     log(
-      `supply per fault: ${JSON.stringify(r.faults)}; replicas admitted on a short compute past its grace: ${r.admittedPastGrace} samples, up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGraceMaxSeconds} s); ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
+      `supply per fault: ${JSON.stringify(r.faults)}; replicas admitted on a short compute past its grace: ${r.admittedPastGrace} samples, up to ${r.admittedOnShortMaxPasses} passes (${r.admittedPastGraceMaxSeconds} s); one zone short, compute kept: ${r.zoneStayed} of ${r.faults.zone.rounds}; ICE moved back ${r.movedBack}, quota named ${r.quotaNamed}`,
     );
     record('supply', r);
     return r;
@@ -40,6 +41,7 @@ export const supplyOk = (r: SupplyChaosReport) =>
   r.recoverySeconds.length === r.rounds &&
   // Results recorded before the other faults were added have none of these.
   (r.quotaNamed ?? 0) === (r.faults?.quota.rounds ?? 0) &&
+  (r.zoneStayed ?? 0) === (r.faults?.zone?.rounds ?? 0) &&
   !r.beyondQuotaPasses;
 
 if (require.main === module) soakSupply().then((r) => process.exit(supplyOk(r) ? 0 : 1));

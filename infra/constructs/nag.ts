@@ -36,6 +36,8 @@ export const STAR_RESOURCE_ACTIONS: Record<string, string | null> = {
   'autoscaling:DescribeScalingActivities': null,
   // The API resolves every compute write against what AWS says an instance type is and costs.
   'ec2:DescribeInstanceTypes': null,
+  // The reconciler reads the zones of a compute's subnets (Describe* actions take no resource in IAM).
+  'ec2:DescribeSubnets': null,
   'pricing:GetProducts': null,
   // A quota with no applied value is read as AWS's default (lambdas/aws/quotas.ts).
   'servicequotas:GetAWSDefaultServiceQuota': null,

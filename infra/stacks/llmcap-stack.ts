@@ -274,6 +274,8 @@ export class LlmcapStack extends Stack {
         'autoscaling:DescribeScalingActivities',
         'cloudwatch:DescribeAlarms',
         'ec2:DescribeInstanceTypes',
+        // The zones of a compute's subnets before its node group exists (issue 32 §3); no resource-level scoping.
+        'ec2:DescribeSubnets',
         'pricing:GetProducts',
         'servicequotas:GetAWSDefaultServiceQuota',
       ],

@@ -8,7 +8,7 @@ import type { Compute, NodegroupStatus, ObservedStatus } from '../domain/compute
 import { needsObservation } from '../domain/compute-changes';
 import { foreignMessage, ISSUE_DEFAULTS, nodegroupNameOf, ownerOf, ownsNodegroup } from '../domain/nodegroup';
 import { type LaunchActivity, readsLaunches } from '../domain/supply';
-import { autoScalingClient, eksClient } from '../shared/clients';
+import { autoScalingClient, ec2Client, eksClient } from '../shared/clients';
 import { config } from '../shared/config';
 import { mapLimit } from '../shared/map-limit';
 
@@ -32,6 +32,10 @@ export interface Observation {
    * (readsLaunches), so a steady pass makes no extra call.
    */
   launch?: LaunchActivity;
+  /** Every launch among the activities read (newest first): where they failed or succeeded, zone by zone. */
+  launches?: LaunchActivity[];
+  /** The Availability Zones of the group's Auto Scaling group (its subnets'), as Auto Scaling lists them. */
+  zones?: string[];
 }
 
 const MAX_CONCURRENCY = 8;
@@ -98,7 +102,8 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
   }
   const asgName = ng.resources?.autoScalingGroups?.[0]?.name;
   let ready = 0;
-  let launch: LaunchActivity | undefined;
+  let launches: LaunchActivity[] | undefined;
+  let zones: string[] | undefined;
   if (asgName) {
     calls++;
     const out = await autoScalingClient().send(
@@ -111,11 +116,14 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
     ).length;
     const live = instances.filter((i) => !i.LifecycleState?.startsWith('Terminat')).length;
     const desired = group?.DesiredCapacity ?? 0;
-    if (readsLaunches({ live, ready, desired }, c.status, c.supply?.shortOfCapacity, now)) {
+    zones = group?.AvailabilityZones?.length ? [...group.AvailabilityZones].sort() : undefined;
+    const seen = { live, ready, desired, zones: zones?.length ?? 0 };
+    if (readsLaunches(seen, c.status, c.supply?.shortOfCapacity, now)) {
       calls++;
-      launch = await newestLaunch(asgName);
+      launches = await latestLaunches(asgName);
     }
   }
+  const launch = launches?.[0];
   const health = healthMessage(ng);
   return {
     compute: c.name,
@@ -123,6 +131,8 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
     calls,
     maxSize: ng.scalingConfig?.maxSize,
     ...(launch ? { launch } : {}),
+    ...(launches ? { launches } : {}),
+    ...(zones ? { zones } : {}),
     status: {
       nodegroupStatus: (ng.status ?? 'ACTIVE') as NodegroupStatus,
       desiredNodes: ng.scalingConfig?.desiredSize ?? 0,
@@ -135,24 +145,58 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
 }
 
 /**
- * The newest launch among the group's latest scaling activities (newest first): whether it succeeded, failed
- * (with EC2's StatusMessage: InsufficientInstanceCapacity, ...) or is still going.
+ * The launches among the group's latest scaling activities (newest first): whether each succeeded, failed (with
+ * EC2's StatusMessage: InsufficientInstanceCapacity, ...) or is still going, and in which zone.
  */
-async function newestLaunch(asgName: string): Promise<LaunchActivity | undefined> {
+async function latestLaunches(asgName: string): Promise<LaunchActivity[]> {
   const out = await autoScalingClient().send(
     new DescribeScalingActivitiesCommand({ AutoScalingGroupName: asgName, MaxRecords: 10 }),
   );
-  const a = (out.Activities ?? []).find((x) => x.Description?.startsWith('Launching a new EC2 instance'));
-  if (!a) return undefined;
-  const code = a.StatusCode;
-  const status: LaunchActivity['status'] =
-    code === 'Successful' || code === 'Failed' || code === 'InProgress' ? code : 'Other';
-  return {
-    status,
-    at: (a.EndTime ?? a.StartTime ?? new Date()).toISOString(),
-    ...(a.StartTime ? { startedAt: a.StartTime.toISOString() } : {}),
-    ...(a.StatusMessage ? { message: a.StatusMessage } : {}),
-  };
+  return (out.Activities ?? [])
+    .filter((x) => x.Description?.startsWith('Launching a new EC2 instance'))
+    .map((a) => {
+      const code = a.StatusCode;
+      const status: LaunchActivity['status'] =
+        code === 'Successful' || code === 'Failed' || code === 'InProgress' ? code : 'Other';
+      const zone = activityZone(a.Details, a.StatusMessage);
+      return {
+        status,
+        at: (a.EndTime ?? a.StartTime ?? new Date()).toISOString(),
+        ...(a.StartTime ? { startedAt: a.StartTime.toISOString() } : {}),
+        ...(a.StatusMessage ? { message: a.StatusMessage } : {}),
+        ...(zone ? { zone } : {}),
+      };
+    });
+}
+
+/**
+ * The zone of an activity: its Details, a JSON string such as `{"Subnet ID":"subnet-…","Availability Zone":"us-east-1a"}`;
+ * else the zone EC2's capacity message names ("in the Availability Zone you requested (us-east-1a)").
+ */
+export function activityZone(details: string | undefined, message: string | undefined): string | undefined {
+  try {
+    const zone = (JSON.parse(details ?? '{}') as Record<string, unknown>)['Availability Zone'];
+    if (typeof zone === 'string' && zone) return zone;
+  } catch {
+    // Details is free text in Auto Scaling's model; a page that is not JSON names no zone.
+  }
+  return /Availability Zone you requested \(([a-z0-9-]+)\)/.exec(message ?? '')?.[1];
+}
+
+/**
+ * The zone of each subnet (EC2 DescribeSubnets, one call for all): where a compute's node group will launch,
+ * known before it has one, so a zone EC2 is short in for its instance type keeps replicas off it from the start.
+ */
+export async function subnetZones(ids: readonly string[]): Promise<Record<string, string>> {
+  if (!ids.length) return {};
+  // Required on first use, as hardware.ts requires it: the EC2 SDK is slow to load for passes that never ask.
+  const { DescribeSubnetsCommand } = require('@aws-sdk/client-ec2') as typeof import('@aws-sdk/client-ec2');
+  const out = await ec2Client(config().region).send(new DescribeSubnetsCommand({ SubnetIds: [...ids] }));
+  return Object.fromEntries(
+    (out.Subnets ?? []).flatMap((s) =>
+      s.SubnetId && s.AvailabilityZone ? [[s.SubnetId, s.AvailabilityZone]] : [],
+    ),
+  );
 }
 
 export async function observeAll(computes: ObservedCompute[], now: string): Promise<Observation[]> {

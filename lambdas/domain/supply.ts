@@ -24,6 +24,30 @@ export interface ComputeSupply {
   shortOfCapacity?: CapacityShortage;
   /** Spot interruption warnings seen for the group's instances (issue 32 §4); kept across passes. */
   interruptions?: SpotInterruptions;
+  /** The Availability Zones the group launches in: as its Auto Scaling group lists them, else its subnets'. */
+  zones?: string[];
+  /** Before the group exists: the zone of each of its subnets (DescribeSubnets), kept so none is read twice. */
+  subnetZones?: Record<string, string>;
+  /**
+   * Zones where a launch of the group failed for lack of capacity and none has succeeded since: where the group
+   * spans several, Auto Scaling launches in the others, so the compute is short (shortOfCapacity) only when every
+   * one of its zones is, by its own launches or those of a compute with its instance type and market.
+   */
+  shortZones?: ZoneShortage[];
+  /** The newest scaling activity folded into shortZones, so an activity read again is not counted twice. */
+  launchesReadTo?: string;
+}
+
+/** A zone EC2 had no capacity in for the group's instance type and market. */
+export interface ZoneShortage {
+  zone: string;
+  /** The first failure in the zone since the last launch that succeeded there. */
+  since: string;
+  lastFailureAt: string;
+  /** EC2's message, which names the zone and where capacity may be had instead. */
+  message: string;
+  /** Counted short until then (twice the capacity grace after its newest failure); then tried like any zone. */
+  until: string;
 }
 
 /** What EC2's "EC2 Spot Instance Interruption Warning" events said of a compute's instances. */
@@ -102,6 +126,10 @@ export interface LaunchActivity {
   startedAt?: string;
   /** EC2's words for a failed launch (its StatusMessage). */
   message?: string;
+  /** The zone it launched in, or tried to (the activity's Details; else the zone EC2's message names). */
+  zone?: string;
+  /** Not this group's launch: the newest failure of zones other computes found short (launchForShortage). */
+  fromZones?: true;
 }
 
 /** A compute whose node group cannot launch nodes for lack of capacity. */
@@ -123,6 +151,8 @@ export interface CapacityShortage {
    * here is the probe.
    */
   countedUntil: string;
+  /** Taken from other computes' failures in every zone of this group; ends with them (nextComputeShortage). */
+  fromZones?: true;
 }
 
 /** EC2's errors for capacity it does not have, On-Demand or Spot (not quotas, not configuration). */
@@ -175,6 +205,8 @@ export function nextShortage(
     since,
     message: failure.message,
     lastFailureAt: failure.at,
+    // Taken from others only while this group never failed itself: its own failure is its own to probe.
+    ...(failed && launch?.fromZones && (!prev || prev.fromZones) ? { fromZones: true as const } : {}),
     probes,
     nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
     countedUntil: reclaimed
@@ -186,20 +218,156 @@ export function nextShortage(
 }
 
 /**
- * Whether a pass reads the group's newest launch (DescribeScalingActivities, one call more): while it has fewer
- * instances than it wants (a launch may be failing), and, for a compute short of capacity whose probe is due,
- * when its ready instances changed since the last pass (`was`). A probe's launch is the only way a shortage
- * ends, and once its instance is up the group has what it wants: without this read a probe that succeeded left
- * the compute short for good. A steady group, short or not, costs no call.
+ * Whether a pass reads the group's latest launches (DescribeScalingActivities, one call more): while it has fewer
+ * instances than it wants (a launch may be failing); for a compute short of capacity whose probe is due, when its
+ * ready instances changed since the last pass (`was`); and for a group of several zones, when instances came up
+ * since the last pass (Auto Scaling may have launched them in one zone after EC2 refused another). A probe's
+ * launch is the only way a shortage ends, and once its instance is up the group has what it wants: without this
+ * read a probe that succeeded left the compute short for good. A steady group, short or not, costs no call.
  */
 export function readsLaunches(
-  group: { live: number; ready: number; desired: number },
+  group: { live: number; ready: number; desired: number; zones?: number },
   was: { readyNodes: number },
   short: CapacityShortage | undefined,
   now: string,
 ): boolean {
   if (group.live < group.desired) return true;
+  if ((group.zones ?? 0) > 1 && group.ready > was.readyNodes) return true;
   return short !== undefined && now >= short.nextProbeAt && group.ready !== was.readyNodes;
+}
+
+/**
+ * The zones short of capacity after the launches a pass read (newest first): a capacity failure in a zone marks
+ * it (or moves its newest failure), a launch that succeeded in a zone after its failures clears it, and a zone
+ * not failing again within twice the grace is tried again. Activities at or before `readTo` were folded already.
+ */
+export function nextShortZones(
+  prev: readonly ZoneShortage[] | undefined,
+  launches: readonly LaunchActivity[],
+  readTo: string | undefined,
+  now: string,
+  graceMs: number,
+): { shortZones: ZoneShortage[]; readTo: string | undefined } {
+  const zones = new Map((prev ?? []).map((z) => [z.zone, z]));
+  let newest = readTo;
+  for (const l of [...launches].reverse()) {
+    if (!l.zone || (readTo !== undefined && l.at <= readTo)) continue;
+    if (newest === undefined || l.at > newest) newest = l.at;
+    const was = zones.get(l.zone);
+    if (l.status === 'Successful') {
+      if (was && l.at > was.lastFailureAt) zones.delete(l.zone);
+    } else if (l.status === 'Failed' && isCapacityFailure(l.message)) {
+      if (was && l.at <= was.lastFailureAt) continue;
+      zones.set(l.zone, {
+        zone: l.zone,
+        since: was?.since ?? l.at,
+        lastFailureAt: l.at,
+        message: l.message!,
+        until: plus(l.at, 2 * graceMs),
+      });
+    }
+  }
+  const shortZones = [...zones.values()]
+    .filter((z) => z.until > now)
+    .sort((a, b) => a.zone.localeCompare(b.zone));
+  return { shortZones, readTo: newest };
+}
+
+/** What zone shortages are shared by: EC2's capacity is per instance type, market and zone, not per node group. */
+export function capacityKey(node: { instanceType: string; capacityType?: string }, zone: string): string {
+  return `${node.instanceType}|${node.capacityType ?? 'ON_DEMAND'}|${zone}`;
+}
+
+/** Every compute's short zones by capacityKey, the newest failure winning: what each compute can learn from all. */
+export function sharedShortZones(
+  computes: readonly {
+    spec: { node: { instanceType: string; capacityType?: string } };
+    shortZones?: readonly ZoneShortage[];
+  }[],
+): Map<string, ZoneShortage> {
+  const out = new Map<string, ZoneShortage>();
+  for (const c of computes) {
+    for (const z of c.shortZones ?? []) {
+      const key = capacityKey(c.spec.node, z.zone);
+      const was = out.get(key);
+      if (!was || z.lastFailureAt > was.lastFailureAt)
+        out.set(key, { ...z, since: was && was.since < z.since ? was.since : z.since });
+    }
+  }
+  return out;
+}
+
+/** True when every zone of the group is short of its instance type and market (by any compute's launches). */
+function allZonesShort(
+  node: { instanceType: string; capacityType?: string },
+  zones: readonly string[],
+  shared: ReadonlyMap<string, ZoneShortage>,
+  now: string,
+): boolean {
+  return zones.every((z) => {
+    const s = shared.get(capacityKey(node, z));
+    return s !== undefined && s.until > now;
+  });
+}
+
+/**
+ * The launch the compute-wide shortage (nextShortage) is judged on, for a group whose zones are known. Where it
+ * spans several zones a capacity failure in one is not the compute's: Auto Scaling launches in another. Once
+ * every zone is short (by this group's launches or another compute's of the same instance type and market), the
+ * compute is, as of the newest of those failures, though this group may never have asked: the replicas it would
+ * take go elsewhere instead of waiting for a launch EC2 is known to refuse.
+ */
+export function launchForShortage(
+  launch: LaunchActivity | undefined,
+  node: { instanceType: string; capacityType?: string },
+  zones: readonly string[] | undefined,
+  shared: ReadonlyMap<string, ZoneShortage>,
+  now: string,
+): LaunchActivity | undefined {
+  if (!zones || zones.length === 0) return launch;
+  const all = allZonesShort(node, zones, shared, now);
+  const capacityFailure = launch?.status === 'Failed' && isCapacityFailure(launch.message);
+  // A failure in no zone of the group's list (none named, or a zone ID such as use1-az1 where the list has names)
+  // stays the compute's, as it always was.
+  const elsewhere = capacityFailure && launch!.zone !== undefined && zones.includes(launch!.zone);
+  if (!all) return elsewhere && zones.length > 1 ? { ...launch!, status: 'Other' } : launch;
+  if (capacityFailure) return launch;
+  const newest = zones
+    .map((z) => shared.get(capacityKey(node, z))!)
+    .reduce((a, b) => (b.lastFailureAt > a.lastFailureAt ? b : a));
+  // A success newer than every zone's failure means capacity came back: that ends a shortage as before.
+  if (launch?.status === 'Successful' && launch.at > newest.lastFailureAt) return launch;
+  return {
+    status: 'Failed',
+    at: newest.lastFailureAt,
+    message: newest.message,
+    zone: newest.zone,
+    fromZones: true,
+  };
+}
+
+/**
+ * A compute's shortage after a pass, its zones considered (launchForShortage): as nextShortage, except that a
+ * shortage taken only from other computes' failures ends once not every zone of this group is short any more,
+ * rather than waiting for a probe of a group that never failed (its wait may have grown to an hour).
+ */
+export function nextComputeShortage(
+  prev: CapacityShortage | undefined,
+  seen: { launch?: LaunchActivity; healthIssues?: readonly { code: string; message: string }[] },
+  group: {
+    node: { instanceType: string; capacityType?: string };
+    zones?: readonly string[];
+    shared: ReadonlyMap<string, ZoneShortage>;
+  },
+  now: string,
+  graceMs: number,
+  reclaimed = false,
+): CapacityShortage | undefined {
+  const { node, zones, shared } = group;
+  const known = zones !== undefined && zones.length > 0;
+  const from = prev?.fromZones && known && !allZonesShort(node, zones, shared, now) ? undefined : prev;
+  const launch = launchForShortage(seen.launch, node, zones, shared, now);
+  return nextShortage(from, { ...seen, launch }, now, graceMs, reclaimed);
 }
 
 /** True while the pass must not ask the group for nodes it lacks: short of capacity, before the next probe. */
@@ -377,6 +545,8 @@ export function supplyStatus(s: ComputeSupply | undefined) {
     ...(s?.replacementNodes ? { replacementNodes: s.replacementNodes } : {}),
     ...(s?.shortOfCapacity ? { shortOfCapacity: s.shortOfCapacity } : {}),
     ...(s?.interruptions ? { interruptions: s.interruptions } : {}),
+    ...(s?.zones ? { zones: s.zones } : {}),
+    ...(s?.shortZones?.length ? { shortZones: s.shortZones } : {}),
   };
 }
 

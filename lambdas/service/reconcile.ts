@@ -29,8 +29,9 @@ import {
   type ComputeSupply,
   holdsLaunches,
   type LaunchActivity,
+  nextComputeShortage,
   nextInterruptions,
-  nextShortage,
+  nextShortZones,
   nodeOfInstance,
   nodesByCompute,
   replacementNodes,
@@ -38,6 +39,7 @@ import {
   SPOT_WARNING_ANNOTATION,
   type SupplyNode,
   sameSupply,
+  sharedShortZones,
   withReplacements,
 } from '../domain/supply';
 import { type EnginesConfig, namespacesOf, type WorkloadsReport } from '../domain/workloads';
@@ -62,8 +64,17 @@ export type { ComputeReport, ReconcileSummary };
  * What a pass depends on beyond the services: EKS and Auto Scaling, Step Functions, CloudWatch, and the
  * cluster's Kubernetes API with the engines it deploys (docs/workloads.md).
  */
+/** What a pass observed of a group's supply from AWS (aws/nodegroups.ts Observation). */
+interface ObservedSupply {
+  desiredNodes: number;
+  launch?: LaunchActivity;
+  launches?: LaunchActivity[];
+  zones?: string[];
+  healthIssues?: ObservedStatus['healthIssues'];
+}
+
 export interface ReconcileDependencies extends Dependencies {
-  nodegroups: Pick<typeof nodegroups, 'observeAll' | 'terminateInstance'>;
+  nodegroups: Pick<typeof nodegroups, 'observeAll' | 'terminateInstance' | 'subnetZones'>;
   /** A client of the cluster's API with a fresh EKS token (aws/kubernetes.ts), asked for once per pass. */
   cluster: () => Promise<ClusterClient>;
   /** config/engines.yaml, as the deploy inlined it. */
@@ -271,6 +282,44 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   }
 
   /**
+   * The zones a compute's node group will launch in, for computes without one: its subnets' zones, kept on its
+   * supply (a subnet's zone never changes), so only subnets no pass has seen cost a DescribeSubnets, one for all.
+   * Without them (EC2 unreachable) the compute is judged on its own launches alone, as before zones were known.
+   */
+  async function plannedZones(
+    computes: readonly Compute[],
+    called: () => void,
+  ): Promise<Map<string, { zones: string[]; subnetZones: Record<string, string> }>> {
+    const subnetsOf = (c: Compute) => c.spec.nodeGroup.subnetIds ?? deps.config().subnetIds;
+    const known: Record<string, string> = {};
+    for (const c of computes) Object.assign(known, c.supply?.subnetZones);
+    const unread = [...new Set(computes.flatMap(subnetsOf))].filter((id) => !(id in known));
+    if (unread.length) {
+      try {
+        called();
+        Object.assign(known, await deps.nodegroups.subnetZones(unread));
+      } catch (e) {
+        // Not a pass's failure: zones only let a compute learn of a shortage before its own launch fails.
+        logger.warn(
+          "reading subnets' zones failed; computes without a node group are judged on their own launches",
+          {
+            subnets: unread,
+            error: (e as Error).message,
+          },
+        );
+      }
+    }
+    const out = new Map<string, { zones: string[]; subnetZones: Record<string, string> }>();
+    for (const c of computes) {
+      const subnets = subnetsOf(c);
+      if (!subnets.length || !subnets.every((id) => id in known)) continue;
+      const subnetZones = Object.fromEntries(subnets.map((id) => [id, known[id]!]));
+      out.set(c.name, { zones: [...new Set(Object.values(subnetZones))].sort(), subnetZones });
+    }
+    return out;
+  }
+
+  /**
    * Which nodes of each compute take pods (issue 32 §1), from the Nodes observeNodeRoom listed: cordoned and
    * long-NotReady nodes are idle, and the group is grown to replace those within its desired size. Written
    * only when it changed. Without the Nodes (no cluster access) the stored supply stands.
@@ -278,16 +327,34 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   async function observeSupply(
     computes: readonly Compute[],
     nodes: readonly SupplyNode[] | undefined,
-    observed: ReadonlyMap<
-      string,
-      { desiredNodes: number; launch?: LaunchActivity; healthIssues?: ObservedStatus['healthIssues'] }
-    >,
+    observed: ReadonlyMap<string, ObservedSupply>,
+    planned: ReadonlyMap<string, { zones: string[]; subnetZones: Record<string, string> }>,
     now: string,
   ): Promise<Map<string, ComputeSupply | undefined>> {
     const out = new Map<string, ComputeSupply | undefined>();
     const graceMs = deps.config().supplyGraceSeconds * 1000;
     const capacityGraceMs = deps.config().capacityGraceSeconds * 1000;
     const seen = nodes ? nodesByCompute(nodes, COMPUTE_LABEL, now, graceMs) : undefined;
+    // Zones first, for every compute: a zone one group found short is short for each group of its instance type.
+    const zonal = new Map(
+      computes.map((c) => {
+        const o = observed.get(c.name);
+        const next = nextShortZones(
+          c.supply?.shortZones,
+          o?.launches ?? [],
+          c.supply?.launchesReadTo,
+          now,
+          capacityGraceMs,
+        );
+        return [
+          c.name,
+          { ...next, zones: o?.zones ?? planned.get(c.name)?.zones ?? c.supply?.zones },
+        ] as const;
+      }),
+    );
+    const shared = sharedShortZones(
+      computes.map((c) => ({ spec: c.spec, shortZones: zonal.get(c.name)?.shortZones })),
+    );
     for (const c of computes) {
       const o = observed.get(c.name);
       const s = seen?.get(labelValue(c.name));
@@ -299,12 +366,24 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           : 0
         : (c.supply?.replacementNodes ?? 0);
       const reclaimed = replacesReclaimed(c.supply, o?.launch, now, graceMs);
-      const short = nextShortage(c.supply?.shortOfCapacity, o ?? {}, now, capacityGraceMs, reclaimed);
+      const z = zonal.get(c.name)!;
+      const short = nextComputeShortage(
+        c.supply?.shortOfCapacity,
+        o ?? {},
+        { node: c.spec.node, zones: z.zones, shared },
+        now,
+        capacityGraceMs,
+        reclaimed,
+      );
       const next: ComputeSupply = {
         ...(idle.length ? { idleNodes: idle } : {}),
         ...(replacements ? { replacementNodes: replacements } : {}),
         ...(short ? { shortOfCapacity: short } : {}),
         ...(c.supply?.interruptions ? { interruptions: c.supply.interruptions } : {}),
+        ...(z.zones ? { zones: z.zones } : {}),
+        ...(planned.get(c.name) && !o?.zones ? { subnetZones: planned.get(c.name)!.subnetZones } : {}),
+        ...(z.shortZones.length ? { shortZones: z.shortZones } : {}),
+        ...(z.readTo ? { launchesReadTo: z.readTo } : {}),
       };
       out.set(c.name, next);
       if (!sameSupply(c.supply, next)) await store.computes.recordSupply(c.name, next);
@@ -368,15 +447,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       }
     }
     computes = await store.computes.listComputes();
-    const observed = new Map<
-      string,
-      {
-        maxSize?: number;
-        desiredNodes: number;
-        launch?: LaunchActivity;
-        healthIssues?: ObservedStatus['healthIssues'];
-      }
-    >();
+    const observed = new Map<string, ObservedSupply & { maxSize?: number }>();
     const stored = new Map(computes.map((c) => [c.name, c.status]));
     try {
       for (const o of await deps.nodegroups.observeAll(computes, now)) {
@@ -385,6 +456,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           maxSize: o.maxSize,
           desiredNodes: o.status.desiredNodes,
           ...(o.launch ? { launch: o.launch } : {}),
+          ...(o.launches ? { launches: o.launches } : {}),
+          ...(o.zones ? { zones: o.zones } : {}),
           ...(o.status.healthIssues ? { healthIssues: o.status.healthIssues } : {}),
         });
         // Only what changed is written: a steady pass over 200 computes made 200 writes of the same status.
@@ -401,7 +474,12 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     const nodes = await observeNodeRoom(computes, now, errors);
     // 2c. Nodes that take no pods (issue 32 §1): cordoned, drained or NotReady nodes are replaced.
     // 2d. Launches that fail for lack of capacity (issue 32 §3), from the groups' scaling activities.
-    const supply = await observeSupply(computes, nodes, observed, now);
+    // Zones of groups not made yet, from their subnets (DescribeSubnets, only for subnets no pass has read).
+    const planned = await plannedZones(
+      computes.filter((c) => !observed.get(c.name)?.zones),
+      () => awsCalls++,
+    );
+    const supply = await observeSupply(computes, nodes, observed, planned, now);
     const target = (c: Compute, needed: number) =>
       withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { numbered } from './query';
 import type { SimActivity, SimNodegroup, Simulator } from './state';
-import { azFor, TerminateError } from './state';
+import { TerminateError } from './state';
 
 /**
  * Auto Scaling over the query protocol (form-encoded POST, XML answers), version 2011-01-01:
@@ -224,7 +224,7 @@ const list = (name: string, items: string[]) =>
 function asgXml(sim: Simulator, ng: SimNodegroup): string {
   const a = ng.asg;
   const subnets = ng.input.subnets;
-  const azs = subnets.map((_, i) => azFor(sim.opts.region, i));
+  const azs = [...new Set(sim.zonesOf(subnets))];
   const lt =
     el('LaunchTemplateId', a.launchTemplate.id) +
     el('LaunchTemplateName', a.launchTemplate.name) +

@@ -5,13 +5,18 @@ import { Ec2Error, ec2ErrorXml, handleEc2, isEc2Request } from './ec2';
 import { handlePricing, isPricingRequest, PricingError } from './pricing';
 
 /**
- * The two read-only APIs answered from the snapshot of AWS's data: EC2 DescribeInstanceTypes (query protocol,
- * told from Auto Scaling's by its Version) and the Price List's GetProducts (JSON 1.1, told by its target).
+ * The read-only APIs answered from the snapshot of AWS's data: EC2 DescribeInstanceTypes (query protocol, told
+ * from Auto Scaling's by its Version) and the Price List's GetProducts (JSON 1.1, told by its target); and EC2
+ * DescribeSubnets, from the simulator's VPC.
  * Faults apply to them as to the other operations, with each service's own throttling and server errors.
  */
 
 export interface AwsDataContext {
   log(line: string): void;
+  /** The subnets of the simulated VPC (Simulator.subnets), for DescribeSubnets. */
+  subnets(ids: readonly string[]): { id: string; zone: string; index: number }[];
+  region: string;
+  accountId: string;
   fault(operation: string): 'throttle' | 'server' | undefined;
   serverErrorType(): string | undefined;
 }
@@ -41,7 +46,7 @@ export function serveAwsData(
 
 function serveEc2(form: URLSearchParams, res: ServerResponse, ctx: AwsDataContext): void {
   const requestId = randomUUID();
-  const { operation, handle } = handleEc2(form);
+  const { operation, handle } = handleEc2(form, ctx);
   try {
     const fault = ctx.fault(operation);
     if (fault === 'throttle') throw new Ec2Error(503, 'RequestLimitExceeded', 'Request limit exceeded.');

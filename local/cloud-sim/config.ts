@@ -84,6 +84,11 @@ export interface LaunchFailureRule extends FaultSelector {
   afterMs?: number;
   /** Report the health issue without these members (`code`, `message`), as EKS may. */
   omit?: (typeof OMITTABLE_ISSUE_MEMBERS)[number][];
+  /**
+   * Only in this Availability Zone (e.g. us-east-1a): Auto Scaling records the refusal and launches in the group's
+   * other zones; the group fails as above only when every zone it spans is refused.
+   */
+  zone?: string;
 }
 
 export interface DeleteFailureRule extends FaultSelector {

@@ -5,7 +5,7 @@ import { numbered } from './query';
 
 /**
  * EC2 over its query protocol (form-encoded POST with Version=2016-11-15, XML answers): DescribeInstanceTypes
- * from the checked-in snapshot, as the real @aws-sdk/client-ec2 reads it. EC2's XML is its own dialect: element
+ * from the checked-in snapshot, DescribeSubnets from the simulator's VPC, as the real @aws-sdk/client-ec2 reads it. EC2's XML is its own dialect: element
  * names are the members' names in lowerCamelCase, lists are `<item>`s, a few lists are `…Set`, and the answer
  * carries `requestId`; errors are `<Response><Errors><Error>` with `RequestID`.
  */
@@ -31,11 +31,23 @@ export function ec2ErrorXml(e: Ec2Error, requestId: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>${xmlEscape(e.code)}</Code><Message>${xmlEscape(e.message)}</Message></Error></Errors><RequestID>${requestId}</RequestID></Response>`;
 }
 
-export function handleEc2(form: URLSearchParams): {
+/** What DescribeSubnets answers from: the simulator's VPC (its subnets and their zones). */
+export interface Ec2World {
+  subnets(ids: readonly string[]): { id: string; zone: string; index: number }[];
+  region: string;
+  accountId: string;
+}
+
+export function handleEc2(
+  form: URLSearchParams,
+  world: Ec2World,
+): {
   operation: string;
   handle: (requestId: string) => string;
 } {
   const action = form.get('Action') ?? '';
+  if (action === 'DescribeSubnets')
+    return { operation: action, handle: (requestId) => describeSubnets(form, world, requestId) };
   if (action !== 'DescribeInstanceTypes')
     return {
       operation: action,
@@ -141,6 +153,30 @@ function describeInstanceTypes(form: URLSearchParams, requestId: string): string
     .map((t) => `<item>${fields(t as Record<string, unknown>, 'InstanceTypes')}</item>`)
     .join('');
   return `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeInstanceTypesResponse xmlns="${NS}"><requestId>${requestId}</requestId><instanceTypeSet>${items}</instanceTypeSet>${next ? `<nextToken>${next}</nextToken>` : ''}</DescribeInstanceTypesResponse>`;
+}
+
+const SUBNET_ID = /^subnet-([0-9a-f]{8}|[0-9a-f]{17})$/;
+
+/**
+ * DescribeSubnets by SubnetId.N, as moto 5.2.1 answers it: any well-formed id is a subnet of the cluster's VPC
+ * (CreateNodegroup takes any, local/cloud-sim/state.ts subnetZones), other ids are InvalidSubnetID.NotFound.
+ * The zone ID is made up from the region (`use1-az2`): AWS maps zone names to IDs per account.
+ */
+function describeSubnets(form: URLSearchParams, world: Ec2World, requestId: string): string {
+  if (form.get('DryRun') === 'true')
+    throw new Ec2Error(412, 'DryRunOperation', 'Request would have succeeded, but DryRun flag is set.');
+  const ids = numbered(form, 'SubnetId');
+  const bad = ids.find((id) => !SUBNET_ID.test(id));
+  if (bad) throw new Ec2Error(400, 'InvalidSubnetID.NotFound', `The subnet ID '${bad}' does not exist`);
+  const short = world.region.replace(/^([a-z]+)-([a-z])[a-z]*-(\d+)$/, '$1$2$3');
+  const items = world
+    .subnets(ids)
+    .map(
+      ({ id, zone, index }) =>
+        `<item><subnetId>${id}</subnetId><subnetArn>arn:aws:ec2:${world.region}:${world.accountId}:subnet/${id}</subnetArn><state>available</state><vpcId>vpc-0a1b2c3d4e5f60001</vpcId><cidrBlock>10.0.${index}.0/24</cidrBlock><availableIpAddressCount>251</availableIpAddressCount><availabilityZone>${zone}</availabilityZone><availabilityZoneId>${short}-az${zone.charCodeAt(zone.length - 1) - 96}</availabilityZoneId><defaultForAz>false</defaultForAz><mapPublicIpOnLaunch>false</mapPublicIpOnLaunch><ownerId>${world.accountId}</ownerId><assignIpv6AddressOnCreation>false</assignIpv6AddressOnCreation><ipv6CidrBlockAssociationSet/><tagSet/><ipv6Native>false</ipv6Native></item>`,
+    )
+    .join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<DescribeSubnetsResponse xmlns="${NS}"><requestId>${requestId}</requestId><subnetSet>${items}</subnetSet></DescribeSubnetsResponse>`;
 }
 
 const TOKEN_PREFIX = 'llmcap-sim:';

@@ -1,5 +1,6 @@
 import { EksError, invalidParam } from './errors';
 import {
+  CLUSTER_SUBNETS,
   OUT_OF_BAND_STATES,
   type OutOfBandState,
   type SimNodegroup,
@@ -70,8 +71,6 @@ export function renderUpdate(u: SimUpdate) {
     errors: [],
   };
 }
-
-const CLUSTER_SUBNETS = ['subnet-0a1b2c3d4e5f60001', 'subnet-0a1b2c3d4e5f60002', 'subnet-0a1b2c3d4e5f60003'];
 
 /** A node group someone else made, for the admin endpoint: `POST /_sim/nodegroups`. */
 export interface OutOfBandNodegroup {

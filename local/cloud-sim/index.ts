@@ -246,9 +246,12 @@ export async function startCloudSim(opts: CloudSimOptions = {}): Promise<CloudSi
       return;
     }
     sim.catchUp();
-    // EC2 DescribeInstanceTypes and Price List GetProducts, from the snapshot (aws-data.ts).
+    // EC2 DescribeInstanceTypes and DescribeSubnets, and Price List GetProducts (aws-data.ts).
     const awsData = {
       log,
+      subnets: (ids: readonly string[]) => sim.subnets(ids),
+      region: sim.opts.region,
+      accountId: sim.opts.accountId,
       fault: (op: string) => sim.drawFault(op),
       serverErrorType: () => sim.faults.serverErrorType,
     };

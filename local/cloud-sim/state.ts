@@ -163,6 +163,13 @@ interface TokenRecord {
 const TOKEN_TTL_MS = 10 * 60_000;
 const AZ_LETTERS = 'abcdef';
 
+/** The simulated cluster's subnets (DescribeCluster), in zones a, b and c of the region. */
+export const CLUSTER_SUBNETS = [
+  'subnet-0a1b2c3d4e5f60001',
+  'subnet-0a1b2c3d4e5f60002',
+  'subnet-0a1b2c3d4e5f60003',
+];
+
 export class Simulator {
   readonly clusterCreatedAt: number;
   faults: FaultConfig;
@@ -180,6 +187,11 @@ export class Simulator {
   private readonly observers: InstanceObserver[] = [];
   private readonly eventTargets: ((e: SimEvent) => void)[] = [];
   private readonly resetters: (() => void)[] = [];
+  /**
+   * Each subnet's zone: the cluster's in a, b, c; any other well-formed id, the first time a node group names it,
+   * in the zone of its place in that list (a subnet's zone never changes, so every group agrees on it after).
+   */
+  private readonly subnetZones = new Map<string, string>();
 
   constructor(readonly opts: SimOptions) {
     this.faults = opts.faults;
@@ -187,6 +199,26 @@ export class Simulator {
     this.faultRng = new Rng(opts.seed ^ 0x5bd1e995);
     this.t = opts.clock.now();
     this.clusterCreatedAt = this.t - 86_400_000;
+    for (const [i, id] of CLUSTER_SUBNETS.entries()) this.subnetZones.set(id, azFor(opts.region, i));
+  }
+
+  /** DescribeSubnets: the subnets named (every one seen so far when none is), each with its zone and its place. */
+  subnets(ids: readonly string[]): { id: string; zone: string; index: number }[] {
+    const zones = this.zonesOf(ids);
+    const order = [...this.subnetZones.keys()];
+    const named = ids.length ? ids.map((id, i) => [id, zones[i]!] as const) : [...this.subnetZones];
+    return named.map(([id, zone]) => ({ id, zone, index: order.indexOf(id) }));
+  }
+
+  /** The zone of each of a group's subnets, in its order. */
+  zonesOf(subnets: readonly string[]): string[] {
+    return subnets.map((id, i) => {
+      const known = this.subnetZones.get(id);
+      if (known) return known;
+      const az = azFor(this.opts.region, i);
+      this.subnetZones.set(id, az);
+      return az;
+    });
   }
 
   reset(faults: FaultConfig): void {
@@ -656,7 +688,7 @@ export class Simulator {
     }
     ng.phase = state === 'DELETE_FAILED' || state === 'CREATE_FAILED' ? state : 'ACTIVE';
     if (state === 'DEGRADED' || state === 'CREATE_FAILED')
-      ng.issues = [launchIssue({}, ng, this.opts.region)];
+      ng.issues = [launchIssue({}, ng, this.zonesOf(ng.input.subnets))];
     if (state === 'DEGRADED') ng.degraded = true;
     if (state === 'DELETE_FAILED') ng.issues = [deleteIssue({}, this.ids)];
     if (state === 'DELETING') this.delete(ng);
@@ -697,7 +729,14 @@ export class Simulator {
   /** Launches `count` instances, or schedules the failure a launch fault calls for; undefined means failed. */
   private launch(ng: SimNodegroup, count: number): SimInstance[] | undefined {
     if (count <= 0) return [];
-    const rule = this.launchFailure(ng);
+    const zones = [...new Set(this.zonesOf(ng.input.subnets))];
+    const refused = new Map(
+      zones.flatMap((z) => {
+        const r = this.launchFailure(ng, z);
+        return r ? [[z, r] as const] : [];
+      }),
+    );
+    const rule = refused.size === zones.length ? refused.get(zones[0]!) : undefined;
     if (rule) {
       const creating = ng.phase === 'CREATING';
       const { createFailureMs, scaleOutFailureMs, launchFailureMs } = this.opts.durations;
@@ -714,19 +753,8 @@ export class Simulator {
           () => {
             if (!this.alive(ng)) return;
             ng.launchAttemptPending = false;
-            const issue = launchIssue(rule, ng, this.opts.region);
-            const failed = this.activity(
-              ng,
-              'Launching a new EC2 instance',
-              this.capacityCause(ng, 'increasing'),
-            );
-            failed.startTime = askedAt;
-            failed.statusCode = 'Failed';
-            failed.progress = 100;
-            failed.endTime = this.t;
-            failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
-            failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
-            this.emit(this.launchUnsuccessful(ng, failed));
+            // Auto Scaling tries each of the group's zones in turn: a Failed activity for each.
+            for (const z of zones) this.refusedLaunch(ng, refused.get(z)!, z, askedAt);
           },
         );
       }
@@ -738,7 +766,7 @@ export class Simulator {
           () => {
             if (!this.alive(ng)) return;
             ng.launchFailurePending = false;
-            const issue = launchIssue(rule, ng, this.opts.region);
+            const issue = launchIssue(rule, ng, zones);
             if (ng.phase === 'CREATING') {
               ng.phase = 'CREATE_FAILED';
             } else if (ng.phase === 'ACTIVE') {
@@ -753,8 +781,16 @@ export class Simulator {
     }
     const { instanceLaunchMs, instanceStaggerMs } = this.opts.durations;
     const batch: SimInstance[] = [];
+    const tried = new Set<string>();
     for (let k = 0; k < count; k++) {
-      const { subnet, az } = this.placeInstance(ng);
+      const balanced = this.placeInstance(ng);
+      // EC2 refused the zone balance asks for: Auto Scaling records the failure and launches in another zone.
+      const rule = refused.get(balanced.az);
+      if (rule && !tried.has(balanced.az)) {
+        tried.add(balanced.az);
+        this.refusedLaunch(ng, rule, balanced.az, this.t);
+      }
+      const { subnet, az } = rule ? this.placeInstance(ng, refused) : balanced;
       const inst: SimInstance = {
         id: `i-${this.ids.hex(17)}`,
         type: ng.instanceTypes[0] ?? 't3.medium',
@@ -909,27 +945,48 @@ export class Simulator {
     return `At ${at} ${what} in response to a difference between desired and actual capacity, ${way} the capacity from ${from} to ${to}.`;
   }
 
-  /** Auto Scaling balances instances across the subnets' Availability Zones. */
-  private placeInstance(ng: SimNodegroup): { subnet: string; az: string } {
+  /** Auto Scaling balances instances across the subnets' Availability Zones (those not `avoid`ed). */
+  private placeInstance(
+    ng: SimNodegroup,
+    avoid?: ReadonlyMap<string, unknown>,
+  ): { subnet: string; az: string } {
     const subnets = ng.input.subnets;
-    let best = 0;
+    const zones = this.zonesOf(subnets);
+    let best = -1;
     let bestCount = Number.POSITIVE_INFINITY;
     subnets.forEach((s, i) => {
+      if (avoid?.has(zones[i]!)) return;
       const n = ng.asg.instances.filter((x) => x.subnet === s && x.state !== 'Terminating').length;
       if (n < bestCount) {
         best = i;
         bestCount = n;
       }
     });
-    return { subnet: subnets[best] as string, az: azFor(this.opts.region, best) };
+    return { subnet: subnets[best] as string, az: zones[best] as string };
   }
 
-  private launchFailure(ng: SimNodegroup): LaunchFailureRule | undefined {
+  /** A launch EC2 refused in `zone` (asked for at `askedAt`): the Failed activity and its EventBridge event. */
+  private refusedLaunch(ng: SimNodegroup, rule: LaunchFailureRule, zone: string, askedAt: number): void {
+    const issue = launchIssue(rule, ng, this.zonesOf(ng.input.subnets), zone);
+    const failed = this.activity(ng, 'Launching a new EC2 instance', this.capacityCause(ng, 'increasing'));
+    const subnet = ng.input.subnets[this.zonesOf(ng.input.subnets).indexOf(zone)];
+    failed.details = JSON.stringify({ 'Subnet ID': subnet, 'Availability Zone': zone });
+    failed.startTime = askedAt;
+    failed.statusCode = 'Failed';
+    failed.progress = 100;
+    failed.endTime = this.t;
+    failed.statusMessage = issue.message ?? issue.code ?? 'Launching EC2 instance failed.';
+    failed.description = `Launching a new EC2 instance.  Status Reason: ${failed.statusMessage}`;
+    this.emit(this.launchUnsuccessful(ng, failed));
+  }
+
+  /** The rule refusing launches of the group in `zone`: a rule without a zone refuses them in every zone. */
+  private launchFailure(ng: SimNodegroup, zone: string): LaunchFailureRule | undefined {
     const rules: LaunchFailureRule[] = [
       ...(this.faults.launchFailures ?? []),
       ...(this.faults.unavailableInstanceTypes ?? []).map((instanceType) => ({ instanceType })),
     ];
-    return rules.find((r) => matches(r, ng));
+    return rules.find((r) => matches(r, ng) && (r.zone === undefined || r.zone === zone));
   }
 }
 
@@ -958,16 +1015,23 @@ function withOmitted(issue: HealthIssue, omit: readonly string[] | undefined): H
   return out;
 }
 
-function launchIssue(rule: LaunchFailureRule, ng: SimNodegroup, region: string): HealthIssue {
+/** The health issue (and activity message) of a launch refused in `zone`, one of the group's `zones`. */
+function launchIssue(
+  rule: LaunchFailureRule,
+  ng: SimNodegroup,
+  zones: readonly string[],
+  zone = zones[0]!,
+): HealthIssue {
   const code = rule.code ?? 'AsgInstanceLaunchFailures';
   const type = rule.instanceType ?? ng.instanceTypes[0] ?? 't3.medium';
   const market = ng.input.capacityType === 'SPOT' ? 'Spot' : 'On-Demand';
-  const azs = ng.input.subnets.map((_, i) => azFor(region, i));
-  const others = azs.slice(1).join(', ') || azFor(region, 1);
+  // EC2 names zones of the region where capacity may be had; a one-zone group still hears of another.
+  const others =
+    zones.filter((z) => z !== zone).join(', ') || zone.slice(0, -1) + (zone.endsWith('a') ? 'b' : 'a');
   const message =
     rule.message ??
     (code === 'AsgInstanceLaunchFailures'
-      ? `Could not launch ${market} Instances. InsufficientInstanceCapacity - We currently do not have sufficient ${type} capacity in the Availability Zone you requested (${azs[0]}). Our system will be working on provisioning additional capacity. You can currently get ${type} capacity by not specifying an Availability Zone in your request or choosing ${others}. Launching EC2 instance failed.`
+      ? `Could not launch ${market} Instances. InsufficientInstanceCapacity - We currently do not have sufficient ${type} capacity in the Availability Zone you requested (${zone}). Our system will be working on provisioning additional capacity. You can currently get ${type} capacity by not specifying an Availability Zone in your request or choosing ${others}. Launching EC2 instance failed.`
       : `Could not launch ${market} Instances. ${code}. Launching EC2 instance failed.`);
   return withOmitted({ code, message, resourceIds: [ng.asg.name] }, rule.omit);
 }

@@ -22,14 +22,15 @@ import { NODES, PODS } from '../../local/k8s-sim/resources';
  * run on that scaled clock, and so does the grace).
  */
 
-export type FaultKind = 'spot' | 'ice' | 'cordon' | 'quota';
+export type FaultKind = 'spot' | 'zone' | 'ice' | 'cordon' | 'quota';
 
 export interface FaultFigures {
   rounds: number;
   /**
    * Simulated seconds per round from the fault being reported to the replacement Ready (read from the simulated
    * cluster's pods every 20 ms, not at the next pass): spot, the warning to each model that ran on the node Ready
-   * on another; ice, EC2's failed launch (the shortage's `since`) to both replicas of each model Ready; cordon, the
+   * on another; zone, the ask for a replica more to both replicas of each Ready on the preferred compute, whose
+   * group's next zone EC2 refuses (Auto Scaling launches in its other zone: a node's boot, no grace); ice, EC2's failed launch (the shortage's `since`) to both replicas of each model Ready; cordon, the
    * drain done (cordon, then the pod deleted) to the model Ready on another node; quota, the quota raised to the
    * held replicas Ready.
    */
@@ -75,6 +76,11 @@ export interface SupplyChaosReport {
   admittedPastGrace: number;
   /** Longest such overrun, simulated seconds from `countedUntil` to the end of the last pass that still held it. */
   admittedPastGraceMaxSeconds: number;
+  /**
+   * Zone rounds (EC2 refused the preferred type in one of its group's two zones) in which the preferred compute
+   * was never marked short and no replica was placed elsewhere.
+   */
+  zoneStayed?: number;
   /** ICE rounds whose replicas all went back to the preferred compute once EC2 had capacity, and how long it took. */
   movedBack: number;
   moveBackSeconds: number[];
@@ -119,6 +125,7 @@ export async function runSupplyChaos(
     /** Spot rounds (the last without Spot capacity). */
     rounds: number;
     /** Rounds of each other kind; default 1. */
+    zoneRounds?: number;
     iceRounds?: number;
     cordonRounds?: number;
     quotaRounds?: number;
@@ -178,6 +185,7 @@ export async function runSupplyChaos(
   const notRunningMs: Record<FaultKind | 'start', number> = {
     start: 0,
     spot: 0,
+    zone: 0,
     ice: 0,
     cordon: 0,
     quota: 0,
@@ -324,7 +332,8 @@ export async function runSupplyChaos(
       }
       return true;
     });
-  const recovery: Record<FaultKind, number[]> = { spot: [], ice: [], cordon: [], quota: [] };
+  const recovery: Record<FaultKind, number[]> = { spot: [], zone: [], ice: [], cordon: [], quota: [] };
+  let zoneStayed = 0;
   const moveBack: number[] = [];
   let quotaNamed = 0;
   let beyondQuota = 0;
@@ -382,11 +391,73 @@ export async function runSupplyChaos(
     }
     cp.sim.admin.patchFaults({ launchFailures: [] });
 
-    kind = 'ice';
     const scale = (name: string, body: object) =>
       call('PUT', `/v1/models/${name}/scaling`, body).then((r) => {
         if (r.status !== 200) throw new Error(`scaling ${name}: ${r.status} ${JSON.stringify(r.body)}`);
       });
+    const backToOne = async (what: string) => {
+      for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 1 });
+      await mustUntil(what, async () => {
+        const { ok } = await pass();
+        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
+        return ok && all.every((s) => s.admitted === 1 && s.running === 1);
+      });
+    };
+
+    kind = 'zone';
+    for (let round = 0; round < (opts.zoneRounds ?? 1); round++) {
+      // EC2 runs out of the preferred type in the zone Auto Scaling would launch the next node in (the one with
+      // fewest of the group's instances); the group's other zone has it.
+      const group = cp.sim.admin.state().nodegroups.find((g) => g.name.endsWith('-sc-ice'));
+      const zones: string[] = (await computeStatus('sc-ice')).zones ?? [];
+      const inZone = (z: string) =>
+        group?.autoScalingGroup.instances.filter((i) => i.az === z && i.lifecycleState !== 'Terminating')
+          .length ?? 0;
+      const zone = [...zones].sort((a, b) => inZone(a) - inZone(b))[0];
+      if (zones.length < 2 || !zone)
+        throw new Error(`supply chaos: sc-ice spans ${zones.length} zones, not two`);
+      // Auto Scaling's "EC2 Instance Launch Unsuccessful" events say EC2 did refuse the zone.
+      let refused = false;
+      const stopListening = cp.sim.onEvent((e) => {
+        const d = e.detail as { AutoScalingGroupName?: string; Details?: Record<string, string> };
+        if (
+          d.AutoScalingGroupName === group?.autoScalingGroup.name &&
+          d.Details?.['Availability Zone'] === zone
+        )
+          refused = true;
+      });
+      cp.sim.admin.patchFaults({ launchFailures: [{ instanceType: ICE_TYPE, zone }] });
+      const t0 = Date.now();
+      for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 2, target: 2 });
+      let short = false;
+      let elsewhere = false;
+      let named = false;
+      const watch = watchPods((ps) => ICE_MODELS.every((m) => readyPods(ps, m.name) >= 2));
+      await mustUntil('zone: replicas Ready on the preferred compute', async () => {
+        await pass();
+        const st = await computeStatus('sc-ice');
+        short ||= st.shortOfCapacity !== undefined;
+        named ||= (st.shortZones ?? []).some((z: { zone: string }) => z.zone === zone);
+        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
+        elsewhere ||= all.some((s) =>
+          (s.placements ?? []).some((p: { compute: string }) => p.compute !== 'sc-ice'),
+        );
+        return refused && all.every((s) => s.running === 2);
+      }).finally(() => {
+        watch.stop();
+        stopListening();
+      });
+      recovery.zone.push(sim(watch.at() - t0));
+      if (!short && !elsewhere) zoneStayed++;
+      // The zone is listed for twice the grace after its refusal: at a small time scale a pass may not see it.
+      log(
+        `supply zone ${round + 1}: ${zone} refused; Ready ${recovery.zone.at(-1)!.toFixed(0)} s after the ask; compute marked short: ${short}, replicas placed elsewhere: ${elsewhere}, zone listed on the compute: ${named}`,
+      );
+      cp.sim.admin.patchFaults({ launchFailures: [] });
+      await backToOne('zone models back to one replica');
+    }
+
+    kind = 'ice';
     for (let round = 0; round < (opts.iceRounds ?? 1); round++) {
       // EC2 runs out of the preferred type just as both models want a replica more.
       cp.sim.admin.patchFaults({ unavailableInstanceTypes: [ICE_TYPE] });
@@ -417,12 +488,7 @@ export async function runSupplyChaos(
       log(
         `supply ice ${round + 1}: short → Running elsewhere ${recovery.ice.at(-1)!.toFixed(0)} s; moved back: ${back ? `${moveBack.at(-1)!.toFixed(0)} s` : 'no'}`,
       );
-      for (const m of ICE_MODELS) await scale(m.name, { min: 1, max: 1 });
-      await mustUntil('ICE models back to one replica', async () => {
-        const { ok } = await pass();
-        const all = await Promise.all(ICE_MODELS.map((m) => status(m.name)));
-        return ok && all.every((s) => s.admitted === 1 && s.running === 1);
-      });
+      await backToOne('ICE models back to one replica');
     }
 
     kind = 'cordon';
@@ -580,7 +646,7 @@ export async function runSupplyChaos(
         DEFAULT_DURATIONS.nodeReadyMs) /
       1000,
     admittedNotRunningMinutes: minutes(
-      notRunningMs.spot + notRunningMs.ice + notRunningMs.cordon + notRunningMs.quota,
+      notRunningMs.spot + notRunningMs.zone + notRunningMs.ice + notRunningMs.cordon + notRunningMs.quota,
     ),
     availability: Object.fromEntries(
       Object.entries(samples).map(([k, v]) => [k, Math.round((v.ok / v.n) * 1000) / 1000]),
@@ -589,6 +655,7 @@ export async function runSupplyChaos(
     interruptionsCounted: interruptions,
     faults: {
       spot: figures('spot'),
+      zone: figures('zone'),
       ice: figures('ice'),
       cordon: figures('cordon'),
       quota: figures('quota'),
@@ -597,6 +664,7 @@ export async function runSupplyChaos(
     admittedOnShortMaxPasses: onShortMaxPasses,
     admittedPastGrace: pastGrace,
     admittedPastGraceMaxSeconds: Math.round(sim(pastGraceMaxMs)),
+    zoneStayed,
     movedBack: moveBack.length,
     moveBackSeconds: moveBack.map((x) => Math.round(x)),
     quotaNamed,

@@ -145,6 +145,8 @@ function lambdaCalls(
       // Loading the built-ins: what EC2 says each instance type is, and its price.
       'client-ec2:DescribeInstanceTypesCommand': [['ec2:DescribeInstanceTypes', '*']],
       'client-pricing:GetProductsCommand': [['pricing:GetProducts', '*']],
+      // The zones of a compute's subnets before its node group exists (issue 32 §3).
+      'client-ec2:DescribeSubnetsCommand': [['ec2:DescribeSubnets', '*']],
       'client-eks:DescribeNodegroupCommand': [
         ['eks:DescribeNodegroup', nodegroupArn(nodegroupName(env.LLMCAP_STAGE!, 'gpu-l4-1x'))],
       ],

@@ -254,9 +254,16 @@ describe('launch failures', () => {
     const asked = h.clock.now();
     await scale(2);
     h.clock.advance(5 * SEC);
-    const [first] = await failed();
-    // And sends it to EventBridge, as Auto Scaling's event reference shows it.
-    expect(events).toEqual([
+    // One refusal per zone of the group (its two subnets): Auto Scaling tries each before it gives up.
+    const refused = await failed();
+    expect(refused.map((a) => JSON.parse(a.Details ?? '{}')['Availability Zone']).sort()).toEqual([
+      'us-east-1a',
+      'us-east-1b',
+    ]);
+    const first = refused[0];
+    // And sends each to EventBridge, as Auto Scaling's event reference shows it.
+    expect(events).toHaveLength(2);
+    expect(events).toContainEqual(
       expect.objectContaining({
         source: 'aws.autoscaling',
         'detail-type': 'EC2 Instance Launch Unsuccessful',
@@ -267,7 +274,7 @@ describe('launch failures', () => {
           StatusMessage: 'There is no Spot capacity available that matches your request.',
         }),
       }),
-    ]);
+    );
     // As Auto Scaling records it (supply-and-demand.md A1): StartTime the ask, EndTime seconds later, EC2's words.
     expect(first).toMatchObject({
       StatusCode: 'Failed',
@@ -284,9 +291,61 @@ describe('launch failures', () => {
     h.clock.advance(2 * MIN);
     await scale(3);
     h.clock.advance(5 * SEC);
-    expect(await failed()).toHaveLength(2);
+    expect(await failed()).toHaveLength(4);
     h.clock.advance(5 * MIN);
     expect(await status(h, 'spot')).toBe('DEGRADED');
+  });
+});
+
+describe('capacity short in one zone', () => {
+  it("launches in the group's other zone, records the refused one, and stays ACTIVE; in every zone it fails", async () => {
+    h = await harness({
+      faults: { launchFailures: [{ instanceType: 'g6.2xlarge', zone: 'us-east-1a' }] },
+    });
+    // Two subnets of the cluster: us-east-1a and us-east-1b (DescribeCluster's order, local/cloud-sim/state.ts).
+    await create(h, 'gpu', {
+      instanceTypes: ['g6.2xlarge'],
+      subnets: ['subnet-0a1b2c3d4e5f60001', 'subnet-0a1b2c3d4e5f60002'],
+      scalingConfig: { minSize: 0, maxSize: 4, desiredSize: 2 },
+    });
+    h.clock.advance(10 * MIN);
+    const g = await asgOf(h, 'gpu');
+    expect(g?.AvailabilityZones).toEqual(['us-east-1a', 'us-east-1b']);
+    expect((g?.Instances ?? []).map((i) => [i.AvailabilityZone, i.LifecycleState])).toEqual([
+      ['us-east-1b', 'InService'],
+      ['us-east-1b', 'InService'],
+    ]);
+    const out = await h.asg.send(
+      new DescribeScalingActivitiesCommand({ AutoScalingGroupName: g!.AutoScalingGroupName }),
+    );
+    const refused = (out.Activities ?? []).filter((a) => a.StatusCode === 'Failed');
+    expect(refused).toHaveLength(1);
+    expect(JSON.parse(refused[0]!.Details!)).toEqual({
+      'Subnet ID': 'subnet-0a1b2c3d4e5f60001',
+      'Availability Zone': 'us-east-1a',
+    });
+    expect(refused[0]!.StatusMessage).toContain(
+      'InsufficientInstanceCapacity - We currently do not have sufficient g6.2xlarge capacity in the Availability Zone you requested (us-east-1a).',
+    );
+    expect(refused[0]!.StatusMessage).toContain('or choosing us-east-1b.');
+    expect(await status(h, 'gpu')).toBe('ACTIVE');
+    // A group only in the short zone cannot launch at all.
+    await create(h, 'gpu-a', {
+      instanceTypes: ['g6.2xlarge'],
+      subnets: ['subnet-0a1b2c3d4e5f60001'],
+      scalingConfig: { minSize: 0, maxSize: 4, desiredSize: 1 },
+    });
+    h.clock.advance(10 * MIN);
+    expect(await lifecycleStates(h, 'gpu-a')).toEqual([]);
+    const a = await asgOf(h, 'gpu-a');
+    const tried = await h.asg.send(
+      new DescribeScalingActivitiesCommand({ AutoScalingGroupName: a!.AutoScalingGroupName }),
+    );
+    expect(tried.Activities?.map((x) => [x.StatusCode, JSON.parse(x.Details!)['Availability Zone']])).toEqual(
+      [['Failed', 'us-east-1a']],
+    );
+    h.clock.advance(30 * MIN);
+    expect(await status(h, 'gpu-a')).toBe('CREATE_FAILED');
   });
 });
 

@@ -4,7 +4,7 @@ import { httpApi, testControlPlane } from '../../helpers/control-plane';
 
 /**
  * The short supply chaos run (issue 32, Figures; the long one is `npm run soak`, SOAK_ONLY=supply): Spot nodes
- * reclaimed with and without Spot capacity to replace them, ICE on the preferred type of two models at once, a
+ * reclaimed with and without Spot capacity to replace them, EC2 short in one zone, ICE on the preferred type of two models at once, a
  * cordoned and drained node, a vCPU quota that binds. The hard properties only (timings are the soak's): the
  * critical models never lose their minimum, a binding vCPU quota is named on the compute and no group asks past it,
  * no pass run past a short compute's grace leaves more replicas counted on it than it runs nodes, and every fault is
@@ -29,6 +29,10 @@ it('keeps critical models at their minimum through reclaims, ICE, cordons and a 
   expect(r.recoverySeconds).toHaveLength(2);
   expect(r.interruptionsCounted).toBe(2);
   expect(r.roundsWithoutSpotCapacity).toBe(1);
+  // EC2 short in one of the preferred group's zones: Auto Scaling launched in the other, and llmcap kept the
+  // compute (no shortage, no replica elsewhere) while it named the zone.
+  expect(r.faults.zone.rounds).toBe(1);
+  expect(r.zoneStayed).toBe(1);
   expect(r.faults.ice.rounds).toBe(1);
   expect(r.faults.cordon.rounds).toBe(1);
   expect(r.faults.quota.rounds).toBe(1);

@@ -228,4 +228,62 @@ describe('GPUs that cannot be had', () => {
     ).toEqual([]);
     cp.sim.admin.patchFaults({ unavailableInstanceTypes: [] });
   });
+
+  it('marks a zone short where a group of several zones launches elsewhere, and a one-zone compute of its type short without asking', async () => {
+    // The stage's two subnets are us-east-1a and us-east-1b; EC2 has no g6.2xlarge in us-east-1a only.
+    const l4 = (await call('GET', '/v1/computes/gpu-l4-1x')).body;
+    const post = (name: string, subnetIds?: string[]) =>
+      call('POST', '/v1/computes', {
+        apiVersion: 'llmcap/v1',
+        kind: 'Compute',
+        metadata: { name },
+        spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, ...(subnetIds ? { subnetIds } : {}) } },
+      });
+    expect((await post('l4-ab')).status).toBe(201);
+    expect((await post('l4-a', ['subnet-0aaaaaaaaaaaaaaa1'])).status).toBe(201);
+    expect((await call('POST', '/v1/computes/gpu-a10g-1x/clone', { name: 'a10g-ab' })).status).toBe(201);
+    cp.sim.admin.patchFaults({ launchFailures: [{ instanceType: 'g6.2xlarge', zone: 'us-east-1a' }] });
+
+    // Two replicas on the two-zone compute: Auto Scaling launches both in us-east-1b after us-east-1a refused.
+    expect((await call('POST', '/v1/models', model('zonal', 'l4-ab', 2))).status).toBe(201);
+    await reconcileUntil(cp, async () => (await status('zonal')).running === 2);
+    await reconcileUntil(cp, async () => (await compute('l4-ab')).shortZones !== undefined);
+    const ab = await compute('l4-ab');
+    expect(ab.zones).toEqual(['us-east-1a', 'us-east-1b']);
+    expect(ab.shortOfCapacity).toBeUndefined();
+    expect(ab.shortZones).toEqual([
+      expect.objectContaining({
+        zone: 'us-east-1a',
+        message: expect.stringContaining('capacity in the Availability Zone you requested (us-east-1a)'),
+      }),
+    ]);
+    const listed = await llmcap(['get', 'computes', 'l4-ab'], { endpoint: cp.apiUrl });
+    expect(listed.stdout).toContain('short in us-east-1a');
+    const described = await llmcap(['describe', 'compute', 'l4-ab'], { endpoint: cp.apiUrl });
+    expect(described.stdout).toMatch(/Zones:\s+us-east-1a, us-east-1b/);
+    expect(described.stdout).toMatch(
+      /Zones short:\s+us-east-1a since \S+ \(tried again after \S+\): Could not launch/,
+    );
+
+    // The compute in us-east-1a only has the same instance type and market: EC2 has none for it either, so it is
+    // short although it never asked, and a model preferring it runs on its next profile instead.
+    await reconcileUntil(cp, async () => (await compute('l4-a')).shortOfCapacity !== undefined);
+    expect((await compute('l4-a')).shortOfCapacity.message).toContain('(us-east-1a)');
+    const a = await compute('l4-a');
+    expect(a.zones).toEqual(['us-east-1a']);
+    const m = model('prefers-a', 'l4-a', 1);
+    const profiles = [
+      m.spec.profiles[0],
+      { name: 'a10g', gpus: 1, gpuType: 'A10G', cpuCores: 4, minMemoryGb: 16, compute: 'a10g-ab' },
+    ];
+    expect((await call('POST', '/v1/models', { ...m, spec: { ...m.spec, profiles } })).status).toBe(201);
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, Date.parse(a.shortOfCapacity.countedUntil) - Date.now())),
+    );
+    await reconcileUntil(cp, async () => {
+      const s = await status('prefers-a');
+      return s.pods?.some((p: { ready: boolean; compute: string }) => p.ready && p.compute === 'a10g-ab');
+    });
+    cp.sim.admin.patchFaults({ launchFailures: [] });
+  });
 });

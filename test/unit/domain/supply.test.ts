@@ -7,12 +7,17 @@ import {
   cannotLaunch,
   holdsLaunches,
   idleReason,
+  type LaunchActivity,
+  launchForShortage,
+  nextComputeShortage,
   nextShortage,
+  nextShortZones,
   nodesByCompute,
   readsLaunches,
   replacementNodes,
   replicasGoing,
   type SupplyNode,
+  sharedShortZones,
   withReplacements,
 } from '../../../lambdas/domain/supply';
 import { builtin } from '../../helpers/computes';
@@ -279,6 +284,129 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     // Without `now` (a caller that does not know the time) nothing changes; at the probe it counts again.
     expect(admissibleNodes(c)).toBe(4);
     expect(admissibleNodes(c, at(10))).toBe(4);
+  });
+});
+
+describe('zones short of capacity (issue 32 §3)', () => {
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  const ice = (zone: string) =>
+    `Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.2xlarge capacity in the Availability Zone you requested (${zone}).`;
+  const failed = (zone: string, m: number): LaunchActivity => ({
+    status: 'Failed',
+    at: at(m),
+    message: ice(zone),
+    zone,
+  });
+  const launched = (zone: string, m: number): LaunchActivity => ({ status: 'Successful', at: at(m), zone });
+  const l4 = { instanceType: 'g6.2xlarge' };
+  /** What the pass decides for a compute of `zones`, from its launches (newest first) and the zones all saw. */
+  const decide = (zones: string[], launches: LaunchActivity[], others: string[] = [], now = at(1)) => {
+    const own = nextShortZones(undefined, launches, undefined, now, GRACE).shortZones;
+    const theirs = others.map((z) => ({
+      zone: z,
+      since: at(0),
+      lastFailureAt: at(0),
+      message: ice(z),
+      until: at(10),
+    }));
+    const shared = sharedShortZones([
+      { spec: { node: l4 }, shortZones: own },
+      { spec: { node: l4 }, shortZones: theirs },
+    ]);
+    return nextComputeShortage(undefined, { launch: launches[0] }, { node: l4, zones, shared }, now, GRACE);
+  };
+
+  it('is not short when EC2 refused one of its zones and Auto Scaling launched in another', () => {
+    const launches = [launched('us-east-1b', 0), failed('us-east-1a', 0)];
+    expect(nextShortZones(undefined, launches, undefined, at(1), GRACE)).toEqual({
+      shortZones: [
+        { zone: 'us-east-1a', since: at(0), lastFailureAt: at(0), message: ice('us-east-1a'), until: at(10) },
+      ],
+      readTo: at(0),
+    });
+    expect(decide(['us-east-1a', 'us-east-1b'], launches)).toBeUndefined();
+    // Read before the other zone's launch was: the refusal alone is still not the compute's.
+    expect(decide(['us-east-1a', 'us-east-1b'], [failed('us-east-1a', 0)])).toBeUndefined();
+    // The pass reads a group of several zones whose instances came up, as it would miss the refusal otherwise;
+    // a steady group, or one of one zone, costs no call.
+    const up = { live: 2, ready: 2, desired: 2 };
+    expect(readsLaunches({ ...up, zones: 2 }, { readyNodes: 1 }, undefined, at(1))).toBe(true);
+    expect(readsLaunches({ ...up, zones: 2 }, { readyNodes: 2 }, undefined, at(1))).toBe(false);
+    expect(readsLaunches({ ...up, zones: 1 }, { readyNodes: 1 }, undefined, at(1))).toBe(false);
+    // A group in that zone only is short, as a group of one zone always was.
+    expect(decide(['us-east-1a'], [failed('us-east-1a', 0)])).toMatchObject({ since: at(0) });
+  });
+
+  it('is short once every zone is, by its own launches or another compute’s of its instance type', () => {
+    const both = [failed('us-east-1b', 0), failed('us-east-1a', 0)];
+    expect(decide(['us-east-1a', 'us-east-1b'], both)).toMatchObject({
+      since: at(0),
+      message: ice('us-east-1b'),
+    });
+    // A compute that never asked: its zones are known short for g6.2xlarge On-Demand, so admission stops counting
+    // on nodes it lacks after the grace, as if its own launch had failed.
+    expect(decide(['us-east-1a'], [], ['us-east-1a'])).toMatchObject({ since: at(0), countedUntil: at(5) });
+    expect(decide(['us-east-1a', 'us-east-1b'], [], ['us-east-1a'])).toBeUndefined();
+    // Another market or instance type is other capacity.
+    const spot = sharedShortZones([
+      {
+        spec: { node: { ...l4, capacityType: 'SPOT' } },
+        shortZones: [
+          { zone: 'us-east-1a', since: at(0), lastFailureAt: at(0), message: ice('a'), until: at(10) },
+        ],
+      },
+    ]);
+    expect(launchForShortage(undefined, l4, ['us-east-1a'], spot, at(1))).toBeUndefined();
+  });
+
+  it('ends a shortage taken from others once their zones are not all short, not at a probe it never made', () => {
+    const zone = { zone: 'us-east-1a', since: at(0), lastFailureAt: at(0), message: ice('us-east-1a') };
+    const shortA = sharedShortZones([{ spec: { node: l4 }, shortZones: [{ ...zone, until: at(10) }] }]);
+    const group = { node: l4, zones: ['us-east-1a'] };
+    const taken = nextComputeShortage(undefined, {}, { ...group, shared: shortA }, at(1), GRACE);
+    expect(taken).toMatchObject({ since: at(0), fromZones: true });
+    // Another compute's later failure there backs its probe off, as a failure of its own would.
+    const later = sharedShortZones([
+      { spec: { node: l4 }, shortZones: [{ ...zone, lastFailureAt: at(11), until: at(21) }] },
+    ]);
+    const again = nextComputeShortage(taken, {}, { ...group, shared: later }, at(12), GRACE);
+    expect(again).toMatchObject({ probes: 1, fromZones: true });
+    // A launch there succeeded (the zone is no longer listed): it ends with it, though its probe is far off.
+    expect(nextComputeShortage(again, {}, { ...group, shared: new Map() }, at(13), GRACE)).toBeUndefined();
+    // Its own failure is its own: it stays until its probe, whatever the others' zones say.
+    const own = nextComputeShortage(
+      undefined,
+      { launch: failed('us-east-1a', 0) },
+      { ...group, shared: shortA },
+      at(1),
+      GRACE,
+    );
+    expect(own?.fromZones).toBeUndefined();
+    expect(nextComputeShortage(own, {}, { ...group, shared: new Map() }, at(2), GRACE)).toBe(own);
+  });
+
+  it('clears a zone at a later launch there, tries it again after twice the grace, and folds an activity once', () => {
+    let z = nextShortZones(undefined, [failed('us-east-1a', 0)], undefined, at(0), GRACE);
+    // An older success there says nothing; a later one clears it.
+    expect(
+      nextShortZones(z.shortZones, [launched('us-east-1a', 2)], z.readTo, at(2), GRACE).shortZones,
+    ).toEqual([]);
+    // Not failing again within twice the grace, the zone is tried like any other.
+    expect(nextShortZones(z.shortZones, [], z.readTo, at(11), GRACE).shortZones).toEqual([]);
+    // The same page read again after the zone was dropped does not mark it again.
+    z = nextShortZones([], [failed('us-east-1a', 0)], z.readTo, at(11), GRACE);
+    expect(z.shortZones).toEqual([]);
+  });
+
+  it('keeps a failure in no zone of the group’s (none named, or a zone ID) the compute’s, as before', () => {
+    const spot: LaunchActivity = {
+      status: 'Failed',
+      at: at(0),
+      message: 'Could not launch Spot Instances. UnfulfillableCapacity - There is no capacity available',
+    };
+    expect(launchForShortage(spot, l4, ['us-east-1a', 'us-east-1b'], new Map(), at(0))).toBe(spot);
+    const byId = { ...failed('use1-az1', 0) };
+    expect(launchForShortage(byId, l4, ['us-east-1a', 'us-east-1b'], new Map(), at(0))).toBe(byId);
   });
 });
 
