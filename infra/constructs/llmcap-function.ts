@@ -6,6 +6,7 @@ import { NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
+import { LAMBDA_EXTERNAL_MODULES } from './bundling';
 import { starResourceAcks } from './nag';
 import { dropRedundantRoleDependsOn } from './role-dependency';
 
@@ -75,8 +76,7 @@ export class LlmcapFunction extends NodejsFunction {
         sourceMap: true,
         target: 'node24',
         format: OutputFormat.CJS,
-        // The SDK v3 ships in the Node 24 runtime; `yaml` is only reached when no inlined config exists.
-        externalModules: ['@aws-sdk/*', '@smithy/*', 'yaml'],
+        externalModules: LAMBDA_EXTERNAL_MODULES,
         define,
         forceDockerBundling: false,
       },

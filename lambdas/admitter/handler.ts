@@ -1,7 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
-import { createServices, type Services } from '../service';
 import { type AdmitterSummary, summarize } from '../service/admitter';
+import { type AdmitterServices, createAdmitterServices } from '../service/for-admitter';
 import { logger } from '../shared/logger';
 
 /**
@@ -13,10 +13,10 @@ import { logger } from '../shared/logger';
  */
 
 // Built on the first invocation of a container; it reads the configuration on each use (service/index.ts).
-let services: Services | undefined;
+let services: AdmitterServices | undefined;
 
 export const handler = middy(async (event: unknown): Promise<AdmitterSummary> => {
-  services ??= createServices();
+  services ??= createAdmitterServices();
   const batch = (event as { Records?: { dynamodb?: { Keys?: { pk?: { S?: string } } } }[] } | null)?.Records;
   const records = batch?.length;
   // The partitions the records name: a run re-reads those, and keeps its readings of the rest (service/admitter.ts).

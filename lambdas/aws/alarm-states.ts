@@ -1,4 +1,4 @@
-import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
+import type { MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import { alarmPrefix } from '../domain/alarms';
 import { cloudWatchClient } from '../shared/clients';
 import { config } from '../shared/config';
@@ -10,6 +10,10 @@ import { config } from '../shared/config';
 
 /** Every metric alarm whose name starts with `prefix`, page by page. */
 export async function alarmsNamed(prefix: string): Promise<MetricAlarm[]> {
+  // Loaded here, not with the module: the API's cold start would otherwise pay ~17 ms for the CloudWatch SDK
+  // that only GET /v1/alarms needs. A require, as clients.ts loads the client: the SDK is CommonJS.
+  const { DescribeAlarmsCommand } =
+    require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const alarms: MetricAlarm[] = [];
   let token: string | undefined;
   do {

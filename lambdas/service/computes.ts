@@ -65,7 +65,8 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
   /**
    * The key a compute of `name` owned by `owner` is stored under (domain/names.ts keyForNew): 409 when the name
    * is taken on the owner's line, or when the owner is gone (deleted since the caller was read). Called under the
-   * computes' guard, so two creates on one line cannot both pass.
+   * computes' guard, so two creates on one line cannot both pass. Answers the computes it read as well, which a
+   * create counts against the quota: one read of the partition, not two, under the guard.
    */
   const keyFor = async (name: string, owner: string | undefined, except?: string) => {
     const [all, scopes] = await Promise.all([store.listComputes(), deps.store.tenancy.listScopes()]);
@@ -75,10 +76,11 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
         `scope ${owner} does not exist; create it (POST /v1/scopes) before it owns computes`,
         'UnknownScope',
       );
-    return keyForNew('compute', name, owner, all, tree, {
+    const key = keyForNew('compute', name, owner, all, tree, {
       except,
       hint: `use PUT /v1/computes/${name} to replace it, or choose another name`,
     });
+    return { key, computes: all };
   };
 
   /**
@@ -90,8 +92,8 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
     const groups = (await deps.awsQuotas([NODEGROUPS_PER_CLUSTER])).get(NODEGROUPS_PER_CLUSTER.code);
     return deps.store.commit.commitDecision(
       committing(opts, async () => {
-        const key = await keyFor(c.name, c.owner);
-        const refusal = nodegroupQuotaRefusal((await store.listComputes()).length, groups);
+        const { key, computes } = await keyFor(c.name, c.owner);
+        const refusal = nodegroupQuotaRefusal(computes.length, groups);
         if (refusal) throw conflict(`compute ${c.name} cannot be created: ${refusal}`, 'AwsQuota');
         const at = now();
         const made = store.createItem({ ...c, name: key, builtin: false, by, uid: newComputeId() }, at);
@@ -280,7 +282,7 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
           const found = await store.getCompute(source.name);
           const users = found && !found.builtin ? await svc.catalog.modelsUsing(source.name) : [];
           const c = decideRename(found, name, to, users);
-          const key = await keyFor(to, c.owner, c.name);
+          const { key } = await keyFor(to, c.owner, c.name);
           // A new item, so a new incarnation id: its node group name and execution names are new as well.
           const { items, renamed } = store.renameItems(c, { name: key, by, uid: newComputeId() }, now());
           return { items, result: renamed };

@@ -21,7 +21,6 @@ import * as tenancy from '../store/tenancy';
 import * as workloads from '../store/workloads';
 import { accessService } from './access';
 import { admissionService } from './admission';
-import { admitterService } from './admitter';
 import { alarmService } from './alarms';
 import { wakeService } from './autoscaling';
 import { capacityService } from './capacity';
@@ -183,13 +182,11 @@ function wire(deps: Dependencies) {
   const admission = admissionService(deps);
   const computes = computeService(deps, { catalog });
   const models = modelService(deps, { catalog, admission });
-  const admitter = admitterService(deps, { catalog, admission, events });
   return {
     deps,
     access,
     catalog,
     admission,
-    admitter,
     models,
     computes,
     events,

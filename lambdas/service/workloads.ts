@@ -1,8 +1,11 @@
-import { type ClusterClient, DRAIN_MANAGER, type ListedObject } from '../aws/kubernetes';
+// Types only: the API reaches this file (wake's managedSelector), and the cluster client's module would bring the
+// EKS SDK and the request signer into its bundle and cold start.
+import type { ClusterClient, ListedObject } from '../aws/kubernetes';
 import type { ModelLoad } from '../domain/autoscaling';
 import type { Compute } from '../domain/compute';
 import {
   DELETION_COST_ANNOTATION,
+  DRAIN_FIELD_MANAGER,
   type DrainDeployment,
   GOING_COST,
   parseSurge,
@@ -201,7 +204,7 @@ export async function reconcileWorkloads(input: {
             });
         }
       }
-      const by = l && driftedBy(o, l, [FIELD_MANAGER, DRAIN_MANAGER]);
+      const by = l && driftedBy(o, l, [FIELD_MANAGER, DRAIN_FIELD_MANAGER]);
       await k.apply(o);
       applied.push(keyOf(o));
       if (by) {

@@ -1,6 +1,6 @@
 import { resetAdmitter } from '../../lambdas/admitter/handler';
-import { createServices } from '../../lambdas/service';
 import { type AdmitterSummary, summarize } from '../../lambdas/service/admitter';
+import { createAdmitterServices } from '../../lambdas/service/for-admitter';
 import { startAdmitterSource } from '../../local/admitter-function';
 import type { StreamSource } from '../../local/stream-source';
 
@@ -29,7 +29,7 @@ export async function startTestAdmitter(table: string): Promise<TestAdmitter> {
     return next;
   };
   resetAdmitter();
-  const runOnce = () => serially(async () => summarize(await createServices().admitter.run()));
+  const runOnce = () => serially(async () => summarize(await createAdmitterServices().admitter.run()));
   const source: StreamSource = await startAdmitterSource({
     endpoint: process.env.LLMCAP_DYNAMODB_ENDPOINT!,
     table,

@@ -1,4 +1,4 @@
-import { createServices } from '../../../lambdas/service';
+import { createAdmitterServices } from '../../../lambdas/service/for-admitter';
 import { documentClient } from '../../../lambdas/shared/clients';
 import { admitterVersion, listAdmissions } from '../../../lambdas/store/admissions';
 import { type TestApi, testApi } from '../../helpers/api';
@@ -36,7 +36,7 @@ it('two admitters racing over the same writes never admit past a limit, and both
   );
   expect(writes.map((w) => w.status)).toEqual(Array(10).fill(201));
   const fenceBefore = await admitterVersion();
-  await Promise.all([createServices().admitter.run(), createServices().admitter.run()]);
+  await Promise.all([createAdmitterServices().admitter.run(), createAdmitterServices().admitter.run()]);
   // Whoever committed moved the fence once per transaction; a run that lost it decided again.
   expect(await admitterVersion()).toBeGreaterThan(fenceBefore);
   await api.admitter.settled();
@@ -52,7 +52,7 @@ it('two admitters racing over the same writes never admit past a limit, and both
 it('a run over a world already decided writes nothing, so its own stream does not wake it again', async () => {
   await api.admitter.settled();
   const fence = await admitterVersion();
-  const run = await createServices().admitter.run();
+  const run = await createAdmitterServices().admitter.run();
   expect(run).toMatchObject({ commits: 0, written: [], removed: [] });
   await api.admitter.settled();
   expect(await admitterVersion()).toBe(fence);
@@ -71,7 +71,7 @@ it('decides a write within the next run and says so in the model: Queued first, 
 
 it("re-reads on the stream's trigger only the partitions its records name, and everything once another run moved the fence", async () => {
   await api.admitter.settled();
-  const mine = createServices().admitter;
+  const mine = createAdmitterServices().admitter;
   const queried: string[] = [];
   documentClient().middlewareStack.add(
     (next) => async (args) => {
@@ -102,7 +102,7 @@ it("re-reads on the stream's trigger only the partitions its records name, and e
     );
     expect(added.status).toBe(201);
     const fence = await admitterVersion();
-    await createServices().admitter.run();
+    await createAdmitterServices().admitter.run();
     await api.admitter.settled();
     expect(await admitterVersion()).toBeGreaterThan(fence);
     queried.length = 0;
