@@ -1,8 +1,7 @@
 import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { startControlPlane } from '../local/control-plane';
 import type { AuditEvent } from '../local/k8s-sim';
-import { runReconcile } from '../test/helpers/services';
-import { loadBenchWorld } from './reconcile';
+import { benchPass, loadBenchWorld } from './reconcile';
 
 /**
  * One reconcile pass with the model servers (issue 20 §6): the world of bench/reconcile.ts (200 computes, 10,000
@@ -94,7 +93,7 @@ export async function benchReconcileWorkloads(
       k8s.reset();
       const shakes = cp.sim.kubernetes!.handshakes();
       const t0 = performance.now();
-      const s = await runReconcile();
+      const s = await benchPass();
       const ms = Math.round(performance.now() - t0);
       const tally = k8s.take();
       if (s.errors.length) console.error(`${what}: ${s.errors.slice(0, 3).join('; ')}`);
