@@ -97,7 +97,6 @@ export async function benchReconcileWorkloads(
       const s = await benchPass();
       const ms = Math.round(performance.now() - t0);
       const tally = k8s.take();
-      if (s.errors.length) console.error(`${what}: ${s.errors.slice(0, 3).join('; ')}`);
       return {
         pass: what,
         ms,
