@@ -1,7 +1,6 @@
-import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { startControlPlane } from '../local/control-plane';
 import type { AuditEvent } from '../local/k8s-sim';
-import { benchPass, loadBenchWorld } from './reconcile';
+import { benchPass, loadBenchWorld, raiseInstanceQuotas } from './reconcile';
 
 /**
  * One reconcile pass with the model servers (issue 20 §6): the world of bench/reconcile.ts (200 computes, 10,000
@@ -85,10 +84,10 @@ export async function benchReconcileWorkloads(
   try {
     if (!cp.sim.kubernetes) throw new Error('the cloud simulator started without its Kubernetes API');
     const k8s = counter(cp.sim.kubernetes);
-    // Every compute gets its node group, as when this section was first measured: the cluster's quota of
-    // managed node groups (AWS's default 30, which the Reconcile section shows binding) is raised here.
+    // Every compute gets its node group and its nodes, as when this section was first measured: the cluster's
+    // quota of managed node groups (AWS's default 30) and the account's vCPUs per instance class are raised here.
     cp.sim.admin.setQuotas({ 'L-6D54EA21': nComputes + 50 });
-    resetQuotaCache();
+    raiseInstanceQuotas(cp.sim);
     const { projects } = await loadBenchWorld(nComputes, nModels);
     const pass = async (what: string) => {
       k8s.reset();

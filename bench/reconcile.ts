@@ -6,7 +6,7 @@ import type { AdmitterSummary } from '../lambdas/service/admitter';
 import { createReconciler, type ReconcileSummary } from '../lambdas/service/reconcile';
 import { documentClient } from '../lambdas/shared/clients';
 import { keys } from '../lambdas/store/keys';
-import { startCloudSim } from '../local/cloud-sim';
+import { type CloudSim, startCloudSim } from '../local/cloud-sim';
 import { startControlPlane } from '../local/control-plane';
 import { countDynamoDb, tallyText } from './dynamo-calls';
 
@@ -149,6 +149,21 @@ export async function benchPass(): Promise<ReconcileSummary & { admitMs: number 
 
 const EKS_QUOTAS = ['L-6D54EA21', 'L-BD136A63'];
 
+/**
+ * The account's vCPUs per instance class set out of the way (100,000 each): a deployment of the benches' size has
+ * raised them, and at AWS's defaults most GPU computes would get no node (held back by their pending reason).
+ */
+export function raiseInstanceQuotas(sim: CloudSim): void {
+  sim.admin.setQuotas(
+    Object.fromEntries(
+      Object.keys(sim.admin.getQuotas())
+        .filter((c) => !EKS_QUOTAS.includes(c))
+        .map((c) => [c, 100_000]),
+    ),
+  );
+  resetQuotaCache();
+}
+
 /** Computes whose nodes an AWS quota holds back this pass (their pendingReason), by quota code. */
 function heldByQuota(s: ReconcileSummary): Record<string, number> {
   const out: Record<string, number> = {};
@@ -194,14 +209,7 @@ export async function benchReconcile(opts: { computes?: number; models?: number 
   try {
     // The account's vCPUs are set out of the way, as the node groups per cluster are above: a deployment of this
     // size has raised them, and the section measures a pass that AWS lets run (docs/operations.md, the quotas).
-    cp.sim.admin.setQuotas(
-      Object.fromEntries(
-        Object.keys(cp.sim.admin.getQuotas())
-          .filter((c) => !EKS_QUOTAS.includes(c))
-          .map((c) => [c, 100_000]),
-      ),
-    );
-    resetQuotaCache();
+    raiseInstanceQuotas(cp.sim);
     const { scopes, projects, loadMs } = await loadBenchWorld(nComputes, nModels);
     // The DynamoDB calls of each pass, counted beside its AWS calls (the control plane built this client).
     const dynamo = countDynamoDb();
