@@ -68,7 +68,7 @@ const sections: Section[] = [
   {
     title: 'Reconcile with workloads',
     intro:
-      "One reconcile pass with the model servers (issue 20 §6): the Reconcile section's world, with the workloads step applying Deployments, Services and PodDisruptionBudgets to the simulated cluster over HTTPS, as the Lambda does. At 40 computes and 2,000 models by default: the simulated API server spends tens of ms on each write (managed fields, its controllers), so the first pass of the issue's 200 / 10,000 would take most of an hour here; BENCH_COMPUTES and BENCH_MODELS set the size. The calls per pass do not depend on it.",
+      "One reconcile pass with the model servers (issue 20 §6): the Reconcile section's world, with the workloads step applying Deployments, Services and PodDisruptionBudgets to the simulated cluster over HTTPS, as the Lambda does. At 40 computes and 2,000 models by default, so that the section takes minutes: the simulated API server runs in the bench's process and its writes cost a few ms each (managed fields, its controllers), and the issue's 200 / 10,000 has not been measured since the simulator's controller stopped re-syncing waiting Deployments; BENCH_COMPUTES and BENCH_MODELS set the size. The calls per pass do not depend on it.",
     run: () => load('reconcile-workloads', 'benchReconcileWorkloads'),
   },
   {

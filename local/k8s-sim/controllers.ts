@@ -413,12 +413,16 @@ function syncDeployment(c: Cluster, key: string): void {
       prevProg,
     );
   else {
+    // A count of 0 is left out of the status (below), so an absent one is 0: read as different, a Deployment
+    // with no Ready pod "progressed" on every sync, never reached its deadline, and was synced again each
+    // scaled progressDeadlineSeconds for ever (2,000 of them starved the API server in the workloads bench).
+    const was = (f: string) => (prev[f] as number | undefined) ?? 0;
     const progressed =
       !prev.observedGeneration ||
       prev.observedGeneration !== d.metadata?.generation ||
-      prev.updatedReplicas !== updated ||
-      prev.availableReplicas !== available ||
-      prev.readyReplicas !== sum('readyReplicas');
+      was('updatedReplicas') !== updated ||
+      was('availableReplicas') !== available ||
+      was('readyReplicas') !== sum('readyReplicas');
     const since = prevProg && !progressed ? Date.parse(prevProg.lastUpdateTime as string) : c.now();
     if (prevProg?.reason === 'ProgressDeadlineExceeded' && !progressed) progCond = prevProg as never;
     else if (c.now() - since >= c.sim.scaled(deadline * 1000) && prevProg)

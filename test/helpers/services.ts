@@ -11,7 +11,9 @@ import { startTestAdmitter } from './admitter';
 
 /**
  * A pass as the reconcile Lambda runs it, its admitter the one the table's stream drives in this process (the
- * Lambda invokes the admitter function instead: aws/lambda.ts invokeAdmitter).
+ * Lambda invokes the admitter function instead: aws/lambda.ts invokeAdmitter). Not beside a control plane, which
+ * has its admitter already: this starts a second one on the stream, which only the jest hook stops
+ * (stop-admitter.ts); there, `createReconciler().run()` invokes the control plane's, as bench/reconcile.ts does.
  */
 export const runReconcile = async (opts?: { now?: Date }) => {
   const admitter = await startTestAdmitter(process.env.LLMCAP_TABLE!);

@@ -220,6 +220,35 @@ describe('deployments become ready pods on the right nodes', () => {
     expect(new Set(after.map((p) => p.spec?.nodeName)).size).toBe(2);
   });
 
+  it('reports ProgressDeadlineExceeded when no pod becomes Ready within progressDeadlineSeconds, and progresses again once one can', async () => {
+    h = await k8sHarness({ kubernetes: { appStart: [{ image: 'vllm/*', ms: 30 * SEC }] } });
+    const body = modelDeployment('stuck', { compute: 'gpu-later' });
+    await h.apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: { ...body, spec: { ...body.spec, progressDeadlineSeconds: 120 } },
+    });
+    const progressing = async () =>
+      (
+        await h.apps.readNamespacedDeployment({ name: 'stuck', namespace: 'default' })
+      ).status?.conditions?.find((c) => c.type === 'Progressing');
+    // No node selects it: the pod waits, and the Deployment counts nothing Ready (0s are left out of its status).
+    expect((await podsOf('default', 'stuck')).map((p) => p.spec?.nodeName)).toEqual([undefined]);
+    h.advance(60 * SEC);
+    expect(await progressing()).toMatchObject({ status: 'True' });
+    h.advance(61 * SEC);
+    const [rs] = (await h.apps.listNamespacedReplicaSet({ namespace: 'default' })).items;
+    expect(await progressing()).toMatchObject({
+      status: 'False',
+      reason: 'ProgressDeadlineExceeded',
+      message: `ReplicaSet "${rs!.metadata?.name}" has timed out progressing.`,
+    });
+    // A node that takes it: the pod starts, becomes Ready, and the rollout completes.
+    await h.nodegroup('later', gpuGroup('gpu-later'));
+    h.advance(2 * MIN);
+    expect((await podsOf('default', 'stuck')).every(ready)).toBe(true);
+    expect(await progressing()).toMatchObject({ status: 'True', reason: 'NewReplicaSetAvailable' });
+  });
+
   it('deletes a Deployment with its ReplicaSets and pods (background propagation)', async () => {
     h = await k8sHarness({ durations: { podStopMs: 0 } });
     await h.nodegroup('cpu', cpuGroup('cpu-small', 1));

@@ -1,8 +1,8 @@
+import { createReconciler } from '../../../lambdas/service/reconcile';
 import type { ControlPlane } from '../../../local/control-plane';
 import { httpApi, reconcileUntil, testControlPlane } from '../../helpers/control-plane';
 import { l4Model as modelOn, scale } from '../../helpers/l4-pool';
 import { decided } from '../../helpers/passes';
-import { runReconcile } from '../../helpers/services';
 
 /**
  * The whole loop on the local control plane: API → admission → reconcile → Step Functions → cloud simulator →
@@ -84,8 +84,9 @@ describe('reconcile end to end', () => {
     await settle();
     expect((await call('PUT', '/v1/models/chat/scaling', { min: 3, max: 3 })).status).toBe(200);
     const before = new Set(cp.sfn.executions.keys());
-    // Two passes really at once, as a scheduled Lambda and POST /v1/reconcile could run (not serialized here).
-    const both = await Promise.all([runReconcile(), runReconcile()]);
+    // Two passes really at once, as a scheduled Lambda and POST /v1/reconcile could run (not serialized here),
+    // each invoking the control plane's admitter function as the reconcile function does.
+    const both = await Promise.all([createReconciler().run(), createReconciler().run()]);
     await cp.sfn.waitForIdle(10_000);
     const started = [...cp.sfn.executions.values()].filter((e) => !before.has(e.executionArn));
     // One scale execution, named <compute>-scale-g<generation>-<incarnation id> (the id may contain "-g").
