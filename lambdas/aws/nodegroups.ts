@@ -118,7 +118,7 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
     const desired = group?.DesiredCapacity ?? 0;
     zones = group?.AvailabilityZones?.length ? [...group.AvailabilityZones].sort() : undefined;
     const seen = { live, ready, desired, zones: zones?.length ?? 0 };
-    if (readsLaunches(seen, c.status, c.supply?.shortOfCapacity, now)) {
+    if (readsLaunches(seen, c.status, c.supply?.shortOfCapacity)) {
       calls++;
       launches = await latestLaunches(asgName);
     }

@@ -219,21 +219,21 @@ export function nextShortage(
 
 /**
  * Whether a pass reads the group's latest launches (DescribeScalingActivities, one call more): while it has fewer
- * instances than it wants (a launch may be failing); for a compute short of capacity whose probe is due, when its
- * ready instances changed since the last pass (`was`); and for a group of several zones, when instances came up
- * since the last pass (Auto Scaling may have launched them in one zone after EC2 refused another). A probe's
- * launch is the only way a shortage ends, and once its instance is up the group has what it wants: without this
- * read a probe that succeeded left the compute short for good. A steady group, short or not, costs no call.
+ * instances than it wants (a launch may be failing); for a compute short of capacity, when its ready instances
+ * changed since the last pass (`was`); and for a group of several zones, when instances came up since the last
+ * pass (Auto Scaling may have launched them in one zone after EC2 refused another). A launch that succeeded is
+ * the only way a shortage ends, and once its instance is up the group has what it wants: without this read it
+ * would stay short. That launch may be llmcap's probe or Auto Scaling's own retry, which comes whenever EC2 has
+ * the capacity again, also before the probe. A steady group, short or not, costs no call.
  */
 export function readsLaunches(
   group: { live: number; ready: number; desired: number; zones?: number },
   was: { readyNodes: number },
   short: CapacityShortage | undefined,
-  now: string,
 ): boolean {
   if (group.live < group.desired) return true;
   if ((group.zones ?? 0) > 1 && group.ready > was.readyNodes) return true;
-  return short !== undefined && now >= short.nextProbeAt && group.ready !== was.readyNodes;
+  return short !== undefined && group.ready !== was.readyNodes;
 }
 
 /**
