@@ -120,9 +120,6 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const described = (kind: string, namespace: string | undefined, name?: string) =>
   name ? `${kind} ${namespace ? `${namespace}/` : ''}${name}` : namespace ? `${kind} in ${namespace}` : kind;
 
-/** The field manager of the drain's merge patches (cordons, surges, deletion costs). */
-export const DRAIN_MANAGER = DRAIN_FIELD_MANAGER;
-
 interface Resource {
   /** `/api/v1` or `/apis/<group>/<version>`. */
   base: string;
@@ -201,8 +198,8 @@ export class ClusterClient {
   }
 
   /**
-   * A JSON merge patch of a few fields (`null` removes one), as DRAIN_MANAGER: the drain's surge replicas and
-   * annotations, a pod's deletion cost. Server-side apply as llmcap would drop every other field it owns.
+   * A JSON merge patch of a few fields (`null` removes one), as DRAIN_FIELD_MANAGER: the drain's cordons, surge
+   * replicas and annotations, a pod's deletion cost. Server-side apply as llmcap would drop every other field it owns.
    */
   async patch(
     apiVersion: string,
@@ -218,7 +215,7 @@ export class ClusterClient {
       what,
       'PATCH',
       path,
-      { fieldManager: DRAIN_MANAGER },
+      { fieldManager: DRAIN_FIELD_MANAGER },
       fields,
       'application/merge-patch+json',
     );

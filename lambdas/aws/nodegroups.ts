@@ -27,12 +27,9 @@ export interface Observation {
   vanished: boolean;
   calls: number;
   /**
-   * The newest launch of its Auto Scaling group, read only while the group has fewer instances than it wants
-   * (a launch may be failing: issue 32 §3) or a probe of a compute short of capacity may have ended
-   * (readsLaunches), so a steady pass makes no extra call.
+   * The launches among its Auto Scaling group's latest activities (newest first), with their zones: read only
+   * when one may have failed or ended a shortage (readsLaunches: issue 32 §3), so a steady pass makes no extra call.
    */
-  launch?: LaunchActivity;
-  /** Every launch among the activities read (newest first): where they failed or succeeded, zone by zone. */
   launches?: LaunchActivity[];
   /** The Availability Zones of the group's Auto Scaling group (its subnets'), as Auto Scaling lists them. */
   zones?: string[];
@@ -123,14 +120,12 @@ async function observeOne(c: ObservedCompute, now: string): Promise<Observation>
       launches = await latestLaunches(asgName);
     }
   }
-  const launch = launches?.[0];
   const health = healthMessage(ng);
   return {
     compute: c.name,
     vanished: false,
     calls,
     maxSize: ng.scalingConfig?.maxSize,
-    ...(launch ? { launch } : {}),
     ...(launches ? { launches } : {}),
     ...(zones ? { zones } : {}),
     status: {
@@ -173,7 +168,7 @@ async function latestLaunches(asgName: string): Promise<LaunchActivity[]> {
  * The zone of an activity: its Details, a JSON string such as `{"Subnet ID":"subnet-…","Availability Zone":"us-east-1a"}`;
  * else the zone EC2's capacity message names ("in the Availability Zone you requested (us-east-1a)").
  */
-export function activityZone(details: string | undefined, message: string | undefined): string | undefined {
+function activityZone(details: string | undefined, message: string | undefined): string | undefined {
   try {
     const zone = (JSON.parse(details ?? '{}') as Record<string, unknown>)['Availability Zone'];
     if (typeof zone === 'string' && zone) return zone;

@@ -60,19 +60,19 @@ import { reconcileWorkloads } from './workloads';
 
 export type { ComputeReport, ReconcileSummary };
 
-/**
- * What a pass depends on beyond the services: EKS and Auto Scaling, Step Functions, CloudWatch, and the
- * cluster's Kubernetes API with the engines it deploys (docs/workloads.md).
- */
 /** What a pass observed of a group's supply from AWS (aws/nodegroups.ts Observation). */
 interface ObservedSupply {
   desiredNodes: number;
-  launch?: LaunchActivity;
+  /** Newest first. */
   launches?: LaunchActivity[];
   zones?: string[];
   healthIssues?: ObservedStatus['healthIssues'];
 }
 
+/**
+ * What a pass depends on beyond the services: EKS and Auto Scaling, Step Functions, CloudWatch, and the
+ * cluster's Kubernetes API with the engines it deploys (docs/workloads.md).
+ */
 export interface ReconcileDependencies extends Dependencies {
   nodegroups: Pick<typeof nodegroups, 'observeAll' | 'terminateInstance' | 'subnetZones'>;
   /** A client of the cluster's API with a fresh EKS token (aws/kubernetes.ts), asked for once per pass. */
@@ -365,11 +365,15 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
           ? replacementNodes(s.idle.length, s.nodes, o?.desiredNodes ?? c.status.desiredNodes)
           : 0
         : (c.supply?.replacementNodes ?? 0);
-      const reclaimed = replacesReclaimed(c.supply, o?.launch, now, graceMs);
+      const newest = o?.launches?.[0];
+      const reclaimed = replacesReclaimed(c.supply, newest, now, graceMs);
       const z = zonal.get(c.name)!;
       const short = nextComputeShortage(
         c.supply?.shortOfCapacity,
-        o ?? {},
+        {
+          ...(newest ? { launch: newest } : {}),
+          ...(o?.healthIssues ? { healthIssues: o.healthIssues } : {}),
+        },
         { node: c.spec.node, zones: z.zones, shared },
         now,
         capacityGraceMs,
@@ -381,7 +385,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         ...(short ? { shortOfCapacity: short } : {}),
         ...(c.supply?.interruptions ? { interruptions: c.supply.interruptions } : {}),
         ...(z.zones ? { zones: z.zones } : {}),
-        ...(planned.get(c.name) && !o?.zones ? { subnetZones: planned.get(c.name)!.subnetZones } : {}),
+        // Planned only for computes whose group listed no zones (the pass's call of plannedZones).
+        ...(planned.has(c.name) ? { subnetZones: planned.get(c.name)!.subnetZones } : {}),
         ...(z.shortZones.length ? { shortZones: z.shortZones } : {}),
         ...(z.readTo ? { launchesReadTo: z.readTo } : {}),
       };
@@ -455,7 +460,6 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         observed.set(o.compute, {
           maxSize: o.maxSize,
           desiredNodes: o.status.desiredNodes,
-          ...(o.launch ? { launch: o.launch } : {}),
           ...(o.launches ? { launches: o.launches } : {}),
           ...(o.zones ? { zones: o.zones } : {}),
           ...(o.status.healthIssues ? { healthIssues: o.status.healthIssues } : {}),

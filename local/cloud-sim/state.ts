@@ -977,9 +977,10 @@ export class Simulator {
 
   /** A launch EC2 refused in `zone` (asked for at `askedAt`): the Failed activity and its EventBridge event. */
   private refusedLaunch(ng: SimNodegroup, rule: LaunchFailureRule, zone: string, askedAt: number): void {
-    const issue = launchIssue(rule, ng, this.zonesOf(ng.input.subnets), zone);
+    const zones = this.zonesOf(ng.input.subnets);
+    const issue = launchIssue(rule, ng, zones, zone);
     const failed = this.activity(ng, 'Launching a new EC2 instance', this.capacityCause(ng, 'increasing'));
-    const subnet = ng.input.subnets[this.zonesOf(ng.input.subnets).indexOf(zone)];
+    const subnet = ng.input.subnets[zones.indexOf(zone)];
     failed.details = JSON.stringify({ 'Subnet ID': subnet, 'Availability Zone': zone });
     failed.startTime = askedAt;
     failed.statusCode = 'Failed';
