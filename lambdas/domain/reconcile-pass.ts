@@ -148,6 +148,11 @@ export interface ComputeReport {
   pendingReason?: string;
   /** Launches fail for lack of EC2 capacity since then (domain/supply.ts); the compute's status says more. */
   shortOfCapacitySince?: string;
+  /**
+   * Nodes asked for beyond what its replicas need now: replicas of a compute short of capacity move here when its
+   * grace ends, and these boot meanwhile (domain/supply.ts nodesAhead).
+   */
+  aheadNodes?: number;
 }
 
 /** A pass's summary: what it saw, decided and started; stored with the pass and published as metrics. */

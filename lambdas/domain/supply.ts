@@ -382,6 +382,51 @@ export function cannotLaunch(s: CapacityShortage | undefined, now: string | unde
   return s !== undefined && now !== undefined && now >= s.countedUntil && now < s.nextProbeAt;
 }
 
+/**
+ * True while a shortage's grace runs: admission still counts on the compute, and will stop at `countedUntil`
+ * (not a shortage whose grace EC2's reclaim of a Spot instance cut to nothing).
+ */
+export function inGrace(s: CapacityShortage | undefined, now: string): boolean {
+  return s !== undefined && now < s.countedUntil && s.countedUntil < s.nextProbeAt;
+}
+
+/**
+ * The computes as they will be once every grace running at `now` is over: each such shortage counted from `now`
+ * (admissibleComputes then gives the compute only the nodes it runs). What admission decides on them is where
+ * the replicas of a short compute go when its grace ends (nodesAhead).
+ */
+export function pastGraces<C extends { supply?: ComputeSupply }>(
+  computes: readonly C[],
+  now: string,
+): C[] | undefined {
+  if (!computes.some((c) => inGrace(c.supply?.shortOfCapacity, now))) return undefined;
+  return computes.map((c) => {
+    const s = c.supply?.shortOfCapacity;
+    if (!s || !inGrace(s, now)) return c;
+    return { ...c, supply: { ...c.supply, shortOfCapacity: { ...s, countedUntil: now } } };
+  });
+}
+
+/**
+ * Nodes to ask for ahead of a grace's end (issue 32 §3): per compute, the nodes the placement after the graces
+ * (`after`) needs where that is more than the placement now (`planned`) needs. Started during the grace, the node
+ * boots while the grace runs, so the replicas that move when it ends wait for a pod's start, not a grace and a
+ * boot. The short computes themselves get none (they cannot launch). Should the shortage end within the grace,
+ * these nodes were never needed, and go at the next pass: the cost of up to a grace and a pass of a node.
+ */
+export function nodesAhead(
+  planned: readonly { compute: string; neededNodes: number }[],
+  after: readonly { compute: string; neededNodes: number }[],
+  short: ReadonlySet<string>,
+): Map<string, number> {
+  const now = new Map(planned.map((p) => [p.compute, p.neededNodes]));
+  const out = new Map<string, number>();
+  for (const p of after) {
+    if (!short.has(p.compute) && p.neededNodes > (now.get(p.compute) ?? 0)) out.set(p.compute, p.neededNodes);
+  }
+  return out;
+}
+
 /** The fields of a Node this reads. */
 export interface SupplyNode {
   metadata: {

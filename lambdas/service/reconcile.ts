@@ -4,7 +4,7 @@ import { invokeAdmitter } from '../aws/lambda';
 import * as nodegroups from '../aws/nodegroups';
 import * as stepFunctions from '../aws/workflows';
 import { type Action, decideAction, type WorkflowKind } from '../domain/actions';
-import { unitsOf } from '../domain/admission-world';
+import { decideWorld, unitsOf, type World } from '../domain/admission-world';
 import { type NodeView, observedAllocatables, sameRoom } from '../domain/allocatable';
 import type { ModelLoad, StartedObject } from '../domain/autoscaling';
 import { capByQuotas, NODEGROUPS_PER_CLUSTER, type QuotaCap, vcpuQuotaOf } from '../domain/aws-quotas';
@@ -28,12 +28,15 @@ import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import {
   type ComputeSupply,
   holdsLaunches,
+  inGrace,
   type LaunchActivity,
   nextComputeShortage,
   nextInterruptions,
   nextShortZones,
   nodeOfInstance,
+  nodesAhead,
   nodesByCompute,
+  pastGraces,
   replacementNodes,
   replacesReclaimed,
   SPOT_WARNING_ANNOTATION,
@@ -213,6 +216,31 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    * cluster's quota, nodes within the account's vCPUs per class. The values come from Service Quotas, cached per
    * container; one it did not answer limits nothing.
    */
+  /**
+   * Issue 32 §3: the replicas a short compute holds move to their next compute only when its grace ends, and
+   * would then wait for a node to boot there. Deciding now as the admitter will decide then (the graces counted as
+   * over, supply.ts pastGraces) says which computes they go to and how many nodes those need; the pass asks for
+   * them now, so the node boots during the grace. Only while a grace runs; no AWS call.
+   */
+  function nodesAheadOfGraces(
+    world: World,
+    planned: readonly { compute: string; neededNodes: number }[],
+    now: string,
+  ): Map<string, number> {
+    const computes = pastGraces(world.computes, now);
+    if (!computes) return new Map();
+    const after = decideWorld({ ...world, computes }, now);
+    const tree = new ScopeTree(world.scopes);
+    const later = planPlacement(computes, unitsOf(after.admissions, world.models, tree));
+    const short = new Set(
+      world.computes.filter((c) => inGrace(c.supply?.shortOfCapacity, now)).map((c) => c.name),
+    );
+    const out = nodesAhead(planned, later.computes, short);
+    for (const [c, n] of out)
+      logger.info('nodes asked for ahead of a capacity grace', { compute: c, neededNodes: n });
+    return out;
+  }
+
   async function quotaCaps(
     computes: readonly Compute[],
     sized: ReadonlyMap<string, { neededNodes: number }>,
@@ -484,8 +512,14 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       () => awsCalls++,
     );
     const supply = await observeSupply(computes, nodes, observed, planned, now);
+    // Nodes asked for ahead of a short compute's grace (3b below), on the computes its replicas will move to.
+    let ahead = new Map<string, number>();
     const target = (c: Compute, needed: number) =>
-      withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
+      withReplacements(
+        Math.max(needed, ahead.get(c.name) ?? 0),
+        supply.get(c.name)?.replacementNodes ?? 0,
+        c.spec.nodeGroup.maxNodes,
+      );
 
     // 2e. Load (issue 33): read before the admitter, so that it decides on this pass's demand.
     let loads: Map<string, ModelLoad> | undefined;
@@ -524,6 +558,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     );
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
     const byName = new Map(all.map((c) => [c.name, c]));
+    // 3b. While a short compute's grace runs, the nodes its replicas will need where they go once it ends.
+    ahead = nodesAheadOfGraces(world, plan.computes, now);
     const caps = await quotaCaps(
       all,
       new Map(
@@ -565,6 +601,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         await store.computes.recordSizing(c.name, sizing);
       // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
       const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
+      const aheadBy = deleting ? 0 : (ahead.get(c.name) ?? 0) - sizing.neededNodes;
       let action = decideAction({
         compute: c,
         needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,
@@ -640,6 +677,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         ...(note ? { actionNote: note } : {}),
         ...(cap ? { pendingReason: cap.reason } : {}),
         ...(short ? { shortOfCapacitySince: short.since } : {}),
+        ...(aheadBy > 0 ? { aheadNodes: aheadBy } : {}),
       });
     }
 

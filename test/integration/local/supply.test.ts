@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { resetQuotaCache } from '../../../lambdas/aws/quotas';
 import { UNSCHEDULED_MINUTES } from '../../../lambdas/domain/alarms';
 import type { ControlPlane } from '../../../local/control-plane';
-import { httpApi, reconcileUntil, testControlPlane, vcpusInUse } from '../../helpers/control-plane';
+import {
+  httpApi,
+  passesUntil,
+  reconcileUntil,
+  testControlPlane,
+  vcpusInUse,
+} from '../../helpers/control-plane';
 import { llmcap } from '../cli/run';
 
 /**
@@ -180,10 +186,22 @@ describe('GPUs that cannot be had', () => {
       200,
     );
     const reports: { failed: boolean }[] = [];
-    await reconcileUntil(cp, async () => {
-      return (await compute('l4-first')).shortOfCapacity !== undefined;
-    });
+    const passes = await passesUntil(
+      cp,
+      async () => (await compute('l4-first')).shortOfCapacity !== undefined,
+    );
     const short = (await compute('l4-first')).shortOfCapacity;
+    // The pass that saw the shortage, within its grace: the replica still counts on l4-first, but the node it
+    // will need on a10g-next is asked for already, so that it boots while the grace runs.
+    const saw = passes.find((p) =>
+      p.computes.some((c) => c.compute === 'l4-first' && c.shortOfCapacitySince),
+    )!;
+    expect(saw.startedAt < short.countedUntil).toBe(true);
+    expect(saw.computes.find((c) => c.compute === 'a10g-next')).toMatchObject({
+      neededNodes: 0,
+      aheadNodes: 1,
+    });
+    expect(saw.workflows).toContainEqual(expect.objectContaining({ compute: 'a10g-next' }));
     expect(short.message).toMatch(
       /InsufficientInstanceCapacity - We currently do not have sufficient g6\.2xlarge/,
     );

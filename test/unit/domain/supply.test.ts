@@ -1,18 +1,27 @@
-import { restoreHeadroom, standingReplicas } from '../../../lambdas/domain/admission-world';
+import {
+  decideWorld,
+  restoreHeadroom,
+  standingReplicas,
+  type World,
+} from '../../../lambdas/domain/admission-world';
 import { PlacementHeadroom } from '../../../lambdas/domain/placement';
 import { ScopeTree } from '../../../lambdas/domain/quota';
 import {
   admissibleComputes,
   admissibleNodes,
+  type CapacityShortage,
   cannotLaunch,
   holdsLaunches,
   idleReason,
+  inGrace,
   type LaunchActivity,
   launchForShortage,
   nextComputeShortage,
   nextShortage,
   nextShortZones,
+  nodesAhead,
   nodesByCompute,
+  pastGraces,
   readsLaunches,
   replacementNodes,
   replicasGoing,
@@ -474,6 +483,110 @@ describe('re-placement never takes a Ready minimum’s slot for a surplus replic
       'crit#min',
       'std#min',
     ]);
+  });
+});
+
+describe('nodes asked for ahead of a grace’s end (issue 32 §3)', () => {
+  const ICE =
+    'Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient g6.xlarge capacity in the Availability Zone you requested (us-east-1a).';
+  const at = (m: number) => new Date(Date.parse(NOW) + m * MIN).toISOString();
+  const failedAt = (m: number, reclaimed = false) =>
+    nextShortage(
+      undefined,
+      { launch: { status: 'Failed', at: at(m), message: ICE } },
+      at(m),
+      GRACE,
+      reclaimed,
+    )!;
+  const l4 = builtin('gpu-l4-1x');
+  const pool = (name: string, maxNodes: number, readyNodes: number, short?: CapacityShortage) => ({
+    name,
+    spec: { ...l4.spec, nodeGroup: { ...l4.spec.nodeGroup, maxNodes } },
+    status: { readyNodes },
+    ...(short ? { supply: { shortOfCapacity: short } } : {}),
+  });
+
+  it('runs a grace from the failure to countedUntil, and none where EC2 reclaimed a Spot instance', () => {
+    const s = failedAt(0);
+    expect([at(0), at(4), at(5), at(9)].map((t) => inGrace(s, t))).toEqual([true, true, false, false]);
+    expect(inGrace(failedAt(0, true), at(0))).toBe(false);
+    expect(inGrace(undefined, at(0))).toBe(false);
+  });
+
+  it('counts the graces running as over, and leaves every other compute as it is', () => {
+    const preferred = pool('pool', 2, 1, failedAt(0));
+    const fallback = pool('fallback', 4, 0);
+    const later = pool('later', 2, 1, failedAt(-7)); // its grace is over already
+    expect(pastGraces([fallback, later], at(1))).toBe(undefined);
+    const past = pastGraces([preferred, fallback, later], at(1))!;
+    expect(past[1]).toBe(fallback);
+    expect(past[2]).toBe(later);
+    // Within the grace admission still gives the pool its two slots; counted past it, only the node it runs.
+    const slots = (cs: readonly (typeof preferred)[]) =>
+      admissibleComputes(cs as never, at(1)).map((c) => c.spec.nodeGroup.maxNodes);
+    expect(slots([preferred, fallback, later])).toEqual([2, 4, 1]);
+    expect(slots(past)).toEqual([1, 4, 1]);
+    // The stored shortage is not changed.
+    expect(preferred.supply!.shortOfCapacity.countedUntil).toBe(at(5));
+  });
+
+  it('asks only for the nodes the placement after the graces needs beyond today’s, and none on a short compute', () => {
+    const planned = [
+      { compute: 'pool', neededNodes: 2 },
+      { compute: 'fallback', neededNodes: 1 },
+      { compute: 'steady', neededNodes: 3 },
+    ];
+    const after = [
+      { compute: 'pool', neededNodes: 1 },
+      { compute: 'fallback', neededNodes: 2 },
+      { compute: 'steady', neededNodes: 3 },
+      { compute: 'fresh', neededNodes: 1 },
+      { compute: 'other-short', neededNodes: 2 },
+    ];
+    expect(Object.fromEntries(nodesAhead(planned, after, new Set(['pool', 'other-short'])))).toEqual({
+      fallback: 2,
+      fresh: 1,
+    });
+  });
+
+  it('moves, in the decision after the grace, the replica the pool cannot launch to the next compute', () => {
+    const computes = [pool('pool', 2, 1, failedAt(0)), pool('fallback', 4, 0)];
+    const profiles = [
+      { name: 'first', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'pool' },
+      { name: 'next', gpus: 1, gpuType: 'L4', cpuCores: 4, minMemoryGb: 16, compute: 'fallback' },
+    ];
+    const model = (name: string) => ({
+      name,
+      owner: 'org:a',
+      createdAt: at(-60),
+      spec: { profiles, scaling: { min: 1, max: 1 } },
+    });
+    // Two one-replica models on the pool, which runs one node: the second's node is the one EC2 refused.
+    const on = (m: string) => ({
+      model: m,
+      units: [
+        {
+          ...unit(`${m}#min`),
+          kind: 'min',
+          profile: 'first',
+          placements: [{ compute: 'pool', profile: 'first', replicas: 1 }],
+        },
+      ],
+      pending: [],
+    });
+    const world = {
+      computes,
+      models: [model('a'), model('b')],
+      scopes: [{ name: 'org:a' }],
+      quotas: [],
+      admissions: [on('a'), on('b')],
+    } as never as World;
+    const placed = (w: World) =>
+      decideWorld(w, at(1))
+        .admissions.flatMap((a) => a.units.flatMap((u) => u.placements.map((p) => p.compute)))
+        .sort();
+    expect(placed(world)).toEqual(['pool', 'pool']);
+    expect(placed({ ...world, computes: pastGraces(world.computes, at(1))! })).toEqual(['fallback', 'pool']);
   });
 });
 
