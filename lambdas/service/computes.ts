@@ -330,16 +330,24 @@ export function computeService(deps: Dependencies, svc: { catalog: CatalogServic
               now(),
             );
           } else {
-            // A live node group keeps its hardware: such a config change waits until the group is gone.
-            await store.replaceCompute(
+            // A live node group keeps its hardware: such a config change waits until the group is gone. Under
+            // the computes' guard, as a user's replace (apply): a model write decided on the old node decides again.
+            const write = {
+              ...b,
+              by: 'config',
+              expectedVersion: cur!.version,
+              requireNoNodegroup: d.requireNoNodegroup,
+              declaredAs,
+            };
+            await deps.store.commit.commitDecision(
+              async () => ({ items: [store.replaceItem(write, now())], result: undefined }),
               {
-                ...b,
-                by: 'config',
-                expectedVersion: cur!.version,
-                requireNoNodegroup: d.requireNoNodegroup,
-                declaredAs,
+                guards: [GUARDS.computes],
+                onItemConflict: () =>
+                  versionMismatch(
+                    `built-in compute ${b.name} changed while it was seeded; the next pass seeds it again`,
+                  ),
               },
-              now(),
             );
           }
           written++;

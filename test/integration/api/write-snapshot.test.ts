@@ -1,4 +1,6 @@
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createServices } from '../../../lambdas/service';
+import { builtinComputes, declaredModels } from '../../../lambdas/shared/builtin-config';
 import { documentClient, dynamoClient } from '../../../lambdas/shared/clients';
 import { config } from '../../../lambdas/shared/config';
 import { keys } from '../../../lambdas/store/keys';
@@ -256,4 +258,29 @@ it("moves the computes' guard on a compute's replace, so a model write deciding 
   });
   expect(stale.status).toBe(409);
   expect((await call('GET', '/v1/computes/reshaped')).body.spec.node.instanceType).toBe('g5.xlarge');
+});
+
+it("moves the computes' guard when a built-in's declaration changes it, as a user's replace does", async () => {
+  // Built-ins are seeded from config at each pass (seedBuiltins): a changed declaration replaces the stored
+  // compute, and a model write in another container deciding on the old one must decide again.
+  const guard = async () =>
+    (
+      await other.send(
+        new GetCommand({ TableName: table(), Key: keys.guard('computes'), ConsistentRead: true }),
+      )
+    ).Item?.version ?? 0;
+  const declared = builtinComputes();
+  const name = 'gpu-l4-1x';
+  const stored = (await call('GET', `/v1/computes/${name}`)).body;
+  const more = stored.spec.nodeGroup.maxNodes + 1;
+  const changed = declared.map((c) =>
+    c.name === name ? { ...c, spec: { ...c.spec, nodeGroup: { ...c.spec.nodeGroup, maxNodes: more } } } : c,
+  );
+  const was = await guard();
+  const seeded = await createServices({
+    builtins: { computes: () => changed, models: declaredModels },
+  }).computes.seedBuiltins();
+  expect(seeded).toBe(1);
+  expect((await call('GET', `/v1/computes/${name}`)).body.spec.nodeGroup.maxNodes).toBe(more);
+  expect(await guard()).toBeGreaterThan(was);
 });
