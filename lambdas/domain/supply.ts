@@ -408,21 +408,22 @@ export function pastGraces<C extends { supply?: ComputeSupply }>(
 }
 
 /**
- * Nodes to ask for ahead of a grace's end (issue 32 §3): per compute, the nodes the placement after the graces
- * (`after`) needs where that is more than the placement now (`planned`) needs. Started during the grace, the node
- * boots while the grace runs, so the replicas that move when it ends wait for a pod's start, not a grace and a
- * boot. The short computes themselves get none (they cannot launch). Should the shortage end within the grace,
- * these nodes were never needed, and go at the next pass: the cost of up to a grace and a pass of a node.
+ * Nodes to ask for ahead of a grace's end (issue 32 §3): the computes whose placement after the graces (`after`)
+ * needs more nodes than the placement now (`planned`), with that placement's entry. Started during the grace, the
+ * node boots while the grace runs, so the replicas that move when it ends wait for a pod's start, not a grace and
+ * a boot. The short computes themselves get none (they cannot launch). Sized as any need is, so should the
+ * shortage end within the grace the nodes stay for the cool-down (a node still booting is never what a
+ * scale-down takes), at the cost of a node for that long.
  */
-export function nodesAhead(
+export function nodesAhead<P extends { compute: string; neededNodes: number }>(
   planned: readonly { compute: string; neededNodes: number }[],
-  after: readonly { compute: string; neededNodes: number }[],
+  after: readonly P[],
   short: ReadonlySet<string>,
-): Map<string, number> {
+): Map<string, P> {
   const now = new Map(planned.map((p) => [p.compute, p.neededNodes]));
-  const out = new Map<string, number>();
+  const out = new Map<string, P>();
   for (const p of after) {
-    if (!short.has(p.compute) && p.neededNodes > (now.get(p.compute) ?? 0)) out.set(p.compute, p.neededNodes);
+    if (!short.has(p.compute) && p.neededNodes > (now.get(p.compute) ?? 0)) out.set(p.compute, p);
   }
   return out;
 }

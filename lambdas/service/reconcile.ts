@@ -22,7 +22,7 @@ import { nextCreateRetry, retryMessage, retryPolicy } from '../domain/create-ret
 import type { DrainNode, DrainReport } from '../domain/drain';
 import { computeEvents, computeFailure, driftEvents, type ResourceEvent } from '../domain/events';
 import { labelValue } from '../domain/names';
-import { nextSizing, nodesInForce, planPlacement } from '../domain/placement';
+import { type ComputePlan, nextSizing, nodesInForce, planPlacement } from '../domain/placement';
 import { ScopeTree } from '../domain/quota';
 import type { ComputeReport, ReconcileSummary } from '../domain/reconcile-pass';
 import {
@@ -224,9 +224,9 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
    */
   function nodesAheadOfGraces(
     world: World,
-    planned: readonly { compute: string; neededNodes: number }[],
+    planned: readonly ComputePlan[],
     now: string,
-  ): Map<string, number> {
+  ): Map<string, ComputePlan> {
     const computes = pastGraces(world.computes, now);
     if (!computes) return new Map();
     const after = decideWorld({ ...world, computes }, now);
@@ -236,8 +236,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       world.computes.filter((c) => inGrace(c.supply?.shortOfCapacity, now)).map((c) => c.name),
     );
     const out = nodesAhead(planned, later.computes, short);
-    for (const [c, n] of out)
-      logger.info('nodes asked for ahead of a capacity grace', { compute: c, neededNodes: n });
+    for (const [c, p] of out)
+      logger.info('nodes asked for ahead of a capacity grace', { compute: c, neededNodes: p.neededNodes });
     return out;
   }
 
@@ -512,14 +512,8 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       () => awsCalls++,
     );
     const supply = await observeSupply(computes, nodes, observed, planned, now);
-    // Nodes asked for ahead of a short compute's grace (3b below), on the computes its replicas will move to.
-    let ahead = new Map<string, number>();
     const target = (c: Compute, needed: number) =>
-      withReplacements(
-        Math.max(needed, ahead.get(c.name) ?? 0),
-        supply.get(c.name)?.replacementNodes ?? 0,
-        c.spec.nodeGroup.maxNodes,
-      );
+      withReplacements(needed, supply.get(c.name)?.replacementNodes ?? 0, c.spec.nodeGroup.maxNodes);
 
     // 2e. Load (issue 33): read before the admitter, so that it decides on this pass's demand.
     let loads: Map<string, ModelLoad> | undefined;
@@ -556,14 +550,17 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       all.filter((c) => !c.deletionRequested),
       units,
     );
+    // 3b. While a short compute's grace runs, the nodes its replicas will need where they go once it ends: sized
+    // as any need, so that they are asked for now and kept for the cool-down like any other.
+    const ahead = nodesAheadOfGraces(world, plan.computes, now);
     const sized = new Map(plan.computes.map((p) => [p.compute, p]));
+    const placedNeeds = new Map(plan.computes.map((p) => [p.compute, p.neededNodes]));
+    for (const [c, p] of ahead) sized.set(c, p);
     const byName = new Map(all.map((c) => [c.name, c]));
-    // 3b. While a short compute's grace runs, the nodes its replicas will need where they go once it ends.
-    ahead = nodesAheadOfGraces(world, plan.computes, now);
     const caps = await quotaCaps(
       all,
       new Map(
-        plan.computes.map((p) => [
+        [...sized.values()].map((p) => [
           p.compute,
           {
             neededNodes: byName.has(p.compute)
@@ -601,7 +598,7 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
         await store.computes.recordSizing(c.name, sizing);
       // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
       const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
-      const aheadBy = deleting ? 0 : (ahead.get(c.name) ?? 0) - sizing.neededNodes;
+      const aheadBy = deleting ? 0 : (ahead.get(c.name)?.neededNodes ?? 0) - (placedNeeds.get(c.name) ?? 0);
       let action = decideAction({
         compute: c,
         needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,

@@ -198,9 +198,11 @@ describe('GPUs that cannot be had', () => {
     )!;
     expect(saw.startedAt < short.countedUntil).toBe(true);
     expect(saw.computes.find((c) => c.compute === 'a10g-next')).toMatchObject({
-      neededNodes: 0,
+      neededNodes: 1,
       aheadNodes: 1,
     });
+    // Both replicas still placed on l4-first, whose group cannot launch the second's node.
+    expect(saw.computes.find((c) => c.compute === 'l4-first')).toMatchObject({ neededNodes: 2 });
     expect(saw.workflows).toContainEqual(expect.objectContaining({ compute: 'a10g-next' }));
     expect(short.message).toMatch(
       /InsufficientInstanceCapacity - We currently do not have sufficient g6\.2xlarge/,

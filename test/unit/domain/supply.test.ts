@@ -543,10 +543,13 @@ describe('nodes asked for ahead of a grace’s end (issue 32 §3)', () => {
       { compute: 'fresh', neededNodes: 1 },
       { compute: 'other-short', neededNodes: 2 },
     ];
-    expect(Object.fromEntries(nodesAhead(planned, after, new Set(['pool', 'other-short'])))).toEqual({
+    const ahead = nodesAhead(planned, after, new Set(['pool', 'other-short']));
+    expect(Object.fromEntries([...ahead].map(([c, p]) => [c, p.neededNodes]))).toEqual({
       fallback: 2,
       fresh: 1,
     });
+    // The later placement's own entry, which sizing takes as it is.
+    expect(ahead.get('fallback')).toBe(after[1]);
   });
 
   it('moves, in the decision after the grace, the replica the pool cannot launch to the next compute', () => {
