@@ -133,7 +133,9 @@ const compute: Kind = {
         [
           'Nodes',
           `${s.readyNodes ?? 0} ready, ${s.desiredNodes ?? 0} desired, ${s.neededNodes ?? 0} needed ` +
-            `(lower bound ${s.lowerBoundNodes ?? 0}), at most ${c.spec?.nodeGroup?.maxNodes ?? '-'}`,
+            `(lower bound ${s.lowerBoundNodes ?? 0}), at most ${c.spec?.nodeGroup?.maxNodes ?? '-'}` +
+            // Issue 32 §3: booting for replicas a capacity shortage elsewhere moves here when its grace ends.
+            (s.aheadNodes ? `; ${s.aheadNodes} of them ahead of replicas moving here` : ''),
         ],
         ['Taint', s.taint],
         ['Message', s.statusMessage ?? ''],

@@ -180,6 +180,11 @@ export interface Sizing {
   createRetry?: CreateRetry;
   /** Why fewer nodes are asked for than needed: an AWS quota, its value and how to raise it (domain/aws-quotas.ts). */
   pendingReason?: string;
+  /**
+   * Of neededNodes, those asked for ahead of replicas that move here when a capacity grace elsewhere ends
+   * (domain/supply.ts nodesAhead): no replica is placed on them yet.
+   */
+  aheadNodes?: number;
 }
 
 export interface CreateRetry {
@@ -478,6 +483,7 @@ export function toManifest(stage: string, c: Compute) {
         ? { statusMessage: retryMessage(c.sizing.createRetry) }
         : {}),
       ...(c.sizing?.pendingReason ? { pendingReason: c.sizing.pendingReason } : {}),
+      ...(c.sizing?.aheadNodes ? { aheadNodes: c.sizing.aheadNodes } : {}),
       ...(c.sizing?.createRetry
         ? {
             createFailures: c.sizing.createRetry.failures,

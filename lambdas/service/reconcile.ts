@@ -592,13 +592,22 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
       });
       // Nodes an AWS quota would refuse are not asked for; the status says which quota (issue 32 §5).
       const cap = deleting ? undefined : caps.get(c.name);
-      const { pendingReason: _was, ...rest } = next.sizing;
-      const sizing: Sizing = cap ? { ...rest, pendingReason: cap.reason } : rest;
-      if (next.changed || c.sizing?.pendingReason !== sizing.pendingReason)
+      const { pendingReason: _was, aheadNodes: _ahead, ...rest } = next.sizing;
+      // Of the nodes needed, those asked for ahead of replicas moving here (3b): the status says so.
+      const aheadBy = deleting ? 0 : (ahead.get(c.name)?.neededNodes ?? 0) - (placedNeeds.get(c.name) ?? 0);
+      const sizing: Sizing = {
+        ...rest,
+        ...(cap ? { pendingReason: cap.reason } : {}),
+        ...(aheadBy > 0 ? { aheadNodes: aheadBy } : {}),
+      };
+      if (
+        next.changed ||
+        c.sizing?.pendingReason !== sizing.pendingReason ||
+        c.sizing?.aheadNodes !== sizing.aheadNodes
+      )
         await store.computes.recordSizing(c.name, sizing);
       // Idle nodes are replaced within maxNodes (issue 32 §1): the needed nodes are those that take pods.
       const wanted = deleting ? sizing.neededNodes : target(c, sizing.neededNodes);
-      const aheadBy = deleting ? 0 : (ahead.get(c.name)?.neededNodes ?? 0) - (placedNeeds.get(c.name) ?? 0);
       let action = decideAction({
         compute: c,
         needed: cap ? Math.min(wanted, cap.allowedNodes) : wanted,

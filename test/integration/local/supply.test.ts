@@ -203,6 +203,10 @@ describe('GPUs that cannot be had', () => {
     });
     // Both replicas still placed on l4-first, whose group cannot launch the second's node.
     expect(saw.computes.find((c) => c.compute === 'l4-first')).toMatchObject({ neededNodes: 2 });
+    // The compute's status says why it has a node no replica is placed on yet.
+    expect((await compute('a10g-next')).aheadNodes).toBe(1);
+    const described = await llmcap(['describe', 'compute', 'a10g-next'], { endpoint: cp.apiUrl });
+    expect(described.stdout).toMatch(/1 needed .*; 1 of them ahead of replicas moving here/);
     expect(saw.workflows).toContainEqual(expect.objectContaining({ compute: 'a10g-next' }));
     expect(short.message).toMatch(
       /InsufficientInstanceCapacity - We currently do not have sufficient g6\.2xlarge/,
