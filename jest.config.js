@@ -41,4 +41,11 @@ module.exports = {
   // for a while, and a worker that ran 70 files had a 1.2-1.5 GB heap whose collection cost more CPU than a new
   // worker's start (2 workers: 127 s and 218 s of CPU without the limit, 120 s and 206 s with it).
   workerIdleMemoryLimit: '700MB',
+  // How long jest waits for a worker to end after the run before it kills it and prints "A worker process has
+  // failed to exit gracefully" (default 500 ms). Nothing of ours holds a worker: its event loop is empty and it
+  // emits 'exit' within 5 ms of being told to end, but freeing a 600-800 MB process then takes 0.5-0.8 s on this
+  // two-core machine under load (2026-12-06, test/integration/api with 2 workers: 545 and 794 ms), and jest
+  // reported the slow exit as a leak. A worker that a leaked timer, socket or child really holds still never ends
+  // and is still reported, 5 s after the run.
+  workerGracefulExitTimeout: 5000,
 };

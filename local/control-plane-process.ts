@@ -96,7 +96,10 @@ export async function spawnControlPlane(opts: ProcessOptions): Promise<ControlPl
     async stop(): Promise<void> {
       const exited = new Promise((r) => child.once('exit', r));
       child.stdin!.end('stop\n');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      // Cleared once the child has exited: left running, it held the bench or soak open for 15 s after its end.
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise((r) => (t = setTimeout(r, 15_000)))]);
+      clearTimeout(t);
       child.kill();
     },
   };

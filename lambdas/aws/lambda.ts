@@ -1,3 +1,4 @@
+import { ADMITTER_TIMEOUT_SECONDS } from '../domain/reconcile-pass';
 import { lambdaClient } from '../shared/clients';
 
 /**
@@ -20,6 +21,14 @@ export async function invokeAsync(functionName: string, event: unknown): Promise
 }
 
 /**
+ * How long a synchronous invoke of the admitter may take: Lambda answers once the run ends, which may be its whole
+ * timeout after an init phase (at most 10 s on demand). The Lambda client's own requestTimeout (clients.ts) is
+ * for Event invokes, which answer in milliseconds: a run that outlasts it would be flagged (or, should the SDK
+ * enforce it, aborted) on every pass.
+ */
+export const ADMITTER_INVOKE_TIMEOUT_MS = (ADMITTER_TIMEOUT_SECONDS + 10) * 1000;
+
+/**
  * Runs the admitter once, synchronously (InvocationType RequestResponse), for the reconcile pass, and answers
  * its summary. The admitter has reserved concurrency 1, so while a stream batch runs it Lambda answers 429: that
  * is waited out (up to `waitMs`), since the pass places what the admitter decided.
@@ -35,6 +44,7 @@ export async function invokeAdmitter<T>(functionName: string, waitMs = 60_000): 
           InvocationType: 'RequestResponse',
           Payload: Buffer.from(JSON.stringify({ source: 'llmcap.reconcile' })),
         }),
+        { requestTimeout: ADMITTER_INVOKE_TIMEOUT_MS },
       );
       const text = out.Payload ? Buffer.from(out.Payload).toString('utf8') : '';
       if (out.FunctionError) throw new Error(`the admitter failed: ${text.slice(0, 500)}`);

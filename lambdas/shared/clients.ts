@@ -27,8 +27,10 @@ function retry(baseDelay?: number) {
 }
 
 /**
- * Invoke answers an Event invocation in milliseconds; a call that takes longer is stuck, and six attempts of at
- * most 3 s each, with their backoff, stay within the API's 29 s, so the API can still answer 503 itself.
+ * Invoke answers an Event invocation in milliseconds; a call that takes longer is stuck. A connection that does
+ * not open within 1 s is abandoned and retried; a request past 2 s is only logged as a warning by
+ * @smithy/node-http-handler (it aborts it only with throwOnRequestTimeout, which is off). The reconcile pass's
+ * synchronous invoke of the admitter waits for the whole run, and sets its own requestTimeout (aws/lambda.ts).
  */
 const LAMBDA_TIMEOUTS = { connectionTimeout: 1_000, requestTimeout: 2_000 } as const;
 
