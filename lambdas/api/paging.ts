@@ -11,10 +11,10 @@ import { type ApiRequest, HttpError, zodIssues } from './http';
  */
 
 /**
- * The page size when `limit` is absent. The largest model manifest the schemas allow (16 profiles of 8 computes
- * each, a 1 KB source, the longest IAM ARNs, a status placing on each compute) serializes to about 10 KB
- * (test/unit/paging.test.ts measures it), so 500 of them are about 5 MB; a realistic manifest is 1 to 2 KB, so
- * a default page is about 1 MB. PAGE_BYTES cuts a page earlier when its items would not fit regardless.
+ * The page size when `limit` is absent. A typical model manifest (one profile, admitted, one pod) is about 1.6 KB
+ * in the Lambda's answer, so 500 of them are about 0.8 MB, far below 6 MB, and 10,000 models take 20 requests.
+ * The largest the schemas allow (16 profiles of 8 computes, a 1 KB source, the longest ARNs, 50 pods listed)
+ * is about 78 KB: PAGE_BYTES cuts such a page at about 67 items instead (test/unit/api/paging.test.ts).
  */
 export const DEFAULT_LIMIT = 500;
 export const MAX_LIMIT = 1000;
