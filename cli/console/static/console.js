@@ -46,11 +46,11 @@ async function apiList(path) {
   const first = await api(`${path}${sep}limit=${PAGE}`);
   const { metadata, ...body } = first || {};
   const items = [...(body.items || [])];
-  let token = metadata && metadata.continue;
+  let token = metadata?.continue;
   while (token) {
     const next = await api(`${path}${sep}limit=${PAGE}&continue=${encodeURIComponent(token)}`);
     items.push(...(next.items || []));
-    token = next.metadata && next.metadata.continue;
+    token = next.metadata?.continue;
   }
   return { ...body, items };
 }
