@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import type { FieldIssue } from '../domain/errors';
 import { speakNames } from '../domain/names';
-import { type ApiRequest, HttpError, zodIssues } from './http';
+import { type ApiRequest, parseQuery } from './http';
 
 /**
  * Lists answer in pages, as Kubernetes does (`?limit=` and `?continue=`; docs/design.md, Lists come in pages):
@@ -116,23 +116,9 @@ export function parseListQuery<S extends z.ZodObject>(
   schema: S,
   req: ApiRequest,
 ): { query: z.output<S>; limit: number; from?: Token } {
-  const r = schema.safeParse(req.query);
-  const errors = r.success
-    ? []
-    : zodIssues(r.error).map((i) =>
-        i.path === '(body)' ? { path: '(query)', message: i.message.replace('field(s)', 'parameter(s)') } : i,
-      );
   const raw = req.query.continue;
   const from = raw && raw.length <= MAX_TOKEN_CHARS ? decode(raw, listOf(req)) : undefined;
-  if (from && 'path' in from) errors.push(from);
-  if (errors.length) {
-    throw new HttpError(
-      400,
-      `the query has ${errors.length} invalid parameter(s); fix each one listed in errors`,
-      { errors },
-    );
-  }
-  const query = r.data as z.output<S>;
+  const query = parseQuery(schema, req.query, from && 'path' in from ? [from] : []);
   const limit = (query as { limit?: number }).limit ?? DEFAULT_LIMIT;
   return { query, limit, ...(from ? { from: from as Token } : {}) };
 }
