@@ -89,7 +89,7 @@ export const get: Command = {
   name: 'get',
   summary: 'List resources, or show some by name',
   usage: [
-    'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name]',
+    'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name] [--chunk-size N]',
     'get pods [NAME...] [--model M] [--compute C] [--node N] [-n NAMESPACE] [--ready true|false]',
     'get KIND [NAME...] -w [--interval SECONDS]',
   ],
