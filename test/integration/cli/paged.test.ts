@@ -87,6 +87,40 @@ describe('llmcap get across pages', () => {
     for (const n of NAMES) expect(paged.stdout).toContain(n);
   });
 
+  it('watches a list of several pages: every row once, then a row added on a later page', async () => {
+    const stop = new AbortController();
+    let out = '';
+    const running = llmcap(
+      ['get', 'computes', '-w', '--chunk-size', '2', '--interval', '0.2', '-o', 'name'],
+      {
+        endpoint: cp.apiUrl,
+        interrupt: stop.signal,
+        onStdout: (t) => {
+          out = t;
+        },
+      },
+    );
+    const until = async (ok: () => boolean, what: string) => {
+      for (let i = 0; i < 300 && !ok(); i++) await new Promise((r) => setTimeout(r, 100));
+      if (!ok()) throw new Error(`never saw ${what}: ${out}`);
+    };
+    await until(() => NAMES.every((n) => out.includes(`compute/${n}\n`)), 'every compute');
+    const first = out.split('\n').filter(Boolean);
+    const api = (await fetch(`${cp.apiUrl}/v1/computes?limit=1000`).then((r) => r.json())) as {
+      items: { metadata: { name: string } }[];
+    };
+    expect([...first].sort()).toEqual(api.items.map((i) => `compute/${i.metadata.name}`).sort());
+    const f = join(mkdtempSync(join(tmpdir(), 'llmcap-paged-')), 'late.json');
+    writeFileSync(f, JSON.stringify(compute('zz-paged-late')));
+    expect((await run(['apply', '-f', f])).code).toBe(0);
+    await until(() => out.includes('compute/zz-paged-late\n'), 'the compute added on the last page');
+    stop.abort();
+    const r = await running;
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    // Only the new row is printed again: nothing that did not change.
+    expect(r.stdout.split('\n').filter(Boolean).slice(first.length)).toEqual(['compute/zz-paged-late']);
+  });
+
   it('refuses a chunk size the API cannot page with, saying why', async () => {
     for (const size of ['0', '1001', 'x']) {
       const r = await run(['get', 'models', '--chunk-size', size]);
