@@ -105,6 +105,29 @@ describe('paged lists', () => {
     },
   );
 
+  it('pages the weights sources too, each model under its source only as the caller may see it', async () => {
+    for (const call of [admin, viewer]) {
+      const whole = (await call('GET', '/v1/sources?limit=1000')).body.items as { source: string }[];
+      const paged: { source: string; models: string[] }[] = [];
+      let token: string | undefined;
+      do {
+        const r = await call(
+          'GET',
+          `/v1/sources?limit=2${token ? `&continue=${encodeURIComponent(token)}` : ''}`,
+        );
+        expect(r.body.items.length).toBeLessThanOrEqual(2);
+        paged.push(...r.body.items);
+        token = r.body.metadata?.continue;
+      } while (token);
+      expect(paged).toEqual(whole);
+      expect(whole.length).toBeGreaterThan(4);
+    }
+    const seen = (await viewer('GET', '/v1/sources?limit=1000')).body.items.map(
+      (s: { source: string }) => s.source,
+    );
+    expect(seen).not.toContain('hf://org/m-6');
+  });
+
   it('orders by name, then owner, and pages keep that order', async () => {
     const { items } = await allPages(admin, '/v1/models', 3);
     const keys = items.map((i) => [i.metadata.name, i.metadata.owner ?? '']);
