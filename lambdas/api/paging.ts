@@ -4,7 +4,7 @@ import { speakNames } from '../domain/names';
 import { type ApiRequest, parseQuery } from './http';
 
 /**
- * Lists answer in pages, as Kubernetes does (`?limit=` and `?continue=`; docs/design.md, Lists come in pages):
+ * Lists answer in pages, as Kubernetes does (`?limit=` and `?continue=`; docs/design.md §4):
  * API Gateway refuses a proxy Lambda's answer over 6 MB with a 502, which one unpaged GET /v1/models reached at
  * a few thousand models. A page is cut from the list the service already filtered by tenancy, in a stable
  * order (the item's name, then its owner), and the token says only where the last page ended.
@@ -12,7 +12,7 @@ import { type ApiRequest, parseQuery } from './http';
 
 /**
  * The page size when `limit` is absent. A typical model manifest (one profile, admitted, one pod) is about 1.6 KB
- * in the Lambda's answer, so 500 of them are about 0.8 MB, far below 6 MB, and 10,000 models take 20 requests.
+ * in the Lambda's answer, so 500 of them are about 0.8 MB, far below 6 MB, and 10,000 models take 21 requests.
  * The largest the schemas allow (16 profiles of 8 computes, a 1 KB source, the longest ARNs, 50 pods listed)
  * is about 78 KB: PAGE_BYTES cuts such a page at about 67 items instead (test/unit/api/paging.test.ts).
  */

@@ -3,7 +3,7 @@ import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/
 import { testApi } from '../../helpers/api';
 
 /**
- * Lists come a page at a time (?limit, ?continue, metadata.continue; docs/design.md "Lists come in pages"): one
+ * Lists come a page at a time (?limit, ?continue, metadata.continue; docs/design.md §4): one
  * unpaged answer passed API Gateway's 6 MB at a few thousand models. Two tenants, org:acme > team:ml >
  * project:a (the fixture's) and org:beta > team:ops > project:b, each with models and computes, some of the
  * same name; small limits stand in for the thousands.
