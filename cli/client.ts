@@ -7,6 +7,10 @@ import { request as httpsRequest } from 'node:https';
  */
 
 export const LOCAL_ENDPOINT = 'http://127.0.0.1:3000';
+/** Items asked for per page of a list (`--chunk-size`): the API's own default page size. */
+export const DEFAULT_CHUNK_SIZE = 500;
+/** The API's largest page (lambdas/api/paging.ts MAX_LIMIT). */
+export const MAX_CHUNK_SIZE = 1000;
 const VERSION = '0.1.0';
 
 export interface FieldIssue {
@@ -127,6 +131,37 @@ export class Client {
 
   get<T = any>(path: string) {
     return this.request<T>('GET', path);
+  }
+
+  /**
+   * Every page of a list (GET `path` with `?limit=` and `?continue=`, until a page carries no
+   * metadata.continue), as one body: the pages' items in order, and the first page's other fields (notes on
+   * the whole list, such as skipped rows). A one-page list keeps its ETag, so `get -w` can ask for a 304.
+   */
+  async list<T = any>(
+    path: string,
+    chunkSize = DEFAULT_CHUNK_SIZE,
+    /** The first page, when the caller read it already (`get -w` asks for it with an ETag). */
+    read?: ApiResponse,
+  ): Promise<ApiResponse<T>> {
+    const first = read ?? (await this.request('GET', this.pagePath(path, chunkSize)));
+    let token: unknown = first.body?.metadata?.continue;
+    if (typeof token !== 'string') return first;
+    const { metadata: _m, ...body } = first.body;
+    const items: unknown[] = [...(body.items ?? [])];
+    while (typeof token === 'string') {
+      const next = await this.request('GET', this.pagePath(path, chunkSize, token));
+      items.push(...(next.body?.items ?? []));
+      token = next.body?.metadata?.continue;
+    }
+    const { etag: _e, ...headers } = first.headers;
+    return { status: first.status, headers, body: { ...body, items } as T };
+  }
+
+  /** The path of one page of a list: `path` with `limit` and, after the first page, `continue`. */
+  pagePath(path: string, chunkSize = DEFAULT_CHUNK_SIZE, token?: string): string {
+    const sep = path.includes('?') ? '&' : '?';
+    return `${path}${sep}limit=${chunkSize}${token === undefined ? '' : `&continue=${encodeURIComponent(token)}`}`;
   }
 
   /** GET that answers undefined for 404, for "does it exist yet" checks. */

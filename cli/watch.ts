@@ -67,6 +67,7 @@ export async function watchList(
   format: string,
   pick: (items: Item[]) => Item[],
   interval: number,
+  chunkSize?: number,
 ): Promise<void> {
   const wide = format === 'wide';
   const columns = kind.columns(wide);
@@ -91,7 +92,12 @@ export async function watchList(
     while (!stop.stopped()) {
       let res: Awaited<ReturnType<Client['request']>> | undefined;
       try {
-        res = await client.request('GET', path, undefined, etag ? { 'if-none-match': etag } : {});
+        // The first page goes with the ETag of a list that was one page (304 when nothing changed); when more
+        // pages follow, they are read too, and the list has no ETag to ask with next time.
+        const first = await client.request('GET', client.pagePath(path, chunkSize), undefined, {
+          ...(etag ? { 'if-none-match': etag } : {}),
+        });
+        res = first.status === 304 ? first : await client.list(path, chunkSize, first);
       } catch (e) {
         if (!transient(e) || first) throw e;
         ctx.err(`warning: ${(e as Error).message}; trying again`);
@@ -216,7 +222,7 @@ export async function waitForModels(
           const item = (await client.get(`/v1/models/${encodeURIComponent(m.name)}${owner}`)).body as Item;
           next = decidedState(item, m.version);
           if (next.done && o.running) {
-            const body = (await client.get(`/v1/pods?model=${encodeURIComponent(m.name)}`)).body as Item;
+            const body = (await client.list(`/v1/pods?model=${encodeURIComponent(m.name)}`)).body as Item;
             const pods = itemsOf(body);
             if (!pods.length && body?.message) throw new UsageError(`--running cannot tell: ${body.message}`);
             next = runningState(item, pods);

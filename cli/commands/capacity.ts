@@ -331,7 +331,7 @@ Examples:
       );
     }
     const waiting = await waitingReplicas(rows, !!scope, async () =>
-      itemsOf((await client.get('/v1/models')).body),
+      itemsOf((await client.list('/v1/models')).body),
     );
     if (waiting.length) {
       out.push(

@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { ApiError, type Client } from '../client';
+import { ApiError, type Client, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE } from '../client';
 import {
   type Command,
   type Context,
   EXIT,
   format,
+  int,
   list,
   OUTPUT_OPTION,
   positionals,
@@ -64,6 +65,23 @@ async function each<T>(ctx: Context, things: T[], label: (t: T) => string, fn: (
   return code;
 }
 
+/**
+ * `--chunk-size N`: items per page of a list, as kubectl's flag. The API has no unlimited answer (one answer is
+ * capped at 6 MB), so kubectl's 0 has no meaning here and is refused rather than quietly paged anyway.
+ */
+function chunkSize(ctx: Context): number {
+  const n = int(ctx.args.values, 'chunk-size');
+  if (n === undefined) return DEFAULT_CHUNK_SIZE;
+  if (n < 1 || n > MAX_CHUNK_SIZE)
+    throw new UsageError(
+      `--chunk-size must be 1 to ${MAX_CHUNK_SIZE} items per request, not ${n}; the API always answers a list in pages, so there is no 0 (one request)`,
+    );
+  return n;
+}
+
+const CHUNK_HELP = `  --chunk-size N         items per request when listing (1 to ${MAX_CHUNK_SIZE}, default ${DEFAULT_CHUNK_SIZE}); every page
+                         is read and printed as one list`;
+
 /** `get pods` narrows the list with these, each a query parameter of GET /v1/pods. */
 const POD_FILTERS = ['model', 'compute', 'node', 'namespace', 'ready'] as const;
 
@@ -71,7 +89,7 @@ export const get: Command = {
   name: 'get',
   summary: 'List resources, or show some by name',
   usage: [
-    'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name]',
+    'get KIND [NAME...] [--owner SCOPE] [-o table|wide|json|yaml|name] [--chunk-size N]',
     'get pods [NAME...] [--model M] [--compute C] [--node N] [-n NAMESPACE] [--ready true|false]',
     'get KIND [NAME...] -w [--interval SECONDS]',
   ],
@@ -94,6 +112,7 @@ Options:
                          printed once more, marked <deleted>), until Ctrl-C; the API is polled, and a poll
                          that finds nothing new is a 304 with no body
   --interval SECONDS     with -w: how often to poll (default 2)
+${CHUNK_HELP}
 
 Examples:
   llmcap get computes
@@ -113,6 +132,7 @@ Examples:
     ready: { type: 'string' },
     watch: { type: 'boolean', short: 'w' },
     interval: { type: 'string' },
+    'chunk-size': { type: 'string' },
   },
   async run(ctx) {
     const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, `KIND (${KIND_LIST})`);
@@ -126,6 +146,7 @@ Examples:
       throw new UsageError(`--ready must be true or false, not ${ready}`);
     const watching = ctx.args.values.watch === true;
     const interval = intervalMs(ctx);
+    const chunk = chunkSize(ctx);
     if (!watching && str(ctx.args.values, 'interval') !== undefined)
       throw new UsageError('--interval goes with -w: llmcap get KIND -w --interval SECONDS');
     const client = await ctx.client();
@@ -143,12 +164,13 @@ Examples:
             (owner === undefined || (i.metadata?.owner || 'shared') === owner),
         );
       const f = format(ctx.args.values, ['table', 'wide', 'json', 'yaml', 'name']);
-      await watchList(ctx, client, kind, `${kind.path}${filters.length ? `?${q}` : ''}`, f, pick, interval);
+      const path = `${kind.path}${filters.length ? `?${q}` : ''}`;
+      await watchList(ctx, client, kind, path, f, pick, interval, chunk);
       return EXIT.ok;
     }
-    if (kind.name === 'pod') return getPods(ctx, client, kind, names, filters);
+    if (kind.name === 'pod') return getPods(ctx, client, kind, names, filters, chunk);
     if (!names.length) {
-      const items = itemsOf((await client.get(kind.path)).body);
+      const items = itemsOf((await client.list(kind.path, chunk)).body);
       printItems(ctx, kind, items, false);
       return EXIT.ok;
     }
@@ -177,9 +199,11 @@ async function getPods(
   kind: Kind,
   names: string[],
   filters: readonly (typeof POD_FILTERS)[number][],
+  chunk: number,
 ): Promise<number> {
   const q = new URLSearchParams(filters.map((f): [string, string] => [f, str(ctx.args.values, f)!]));
-  const body = (await client.get(`${kind.path}${filters.length ? `?${q}` : ''}`)).body as Item | undefined;
+  const path = `${kind.path}${filters.length ? `?${q}` : ''}`;
+  const body = (await client.list(path, chunk)).body as Item | undefined;
   let items = itemsOf(body);
   let code: number = EXIT.ok;
   if (names.length) {
@@ -205,7 +229,7 @@ async function getPods(
 export const describe: Command = {
   name: 'describe',
   summary: 'Explain resources in words: status, placements, why replicas wait',
-  usage: ['describe KIND [NAME...] [--owner SCOPE]'],
+  usage: ['describe KIND [NAME...] [--owner SCOPE] [--chunk-size N]'],
   help: `KIND is one of computes, models, scopes, quotas. Without NAME, every resource of the kind.
 
 A compute or model ends with its recent events, newest first (kept 7 days): admission decisions (Admitted,
@@ -214,10 +238,12 @@ refused, failures. A repeat is counted: AGE reads "3m (x5 over 1h)".
 
 Options:
   --owner SCOPE          computes and models: the one owned by SCOPE (or shared), when you see two of NAME
+${CHUNK_HELP}
 
 Examples:
   llmcap describe compute gpu-l4-1x
   llmcap describe model llama-3-3-70b`,
+  options: { owner: { type: 'string' }, 'chunk-size': { type: 'string' } },
   async run(ctx) {
     const [kindWord, ...names] = positionals(ctx.args, 1, Number.POSITIVE_INFINITY, 'KIND');
     const kind = kindNamed(kindWord!);
@@ -226,7 +252,7 @@ Examples:
     const client = await ctx.client();
     const items: Item[] = [];
     let code: number = EXIT.ok;
-    if (!names.length) items.push(...itemsOf((await client.get(kind.path)).body));
+    if (!names.length) items.push(...itemsOf((await client.list(kind.path, chunkSize(ctx))).body));
     else {
       code = await each(
         ctx,

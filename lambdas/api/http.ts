@@ -286,13 +286,23 @@ export function scopeKeyOf(caller: Caller<ScopeTree>, ref: string | null | undef
   return ref ? scopeKey(caller, ref) : undefined;
 }
 
-/** Parses the query string with its schema, or throws a 400 that lists every issue. */
-export function parseQuery<S extends z.ZodType>(schema: S, query: ApiRequest['query']): z.output<S> {
+/**
+ * Parses the query string with its schema, or throws a 400 that lists every issue, with `also` (what the route
+ * finds beyond the schema, such as a continue token of another list).
+ */
+export function parseQuery<S extends z.ZodType>(
+  schema: S,
+  query: ApiRequest['query'],
+  also: FieldIssue[] = [],
+): z.output<S> {
   const r = schema.safeParse(query);
-  if (!r.success) {
-    const errors = zodIssues(r.error).map((i) =>
-      i.path === '(body)' ? { path: '(query)', message: i.message.replace('field(s)', 'parameter(s)') } : i,
-    );
+  if (!r.success || also.length) {
+    const errors = [
+      ...(r.success ? [] : zodIssues(r.error)).map((i) =>
+        i.path === '(body)' ? { path: '(query)', message: i.message.replace('field(s)', 'parameter(s)') } : i,
+      ),
+      ...also,
+    ];
     throw new HttpError(
       400,
       `the query has ${errors.length} invalid parameter(s); fix each one listed in errors`,

@@ -37,6 +37,24 @@ async function api(path) {
   return body;
 }
 
+// A list comes a page at a time (?limit, ?continue; metadata.continue while more follow): every page is read,
+// and the pages' items come back as one list, with the first page's other fields (skipped, observedAt).
+// ?chunk-size=N in the console's own address asks for smaller pages, as the CLI's --chunk-size does.
+const PAGE = Number(new URLSearchParams(location.search).get('chunk-size')) || 500;
+async function apiList(path) {
+  const sep = path.includes('?') ? '&' : '?';
+  const first = await api(`${path}${sep}limit=${PAGE}`);
+  const { metadata, ...body } = first || {};
+  const items = [...(body.items || [])];
+  let token = metadata?.continue;
+  while (token) {
+    const next = await api(`${path}${sep}limit=${PAGE}&continue=${encodeURIComponent(token)}`);
+    items.push(...(next.items || []));
+    token = next.metadata?.continue;
+  }
+  return { ...body, items };
+}
+
 const num = (x) => (x === undefined || x === null ? '–' : String(Math.round(x * 1000) / 1000));
 const money = (x) => (x === undefined || x === null ? '–' : `$${x < 10 ? x.toFixed(4) : x.toFixed(2)}`);
 const when = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) : '–');
@@ -174,7 +192,7 @@ async function capacityPage() {
 // ---- Computes -------------------------------------------------------------------------------------------
 
 async function computesPage() {
-  const items = (await api('/v1/computes')).items || [];
+  const items = (await apiList('/v1/computes')).items;
   return [
     h('h1', {}, 'Computes and their node groups'),
     h(
@@ -223,7 +241,10 @@ async function computesPage() {
 // ---- Models ---------------------------------------------------------------------------------------------
 
 async function modelsPage() {
-  const [models, pods] = await Promise.all([api('/v1/models'), api('/v1/pods').catch(() => ({ items: [] }))]);
+  const [models, pods] = await Promise.all([
+    apiList('/v1/models'),
+    apiList('/v1/pods').catch(() => ({ items: [] })),
+  ]);
   const podsOf = new Map();
   for (const p of pods.items || []) podsOf.set(p.model, [...(podsOf.get(p.model) || []), p]);
   return [
@@ -326,7 +347,7 @@ async function modelsPage() {
 // ---- Alarms and passes ----------------------------------------------------------------------------------
 
 async function alarmsPage() {
-  const items = (await api('/v1/alarms')).items || [];
+  const items = (await apiList('/v1/alarms')).items;
   return [
     h('h1', {}, 'Alarms'),
     h(

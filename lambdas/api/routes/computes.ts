@@ -18,6 +18,7 @@ import {
   parseBody,
   scopeKeyOf,
 } from '../http';
+import { byNameAndOwner, ListQuery, listPage } from '../paging';
 import type { Router } from '../router';
 
 export const CloneBody = z.strictObject({ name: computeName, owner: scopeRef.optional() });
@@ -91,9 +92,19 @@ export function computeRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/computes',
     async (req) => {
       const caller = await callerOf(req);
-      return json(200, { items: (await computes.list(caller)).map((c) => manifest(c, caller)) });
+      const page = await listPage(
+        req,
+        () => computes.list(caller),
+        byNameAndOwner,
+        (cs) => cs.map((c) => manifest(c, caller)),
+      );
+      return json(200, page);
     },
-    { summary: 'List the computes you can see', responses: { 200: 'the computes' } },
+    {
+      summary: 'List the computes you can see, a page at a time',
+      query: ListQuery,
+      responses: { 200: 'items: the computes; metadata.continue when more follow' },
+    },
   );
 
   router.add(

@@ -4,6 +4,7 @@ import { MAX_COST_PERIOD_DAYS } from '../../domain/cost';
 import { refineWith, whenParsed } from '../../domain/rules';
 import type { Services } from '../../service';
 import { json, parseQuery, scopeKey } from '../http';
+import { ListQuery, listPage } from '../paging';
 import type { Router } from '../router';
 import type { CallerOf } from './computes';
 
@@ -78,11 +79,24 @@ export function alarmRoutes(router: Router, svc: Services, callerOf: CallerOf): 
   router.add(
     'GET',
     '/v1/alarms',
-    async (req) => json(200, { items: await svc.alarms.list(await callerOf(req)) }),
+    async (req) => {
+      const caller = await callerOf(req);
+      return json(
+        200,
+        await listPage(
+          req,
+          () => svc.alarms.list(caller),
+          (a) => [a.name],
+        ),
+      );
+    },
     {
       summary:
-        "The stage's alarms you may see and their state: your scopes' CapacityAtLimit, your computes' NodegroupFailed, and (platform admins) the stage's own",
-      responses: { 200: 'items: name, kind, subject, state, reason, updatedAt, description' },
+        "The stage's alarms you may see and their state: your scopes' CapacityAtLimit, your computes' NodegroupFailed, and (platform admins) the stage's own; a page at a time",
+      query: ListQuery,
+      responses: {
+        200: 'items: name, kind, subject, state, reason, updatedAt, description; metadata.continue when more follow',
+      },
     },
   );
 }

@@ -7,6 +7,7 @@ import { admissionAsSeen, modelStatus, takesBackAsSeen } from '../../domain/quot
 import type { Services } from '../../service';
 import type { KnownStatus } from '../../service/admission';
 import { type ApiResponse, json, nameFromPathIssues, ownerParam, parseBody, scopeKeyOf } from '../http';
+import { byNameAndOwner, firstPage, ListQuery, listPage, pageOf, parseListQuery } from '../paging';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
 
@@ -78,16 +79,23 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/models',
     async (req) => {
       const caller = await callerOf(req);
+      const q = parseListQuery(ListQuery, req);
       const c = await models.list(caller);
+      // Only the page's models are rendered: their admission is read for them alone.
+      const page = await pageOf(req, c.items, byNameAndOwner, (ms) => manifests(ms, caller), q);
       return json(200, {
-        items: await manifests(c.items, caller),
-        // Rows left out of the catalog are an operator's concern: shown to platform admins, logged for everyone.
-        ...(c.skipped.length ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) } : {}),
+        ...page,
+        // Rows left out of the catalog are an operator's concern: shown to platform admins (on the first page),
+        // logged for everyone.
+        ...(c.skipped.length && firstPage(req)
+          ? { skipped: c.skipped.map(({ name, problem }) => ({ name, problem })) }
+          : {}),
       });
     },
     {
-      summary: 'The catalog: declared and added models you can see (status.declared)',
-      responses: { 200: 'the models' },
+      summary: 'The catalog: declared and added models you can see (status.declared), a page at a time',
+      query: ListQuery,
+      responses: { 200: 'items: the models; metadata.continue when more follow' },
     },
   );
 
@@ -290,8 +298,19 @@ export function modelRoutes(router: Router, svc: Services, callerOf: CallerOf): 
     '/v1/sources',
     async (req) => {
       const caller = await callerOf(req);
-      return json(200, { items: await models.sources(caller) });
+      return json(
+        200,
+        await listPage(
+          req,
+          () => models.sources(caller),
+          (s) => [s.source],
+        ),
+      );
     },
-    { summary: 'Each weights source and the models that use it', responses: { 200: 'the sources' } },
+    {
+      summary: 'Each weights source and the models that use it, a page at a time',
+      query: ListQuery,
+      responses: { 200: 'items: the sources; metadata.continue when more follow' },
+    },
   );
 }

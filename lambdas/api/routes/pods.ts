@@ -2,7 +2,8 @@ import * as z from 'zod';
 import { computeName } from '../../domain/compute';
 import { modelName } from '../../domain/model';
 import type { Services } from '../../service';
-import { json, parseQuery } from '../http';
+import { json } from '../http';
+import { firstPage, LIST_PARAMS, pageOf, parseListQuery } from '../paging';
 import type { Router } from '../router';
 import type { CallerOf } from './computes';
 
@@ -12,8 +13,9 @@ const dnsName = z
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'a Kubernetes name: lowercase letters, digits, - and .');
 
-/** Every parameter narrows the list; together they must all match. */
+/** Every filter narrows the list; together they must all match. The list comes a page at a time. */
 export const PodsQuery = z.strictObject({
+  ...LIST_PARAMS,
   model: modelName.optional().describe('the pods of this model'),
   compute: computeName.optional().describe('the pods placed on this compute'),
   profile: z
@@ -32,12 +34,20 @@ export function podRoutes(router: Router, svc: Services, callerOf: CallerOf): vo
     '/v1/pods',
     async (req) => {
       const caller = await callerOf(req);
-      const { ready, ...q } = parseQuery(PodsQuery, req.query);
+      const parsed = parseListQuery(PodsQuery, req);
+      const { ready, limit: _l, continue: _c, ...q } = parsed.query;
       const r = await svc.pods.list(caller, { ...q, ...(ready ? { ready: ready === 'true' } : {}) });
       return json(200, {
-        items: r.items,
+        ...(await pageOf(
+          req,
+          r.items,
+          (p) => [p.model, p.name, p.namespace],
+          (p) => p,
+          parsed,
+        )),
         ...(r.observedAt ? { observedAt: r.observedAt } : {}),
-        ...(r.truncated.length ? { truncated: r.truncated } : {}),
+        // A note on the whole list, so the first page carries it.
+        ...(r.truncated.length && firstPage(req) ? { truncated: r.truncated } : {}),
         ...(r.deployed
           ? {}
           : {
@@ -50,7 +60,9 @@ export function podRoutes(router: Router, svc: Services, callerOf: CallerOf): vo
       summary:
         'Pods of the models you can see, as the reconciler last observed them: node, phase, readiness, why not ready',
       query: PodsQuery,
-      responses: { 200: 'items: pods; observedAt: when the pods were last listed' },
+      responses: {
+        200: 'items: pods; observedAt: when the pods were last listed; metadata.continue when more follow',
+      },
     },
   );
 }

@@ -11,6 +11,7 @@ import type { Services, StoredQuota, StoredScope } from '../../service';
 import { config } from '../../shared/config';
 import type { ApiRequest } from '../http';
 import { HttpError, json, parseBody, parseQuery, scopeKey, scopeKeyOf } from '../http';
+import { ListQuery, listPage } from '../paging';
 import type { Router } from '../router';
 import { type CallerOf, expectedVersion } from './computes';
 
@@ -101,12 +102,23 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     '/v1/scopes',
     async (req) => {
       const caller = await callerOf(req);
-      const [visible, all] = await Promise.all([scopes.list(caller), quotas.all()]);
-      const q = new Map(all.map((x) => [x.scope, x]));
-      const items = visible.map((s) => scopeManifest(s, caller.tenancy, q.get(s.name)));
-      return json(200, { items });
+      const page = await listPage(
+        req,
+        async () => {
+          const [visible, all] = await Promise.all([scopes.list(caller), quotas.all()]);
+          const q = new Map(all.map((x) => [x.scope, x]));
+          return visible.map((s) => ({ s, q: q.get(s.name) }));
+        },
+        ({ s }) => [s.name],
+        (p) => p.map(({ s, q }) => scopeManifest(s, caller.tenancy, q)),
+      );
+      return json(200, page);
     },
-    { summary: 'List the scopes you can see', responses: { 200: 'the scopes' } },
+    {
+      summary: 'List the scopes you can see, a page at a time',
+      query: ListQuery,
+      responses: { 200: 'items: the scopes; metadata.continue when more follow' },
+    },
   );
 
   router.add(
@@ -252,10 +264,20 @@ export function tenancyRoutes(router: Router, svc: Services, callerOf: CallerOf)
     'GET',
     '/v1/quotas',
     async (req) => {
-      const items = (await quotas.list(await callerOf(req))).map(quotaManifest);
-      return json(200, { items });
+      const caller = await callerOf(req);
+      const page = await listPage(
+        req,
+        () => quotas.list(caller),
+        (q) => [q.scope],
+        (p) => p.map(quotaManifest),
+      );
+      return json(200, page);
     },
-    { summary: 'List the quotas you can see', responses: { 200: 'the quotas' } },
+    {
+      summary: 'List the quotas you can see, a page at a time',
+      query: ListQuery,
+      responses: { 200: 'items: the quotas; metadata.continue when more follow' },
+    },
   );
 
   router.add(

@@ -69,6 +69,32 @@ it("shows a removed model's pods to platform admins only, and names a model whos
   expect((await api.call('GET', '/v1/pods?ready=false')).body.items).toEqual([]);
 });
 
+it('answers the pods a page at a time, whole over the pages, for an admin and a viewer', async () => {
+  for (const call of [api.call, api.as(VIEWER).call]) {
+    const whole = await call('GET', '/v1/pods?limit=1000');
+    const names: string[] = [];
+    let token: string | undefined;
+    let pages = 0;
+    do {
+      const r = await call('GET', `/v1/pods?limit=7${token ? `&continue=${encodeURIComponent(token)}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.body.items.length).toBeLessThanOrEqual(7);
+      // observedAt on every page; the note on the whole list on the first only.
+      expect(r.body.observedAt).toBe('2026-01-05T10:15:02.000Z');
+      expect(r.body.truncated !== undefined).toBe(pages === 0);
+      names.push(...r.body.items.map((p: { name: string }) => p.name));
+      token = r.body.metadata?.continue;
+      pages++;
+    } while (token);
+    expect(names).toEqual(whole.body.items.map((p: { name: string }) => p.name));
+    expect(new Set(names).size).toBe(names.length);
+    expect(pages).toBe(Math.ceil(names.length / 7));
+  }
+  const admin = (await api.call('GET', '/v1/pods?limit=1000')).body.items.length;
+  const viewer = (await api.as(VIEWER).call('GET', '/v1/pods?limit=1000')).body.items.length;
+  expect([admin, viewer]).toEqual([51, 50]);
+});
+
 it('says why it lists no pods where llmcap does not run them', async () => {
   process.env.LLMCAP_WORKLOADS = 'off';
   const off = await testApi();

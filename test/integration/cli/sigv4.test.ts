@@ -184,7 +184,10 @@ describe('SigV4 signing', () => {
     const r = await llmcap(['get', 'computes', '--stack', 'llmcap-dev'], { env });
     expect(r.stderr).toBe('No computes found.\n');
     expect(r.code).toBe(0);
-    expect(api.requests.map((q) => `${q.method} ${q.path}`)).toEqual(['POST /', 'GET /v1/computes']);
+    expect(api.requests.map((q) => `${q.method} ${q.path}`)).toEqual([
+      'POST /',
+      'GET /v1/computes?limit=500',
+    ]);
     const missing = await llmcap(['get', 'computes'], { env: { ...env, LLMCAP_STACK: 'missing' } });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('stack missing does not exist');

@@ -140,6 +140,29 @@ describe('the console, as a platform admin', () => {
     expect(await page.$('[data-model="ops-chat"]')).not.toBeNull();
   });
 
+  it('reads every page of a list: the models and computes of pages of one item each', async () => {
+    const asked: string[] = [];
+    const record = (r: { url(): string }) => asked.push(decodeURIComponent(new URL(r.url()).search));
+    page.on('request', record);
+    try {
+      for (const [name, path, attr] of [
+        ['models', '/v1/models', 'data-model'],
+        ['computes', '/v1/computes', 'data-compute'],
+      ] as const) {
+        const all = (await call('GET', `${path}?limit=1000`)).body.items.map(
+          (i: { metadata: { name: string } }) => i.metadata.name,
+        );
+        await page.goto(`${admin.url}?chunk-size=1#${name}`);
+        await page.waitForSelector(`main[data-ready="${name}"]`);
+        expect((await attrs(`[${attr}]`, attr)).sort()).toEqual([...all].sort());
+      }
+      // One request per item, each after the first continuing the previous page.
+      expect(asked.filter((q) => q.startsWith('?limit=1&continue=')).length).toBeGreaterThan(2);
+    } finally {
+      page.off('request', record);
+    }
+  });
+
   it('shows the alarms and their state, and the recent reconcile passes', async () => {
     const alarms = (await call('GET', '/v1/alarms')).body.items;
     await open(admin, 'alarms');
