@@ -3,7 +3,7 @@ import { nodegroupName } from '../../lambdas/domain/compute';
 import { config } from '../../lambdas/shared/config';
 import type { ControlPlane } from '../../local/control-plane';
 import { expectOk, l4Model, P, setupTenancy } from './fixture';
-import { invokeHttp, jsonClient } from './invoke';
+import { invokeHttp, jsonClient, listAll } from './invoke';
 import { converge, pass, type Violation } from './world';
 
 /**
@@ -202,7 +202,7 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
   // long each pass took).
   const retryBy = Date.now() + 30_000;
   for (;;) {
-    const items = ((await admin('GET', '/v1/computes')).body?.items ?? []) as {
+    const items = (await listAll(admin, '/v1/computes')) as {
       status?: { nextCreateAttemptAt?: string };
     }[];
     const next = Math.max(0, ...items.map((c) => Date.parse(c.status?.nextCreateAttemptAt ?? '') || 0));

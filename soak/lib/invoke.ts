@@ -92,3 +92,23 @@ export function jsonClient(invoke: Invoke, principal: string) {
 }
 
 export type JsonClient = ReturnType<typeof jsonClient>;
+
+/**
+ * Every item of a list, over its pages (?continue, metadata.continue): the API answers at most a page, and a
+ * check that read only the first would pass on the items it never saw.
+ */
+export async function listAll(
+  client: (method: string, path: string) => Promise<{ status: number; body?: any }>,
+  path: string,
+): Promise<any[]> {
+  const items: any[] = [];
+  let token: string | undefined;
+  do {
+    const sep = path.includes('?') ? '&' : '?';
+    const r = await client('GET', token ? `${path}${sep}continue=${encodeURIComponent(token)}` : path);
+    if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    items.push(...(r.body?.items ?? []));
+    token = r.body?.metadata?.continue;
+  } while (token);
+  return items;
+}

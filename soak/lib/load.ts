@@ -1,6 +1,6 @@
 import { listAdmissions } from '../../lambdas/store/admissions';
 import { expectOk, l4Model, P, setupTenancy } from './fixture';
-import { type Invoke, jsonClient } from './invoke';
+import { type Invoke, jsonClient, listAll } from './invoke';
 
 /**
  * Load: many concurrent clients for a bounded time, mixing reads and writes on shared and private resources.
@@ -161,7 +161,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   // Consistency afterwards, once the admitter has decided what the last writes asked for.
   await o.settle?.();
   const inconsistencies: string[] = [];
-  const models = (await admin('GET', '/v1/models')).body.items as any[];
+  const models = (await listAll(admin, '/v1/models')) as any[];
   const have = new Map(models.map((m) => [m.metadata.name as string, m]));
   if (have.size !== models.length) inconsistencies.push('a model is listed twice');
   for (const n of created)

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { listComputes } from '../../lambdas/store/computes';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../../local/control-plane';
 import { expectOk, l4Compute, l4Model, P, setupTenancy } from './fixture';
-import { invokeHttp, type JsonClient, jsonClient } from './invoke';
+import { invokeHttp, type JsonClient, jsonClient, listAll } from './invoke';
 import { converge, type Violation } from './world';
 
 /**
@@ -44,9 +44,9 @@ interface Snapshot {
 }
 
 async function snapshot(admin: JsonClient): Promise<Snapshot> {
-  const models = (await admin('GET', '/v1/models')).body.items as any[];
-  const quotas = (await admin('GET', '/v1/quotas')).body.items as any[];
-  const scopes = (await admin('GET', '/v1/scopes')).body.items as any[];
+  const models = (await listAll(admin, '/v1/models')) as any[];
+  const quotas = (await listAll(admin, '/v1/quotas')) as any[];
+  const scopes = (await listAll(admin, '/v1/scopes')) as any[];
   return {
     models: new Map(
       models.map((m) => [

@@ -7,6 +7,7 @@ import { LABEL_MODEL } from '../../lambdas/domain/workloads';
 import { DEFAULT_DURATIONS } from '../../local/cloud-sim';
 import type { ControlPlane } from '../../local/control-plane';
 import { NODES, PODS } from '../../local/k8s-sim/resources';
+import { listAll } from './invoke';
 
 /**
  * Supply chaos (issue 32, Figures) against the local control plane, one kind of round per fault the issue names:
@@ -536,7 +537,7 @@ export async function runSupplyChaos(
     kind = 'quota';
     const gComputes = async () =>
       (
-        (await call('GET', '/v1/computes')).body.items as {
+        (await listAll(call, '/v1/computes')) as {
           metadata: { name: string };
           spec: { node: { instanceType: string; cpu: number; capacityType?: string } };
           status: { desiredNodes?: number; neededNodes?: number; readyNodes?: number };

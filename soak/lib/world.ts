@@ -2,7 +2,7 @@ import { nodegroupName } from '../../lambdas/domain/compute';
 import { config } from '../../lambdas/shared/config';
 import { listComputes } from '../../lambdas/store/computes';
 import type { ControlPlane } from '../../local/control-plane';
-import type { JsonClient } from './invoke';
+import { type JsonClient, listAll } from './invoke';
 
 /**
  * The invariants the chaos and restart suites check once faults stop: what llmcap believes of every node group
@@ -52,7 +52,7 @@ export async function checkConverged(cp: ControlPlane, admin: JsonClient): Promi
     if (!ours.has(name)) out.push({ what: 'orphan', detail: `node group ${name} belongs to no compute` });
   for (const e of cp.sfn.executions.values())
     if (e.status === 'RUNNING') out.push({ what: 'execution-running', detail: e.name });
-  const models = (await admin('GET', '/v1/models')).body.items as any[];
+  const models = (await listAll(admin, '/v1/models')) as any[];
   for (const m of models) {
     const st = m.status ?? {};
     const placed = (st.placements ?? []).reduce((n: number, p: { replicas: number }) => n + p.replicas, 0);

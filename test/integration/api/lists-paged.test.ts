@@ -1,5 +1,5 @@
 import { createTenancy, expectOk, l4Compute, l4Model, P, setupTenancy } from '../../../soak/lib/fixture';
-import { invokeInProcess, type JsonClient, jsonClient } from '../../../soak/lib/invoke';
+import { invokeInProcess, type JsonClient, jsonClient, listAll } from '../../../soak/lib/invoke';
 import { testApi } from '../../helpers/api';
 
 /**
@@ -126,6 +126,13 @@ describe('paged lists', () => {
       (s: { source: string }) => s.source,
     );
     expect(seen).not.toContain('hf://org/m-6');
+  });
+
+  it("gives the soak's checks every page, as they read lists with listAll", async () => {
+    const whole = await allPages(admin, '/v1/models', 1000);
+    const paged = await allPages(admin, '/v1/models', 2);
+    expect(paged.pages).toBeGreaterThan(1);
+    expect((await listAll(admin, '/v1/models?limit=2')).map(idOf)).toEqual(whole.items.map(idOf));
   });
 
   it('orders by name, then owner, and pages keep that order', async () => {
