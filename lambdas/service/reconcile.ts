@@ -212,11 +212,6 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
   }
 
   /**
-   * What AWS quotas let each compute ask for this pass (domain/aws-quotas.ts capByQuotas): node groups within the
-   * cluster's quota, nodes within the account's vCPUs per class. The values come from Service Quotas, cached per
-   * container; one it did not answer limits nothing.
-   */
-  /**
    * Issue 32 §3: the replicas a short compute holds move to their next compute only when its grace ends, and
    * would then wait for a node to boot there. Deciding now as the admitter will decide then (the graces counted as
    * over, supply.ts pastGraces) says which computes they go to and how many nodes those need; the pass asks for
@@ -241,6 +236,11 @@ function reconciler(deps: ReconcileDependencies, services: Services) {
     return out;
   }
 
+  /**
+   * What AWS quotas let each compute ask for this pass (domain/aws-quotas.ts capByQuotas): node groups within the
+   * cluster's quota, nodes within the account's vCPUs per class. The values come from Service Quotas, cached per
+   * container; one it did not answer limits nothing.
+   */
   async function quotaCaps(
     computes: readonly Compute[],
     sized: ReadonlyMap<string, { neededNodes: number }>,
