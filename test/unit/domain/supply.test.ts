@@ -216,6 +216,33 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     expect(nextShortage(s, {}, at(35), GRACE)).toBe(s);
   });
 
+  it("backs off per probe, not per retry of Auto Scaling's that a pass reads (one per failed-launch event)", () => {
+    // Auto Scaling retries the refused launch on its own (the group keeps its desired size) every minute or so. A
+    // pass per failed-launch event reads each retry; the schedule's pass reads only the newest. Either way the
+    // probe is due when it was: the retries were not probes.
+    const first = firstShortage();
+    let each = first;
+    for (const m of [1, 3, 6, 9]) {
+      each = nextShortage(each, { launch: { status: 'Failed', at: at(m), message: ICE } }, at(m), GRACE)!;
+    }
+    const newest = nextShortage(
+      first,
+      { launch: { status: 'Failed', at: at(9), message: ICE } },
+      at(9),
+      GRACE,
+    );
+    expect(each).toEqual(newest);
+    expect(each).toMatchObject({ probes: 0, nextProbeAt: at(10), countedUntil: at(5), lastFailureAt: at(9) });
+    // The failure at or after the probe was due is the probe's: that one doubles the wait.
+    const probed = nextShortage(
+      each,
+      { launch: { status: 'Failed', at: at(10), message: ICE } },
+      at(10),
+      GRACE,
+    );
+    expect(probed).toMatchObject({ probes: 1, nextProbeAt: at(30), countedUntil: at(15) });
+  });
+
   it('reads the launches of a short compute once its group changed, so a launch that succeeded ends it', () => {
     const s = firstShortage();
     const steady = { live: 1, ready: 1, desired: 1 };
