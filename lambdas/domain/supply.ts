@@ -84,6 +84,32 @@ export function spotWarning(event: unknown): { instance: string; at: string } | 
 }
 
 /**
+ * The EventBridge pattern of the rule that sends Auto Scaling's "EC2 Instance Launch Unsuccessful" events of a
+ * stage's node groups to the reconciler (infra, and the local control plane's delivery): Auto Scaling records a
+ * launch EC2 refused within seconds, and a pass run at once reads it (nextShortage) instead of the next scheduled
+ * one, up to a minute later. EKS names a node group's Auto Scaling group `eks-<node group>-<uuid>`, and llmcap's
+ * node groups are `llmcap-<stage>-…` (domain/nodegroup.ts), so other groups' failures cost no pass.
+ */
+export function launchFailurePattern(stage: string) {
+  return {
+    source: ['aws.autoscaling'],
+    'detail-type': ['EC2 Instance Launch Unsuccessful'],
+    detail: { AutoScalingGroupName: [{ prefix: `eks-llmcap-${stage.toLowerCase()}-` }] },
+  };
+}
+
+/** The failed launch's Auto Scaling group, when the event is one of the stage's (as the rule matches); else undefined. */
+export function launchFailure(event: unknown, stage: string): { group: string } | undefined {
+  const e = event as { source?: unknown; 'detail-type'?: unknown; detail?: Record<string, unknown> };
+  const p = launchFailurePattern(stage);
+  if (e?.source !== p.source[0] || e['detail-type'] !== p['detail-type'][0]) return undefined;
+  const group = e.detail?.AutoScalingGroupName;
+  if (typeof group !== 'string' || !group.startsWith(p.detail.AutoScalingGroupName[0]!.prefix))
+    return undefined;
+  return { group };
+}
+
+/**
  * True when the launch a pass read was asked for within `withinMs` of a Spot warning of the compute (the
  * replacement of a reclaimed instance): judged at the launch's start, not at the pass that read it, since EC2
  * may report the failure minutes after the ask (and the grace after the warning be over by then). Without a
@@ -175,7 +201,7 @@ const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOStri
 
 /**
  * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
- * when newer than the last failure); a launch that succeeded after the last failure ends it; a health issue
+ * when newer than the last failure and not before the probe was due); a launch that succeeded after the last failure ends it; a health issue
  * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was. With
  * `reclaimed` (EC2 took a Spot instance of the group within the grace, issue 32 §4) there is no grace: EC2 is
  * short of that capacity already, and the replicas the reclaimed node ran must go elsewhere at once.
@@ -197,7 +223,10 @@ export function nextShortage(
   const failure = failed ?? (issue ? { at: prev?.lastFailureAt ?? now, message: issue.message } : undefined);
   if (!failure) return prev;
   if (prev && failure.at <= prev.lastFailureAt) return prev;
-  const probes = prev ? prev.probes + 1 : 0;
+  // A failure before the probe is due is Auto Scaling retrying the launch EC2 refused (the group keeps its desired
+  // size while llmcap holds launches), not a probe: counted, each retry a pass read doubled the wait, up to an hour.
+  const probe = !prev || failure.at >= prev.nextProbeAt;
+  const probes = prev ? prev.probes + (probe ? 1 : 0) : 0;
   const since = prev?.since ?? failure.at;
   // A failure within a probe (after nextProbeAt) gives the probe's replicas the grace too.
   const graceFrom = prev && prev.nextProbeAt <= failure.at ? prev.nextProbeAt : since;
@@ -208,7 +237,10 @@ export function nextShortage(
     // Taken from others only while this group never failed itself: its own failure is its own to probe.
     ...(failed && launch?.fromZones && (!prev || prev.fromZones) ? { fromZones: true as const } : {}),
     probes,
-    nextProbeAt: plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
+    nextProbeAt:
+      prev && !probe
+        ? prev.nextProbeAt
+        : plus(failure.at, Math.min(MAX_PROBE_WAIT_MS, graceMs * 2 ** (probes + 1))),
     countedUntil: reclaimed
       ? graceFrom
       : prev && graceFrom === since

@@ -196,16 +196,25 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
   cp.sim.admin.setFaults({});
   const faultsOffAt = Date.now();
   log(`chaos: faults off after ${report.faultPasses} passes (ch-l4 ${simStatus()}, ${Date.now() - t0} ms)`);
-  // A create that failed during the faults is tried again after its back-off (LLMCAP_CREATE_RETRY_SECONDS,
-  // doubling per failure, on the wall clock): wait that out, so that convergence starts from the retried create
-  // rather than ending on a back-off that outlasts the passes (how many failures the faults caused depends on how
-  // long each pass took).
+  // llmcap's back-offs run on the wall clock (scaled with the simulator), the alarms on the driven one, so the
+  // passes below would cover an hour of alarm periods in a few wall seconds, before a back-off set during the
+  // faults came due: wait them out first, as an hour of AWS's time would. Those are a create that failed (tried
+  // again after LLMCAP_CREATE_RETRY_SECONDS, doubling per failure) and a compute short of capacity (asked for its
+  // nodes again at nextProbeAt, the wait doubling per failed probe): how many failures the faults caused depends
+  // on how long each pass took. First the passes still queued (failed launches' events each start one) and the
+  // workflows they start: they record the last failures, and with them the back-offs to wait for.
   const retryBy = Date.now() + 30_000;
+  await cp.lambda.waitForIdle(30_000);
+  await cp.sfn.waitForIdle(30_000);
   for (;;) {
     const items = (await listAll(admin, '/v1/computes')) as {
-      status?: { nextCreateAttemptAt?: string };
+      status?: { nextCreateAttemptAt?: string; shortOfCapacity?: { nextProbeAt?: string } };
     }[];
-    const next = Math.max(0, ...items.map((c) => Date.parse(c.status?.nextCreateAttemptAt ?? '') || 0));
+    const next = Math.max(
+      0,
+      ...items.map((c) => Date.parse(c.status?.nextCreateAttemptAt ?? '') || 0),
+      ...items.map((c) => Date.parse(c.status?.shortOfCapacity?.nextProbeAt ?? '') || 0),
+    );
     if (next <= Date.now() || Date.now() > retryBy) break;
     await new Promise((r) => setTimeout(r, Math.min(1000, next - Date.now() + 10)));
   }

@@ -27,12 +27,16 @@ export async function checkConverged(cp: ControlPlane, admin: JsonClient): Promi
     const s = c.status;
     if (c.workflow?.state === 'RUNNING')
       out.push({ what: 'workflow-running', detail: `${c.name}: ${c.workflow.executionName} still RUNNING` });
+    const needed = c.sizing?.neededNodes ?? 0;
     if (!g) {
       if (s.nodegroupStatus !== 'ABSENT')
         out.push({
           what: 'status-mismatch',
           detail: `${c.name}: llmcap says ${s.nodegroupStatus}, AWS has no node group`,
         });
+      // Replicas placed here have no node to run on (a create still backing off, or never asked for).
+      if (needed > 0)
+        out.push({ what: 'not-placed', detail: `${c.name}: needs ${needed} nodes, AWS has no node group` });
       continue;
     }
     if (g.status !== s.nodegroupStatus || g.scalingConfig.desiredSize !== s.desiredNodes)
@@ -41,7 +45,6 @@ export async function checkConverged(cp: ControlPlane, admin: JsonClient): Promi
         detail: `${c.name}: llmcap says ${s.nodegroupStatus}/${s.desiredNodes}, AWS ${g.status}/${g.scalingConfig.desiredSize}`,
       });
     const ready = g.autoScalingGroup.instances.filter((i) => i.lifecycleState === 'InService').length;
-    const needed = c.sizing?.neededNodes ?? 0;
     if (needed > 0 && (g.status !== 'ACTIVE' || ready < needed))
       out.push({
         what: 'not-placed',

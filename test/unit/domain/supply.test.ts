@@ -15,6 +15,7 @@ import {
   idleReason,
   inGrace,
   type LaunchActivity,
+  launchFailure,
   launchForShortage,
   nextComputeShortage,
   nextShortage,
@@ -213,6 +214,33 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     expect(nextShortage(s, { launch: { status: 'Successful', at: at(33) } }, at(33), GRACE)).toBeUndefined();
     // Nothing seen (the group has all it wants, so no activity was read): it stands.
     expect(nextShortage(s, {}, at(35), GRACE)).toBe(s);
+  });
+
+  it("backs off per probe, not per retry of Auto Scaling's that a pass reads (one per failed-launch event)", () => {
+    // Auto Scaling retries the refused launch on its own (the group keeps its desired size) every minute or so. A
+    // pass per failed-launch event reads each retry; the schedule's pass reads only the newest. Either way the
+    // probe is due when it was: the retries were not probes.
+    const first = firstShortage();
+    let each = first;
+    for (const m of [1, 3, 6, 9]) {
+      each = nextShortage(each, { launch: { status: 'Failed', at: at(m), message: ICE } }, at(m), GRACE)!;
+    }
+    const newest = nextShortage(
+      first,
+      { launch: { status: 'Failed', at: at(9), message: ICE } },
+      at(9),
+      GRACE,
+    );
+    expect(each).toEqual(newest);
+    expect(each).toMatchObject({ probes: 0, nextProbeAt: at(10), countedUntil: at(5), lastFailureAt: at(9) });
+    // The failure at or after the probe was due is the probe's: that one doubles the wait.
+    const probed = nextShortage(
+      each,
+      { launch: { status: 'Failed', at: at(10), message: ICE } },
+      at(10),
+      GRACE,
+    );
+    expect(probed).toMatchObject({ probes: 1, nextProbeAt: at(30), countedUntil: at(15) });
   });
 
   it('reads the launches of a short compute once its group changed, so a launch that succeeded ends it', () => {
@@ -663,5 +691,24 @@ describe('re-placement never stops a Ready replica for one whose node is going (
     // Without the pods (llmcap does not run them) the order of the admissions decides, as before.
     const blind = restoreHeadroom([spot, od] as never, admissions, models, new ScopeTree([]), at(1));
     expect(blind.admissions.flatMap((a) => a.units.map((u) => u.id))).toEqual(['std-a#min']);
+  });
+});
+
+describe('failed launches sent by EventBridge (issue 32 §3)', () => {
+  const event = (group: string, detailType = 'EC2 Instance Launch Unsuccessful') => ({
+    source: 'aws.autoscaling',
+    'detail-type': detailType,
+    detail: { StatusCode: 'Failed', AutoScalingGroupName: group },
+  });
+
+  it("runs a pass for the stage's node groups' failed launches only, as the rule matches them", () => {
+    // EKS names a node group's Auto Scaling group eks-<node group>-<uuid>; llmcap's groups are llmcap-<stage>-*.
+    expect(launchFailure(event('eks-llmcap-dev-gpu-l4-1x-4ac8f1b2'), 'dev')).toEqual({
+      group: 'eks-llmcap-dev-gpu-l4-1x-4ac8f1b2',
+    });
+    expect(launchFailure(event('eks-llmcap-prod-gpu-l4-1x-4ac8f1b2'), 'dev')).toBeUndefined();
+    expect(launchFailure(event('eks-other-team-9f2d'), 'dev')).toBeUndefined();
+    expect(launchFailure(event('eks-llmcap-dev-x', 'EC2 Instance Launch Successful'), 'dev')).toBeUndefined();
+    expect(launchFailure({}, 'dev')).toBeUndefined();
   });
 });
