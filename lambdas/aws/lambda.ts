@@ -75,8 +75,9 @@ export async function invokeAdmitter<T>(functionName: string, waitMs = 60_000): 
       if (Date.now() > end && !busy) throw e;
       if (Date.now() > end)
         throw new Error(
-          `the admitter stayed busy with the table's stream for ${Math.round(waitMs / 1000)} s (reserved concurrency 1): ` +
-            "this pass places what it decided last; the stream's runs decide on this pass's observations",
+          `the admitter stayed busy with the table's stream for ${Math.round(waitMs / 1000)} s ` +
+            "(reserved concurrency 1): this pass places what it decided last; the stream's runs decide on " +
+            "this pass's observations",
         );
       await new Promise((r) => setTimeout(r, Math.min(ADMITTER_POLL_MS, 50 * attempt)));
     }

@@ -201,8 +201,9 @@ const plus = (at: string, ms: number) => new Date(Date.parse(at) + ms).toISOStri
 
 /**
  * The shortage after what a pass saw: a launch that failed for lack of capacity starts one (or counts a probe,
- * when newer than the last failure and not before the probe was due); a launch that succeeded after the last failure ends it; a health issue
- * saying so, without an activity to date it, keeps or starts it as of now; nothing new keeps what was. With
+ * when newer than the last failure and not before the probe was due); a launch that succeeded after the last
+ * failure ends it; a health issue saying so, without an activity to date it, keeps or starts it as of now;
+ * nothing new keeps what was. With
  * `reclaimed` (EC2 took a Spot instance of the group within the grace, issue 32 §4) there is no grace: EC2 is
  * short of that capacity already, and the replicas the reclaimed node ran must go elsewhere at once.
  */
