@@ -57,9 +57,11 @@ const nodesOf = async (c: string) =>
   }[];
 
 beforeAll(async () => {
-  // A grace of 5 s wall (not 300 × 0.001): long enough that a pass started past it ends before the probe is due,
-  // even beside a loaded suite, so the GPUs test can see the one pass that must no longer count on the short compute.
-  cp = await testControlPlane('supply', { supplyGraceSeconds: 5, capacityGraceSeconds: 5 });
+  // Graces in wall seconds (not 300 × 0.001). The capacity grace is also the window from its end to the probe,
+  // which the GPUs test needs one whole pass to fall in (the pass that must no longer count on the short compute):
+  // 10 s, since a pass beside the loaded CI suite took 7.5 s. (Before Auto Scaling's retries stopped counting as
+  // probes, each retry read pushed the probe out and hid how narrow 5 s was.)
+  cp = await testControlPlane('supply', { supplyGraceSeconds: 5, capacityGraceSeconds: 10 });
   call = httpApi(cp);
   dir = mkdtempSync(join(tmpdir(), 'supply-'));
   cp.sim.kubernetes!.writeKubeconfig(join(dir, 'kubeconfig'));
@@ -312,5 +314,5 @@ describe('GPUs that cannot be had', () => {
       return s.pods?.some((p: { ready: boolean; compute: string }) => p.ready && p.compute === 'a10g-ab');
     });
     cp.sim.admin.patchFaults({ launchFailures: [] });
-  });
+  }, 120_000); // it first waits out the test before's refusals: twice the 10 s capacity grace
 });
