@@ -8,7 +8,7 @@ import {
   type Sizing,
 } from '../domain/compute';
 import type { StoredCompute } from '../domain/compute-changes';
-import { conflict, versionMismatch } from '../domain/errors';
+import { conflict } from '../domain/errors';
 import { isTwinKey, TWIN_MARK } from '../domain/names';
 import type { ComputeSupply } from '../domain/supply';
 import { documentClient } from '../shared/clients';
@@ -189,20 +189,6 @@ function replaceUpdate(r: ReplaceCompute, now: string) {
 /** A replace as one guarded write: one that hands the compute to another owner (names per owner). */
 export function replaceItem(r: ReplaceCompute, now: string): TxItem {
   return { Update: replaceUpdate(r, now) };
-}
-
-export async function replaceCompute(r: ReplaceCompute, now: string): Promise<StoredCompute> {
-  try {
-    const out = await sendWrite(new UpdateCommand({ ...replaceUpdate(r, now), ReturnValues: 'ALL_NEW' }));
-    return toCompute(out.Attributes ?? {});
-  } catch (e) {
-    if (isConditionFailure(e)) {
-      throw versionMismatch(
-        `compute ${r.name} changed since version ${r.expectedVersion} (or its node group now exists); read it again and retry`,
-      );
-    }
-    throw e;
-  }
 }
 
 /** The write that removes a compute at once: only while it is at the version read and owns no node group. */
