@@ -180,9 +180,12 @@ describe('a pass that fails', () => {
             functionArn: expect.stringMatching(/:function:rcf-.*-reconcile:\$LATEST$/),
           }),
           requestPayload: { source: 'llmcap.api', passId: id },
-          // middy ends the handler just before Lambda's own timeout, as it does in AWS.
+          // middy ends the handler 5 ms before Lambda's own timeout; on a loaded machine (and in AWS) Lambda's
+          // can still come first, so either error is the failure a destination gets.
           responseContext: expect.objectContaining({ functionError: 'Unhandled' }),
-          responsePayload: expect.objectContaining({ errorType: 'TimeoutError' }),
+          responsePayload: expect.objectContaining({
+            errorType: expect.stringMatching(/^(TimeoutError|Sandbox\.Timedout)$/),
+          }),
         }),
       ]);
       // The record waits in the queue, whose depth pages on-call through the stage's ReconcileFailures alarm.
