@@ -85,3 +85,23 @@ describe('the Lambda adapter', () => {
     ]);
   });
 });
+
+describe("the reconcile pass's wait for a busy admitter", () => {
+  it('asks again until its deadline, then says the stream kept the admitter busy', async () => {
+    pointLambdaAt(lambda.endpoint);
+    // Another run holds the admitter's one concurrency for PAST_EVENT_TIMEOUT_MS, as a stream batch does.
+    let held = true;
+    const holding = invokeAdmitter('llmcap-test-admitter').finally(() => {
+      held = false;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    // Through the SDK's own retries a wait of 200 ms ran for seconds (past the other run's end) and ended with
+    // Lambda's "Rate Exceeded" or with a run of its own.
+    await expect(invokeAdmitter('llmcap-test-admitter', 200)).rejects.toThrow(
+      /the admitter stayed busy with the table's stream for 0 s .*this pass places what it decided last/,
+    );
+    // Given up at its deadline, while the other run still held the admitter.
+    expect(held).toBe(true);
+    await holding;
+  });
+});
