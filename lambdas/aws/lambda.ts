@@ -28,6 +28,9 @@ export async function invokeAsync(functionName: string, event: unknown): Promise
  */
 export const ADMITTER_INVOKE_TIMEOUT_MS = (ADMITTER_TIMEOUT_SECONDS + 10) * 1000;
 
+/** Connection errors Node reports when a request is cut off: as the SDK's policy, they are asked again. */
+const DROPPED = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT']);
+
 /** Most often the pass asks a busy admitter again: 4 a second, well under Lambda's invoke rate for one function. */
 const ADMITTER_POLL_MS = 250;
 
@@ -55,10 +58,19 @@ export async function invokeAdmitter<T>(functionName: string, waitMs = 60_000): 
       if (out.FunctionError) throw new Error(`the admitter failed: ${text.slice(0, 500)}`);
       return JSON.parse(text) as T;
     } catch (e) {
-      const err = e as Error & { $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
+      const err = e as Error & {
+        code?: string;
+        $retryable?: unknown;
+        $metadata?: { httpStatusCode?: number };
+      };
       const busy = err.name === 'TooManyRequestsException';
-      // What the SDK's policy retried before: Lambda's 5xx and the errors the SDK marks retryable.
-      const transient = (err.$metadata?.httpStatusCode ?? 0) >= 500 || err.$retryable !== undefined;
+      // What the SDK's policy retried before: Lambda's 5xx, the errors the SDK marks retryable, a dropped
+      // connection. Asking again at worst runs the admitter twice, which decides the same.
+      const transient =
+        (err.$metadata?.httpStatusCode ?? 0) >= 500 ||
+        err.$retryable !== undefined ||
+        err.name === 'TimeoutError' ||
+        DROPPED.has(err.code ?? '');
       if (!busy && !transient) throw e;
       if (Date.now() > end && !busy) throw e;
       if (Date.now() > end)

@@ -104,4 +104,28 @@ describe("the reconcile pass's wait for a busy admitter", () => {
     expect(held).toBe(true);
     await holding;
   });
+
+  it('asks again after a Lambda 5xx, as the SDK policy it no longer goes through did', async () => {
+    let asked = 0;
+    const flaky = createServer((req, res) => {
+      req.resume();
+      asked++;
+      if (asked === 1) {
+        res.writeHead(500, { 'content-type': 'application/json', 'x-amzn-errortype': 'ServiceException' });
+        res.end(JSON.stringify({ message: 'internal' }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ admitted: 1 }));
+    });
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
+    try {
+      pointLambdaAt(`http://127.0.0.1:${(flaky.address() as AddressInfo).port}`);
+      await expect(invokeAdmitter('llmcap-test-admitter', 5_000)).resolves.toEqual({ admitted: 1 });
+      expect(asked).toBe(2);
+    } finally {
+      flaky.closeAllConnections();
+      flaky.close();
+    }
+  });
 });
