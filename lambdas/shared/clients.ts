@@ -105,6 +105,18 @@ export function lambdaClient(): LambdaClient {
   });
 }
 
+/**
+ * One attempt per send, for the admitter's synchronous invoke, which waits out the admitter's 429s itself
+ * (aws/lambda.ts invokeAdmitter): through the shared policy every 429 was retried with backoff and slowed the
+ * client's rate, so the pass asked only every few seconds and waited up to half a minute past its deadline.
+ */
+export function lambdaClientOneAttempt(): LambdaClient {
+  return once('lambda-one-attempt', () => {
+    const { LambdaClient } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
+    return new LambdaClient({ maxAttempts: 1, requestHandler: LAMBDA_TIMEOUTS });
+  });
+}
+
 export function ec2Client(region: string): EC2Client {
   return once(`ec2|${region}`, () => {
     const { EC2Client } = require('@aws-sdk/client-ec2') as typeof import('@aws-sdk/client-ec2');

@@ -85,3 +85,47 @@ describe('the Lambda adapter', () => {
     ]);
   });
 });
+
+describe("the reconcile pass's wait for a busy admitter", () => {
+  it('asks again until its deadline, then says the stream kept the admitter busy', async () => {
+    pointLambdaAt(lambda.endpoint);
+    // Another run holds the admitter's one concurrency for PAST_EVENT_TIMEOUT_MS, as a stream batch does.
+    let held = true;
+    const holding = invokeAdmitter('llmcap-test-admitter').finally(() => {
+      held = false;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    // Through the SDK's own retries a wait of 200 ms ran for seconds (past the other run's end) and ended with
+    // Lambda's "Rate Exceeded" or with a run of its own.
+    await expect(invokeAdmitter('llmcap-test-admitter', 200)).rejects.toThrow(
+      /the admitter stayed busy with the table's stream for 0 s .*this pass places what it decided last/,
+    );
+    // Given up at its deadline, while the other run still held the admitter.
+    expect(held).toBe(true);
+    await holding;
+  });
+
+  it('asks again after a Lambda 5xx, as the SDK policy it no longer goes through did', async () => {
+    let asked = 0;
+    const flaky = createServer((req, res) => {
+      req.resume();
+      asked++;
+      if (asked === 1) {
+        res.writeHead(500, { 'content-type': 'application/json', 'x-amzn-errortype': 'ServiceException' });
+        res.end(JSON.stringify({ message: 'internal' }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ admitted: 1 }));
+    });
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
+    try {
+      pointLambdaAt(`http://127.0.0.1:${(flaky.address() as AddressInfo).port}`);
+      await expect(invokeAdmitter('llmcap-test-admitter', 5_000)).resolves.toEqual({ admitted: 1 });
+      expect(asked).toBe(2);
+    } finally {
+      flaky.closeAllConnections();
+      flaky.close();
+    }
+  });
+});
