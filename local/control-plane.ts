@@ -11,7 +11,7 @@ import { resetClusterClient } from '../lambdas/aws/kubernetes';
 import { resetQuotaCache } from '../lambdas/aws/quotas';
 import { alarmPrefix, stageAlarms } from '../lambdas/domain/alarms';
 import type { ConsolidationPolicy } from '../lambdas/domain/consolidation';
-import { launchFailure, spotWarning } from '../lambdas/domain/supply';
+import { spotWarning } from '../lambdas/domain/supply';
 import { createServices } from '../lambdas/service';
 import { passesSettled } from '../lambdas/service/passes';
 import type { ReconcileSummary } from '../lambdas/service/reconcile';
@@ -492,11 +492,10 @@ async function start(
   };
   const invokeReconcile = (event: unknown = {}) =>
     fn.enqueue(reconcileFunction, event) as Promise<Invocation<ReconcileSummary>>;
-  // The stack's Spot and launch-failure rules (infra, SPOT_WARNING_PATTERN, launchFailurePattern): EventBridge
-  // sends EC2's Spot warnings and Auto Scaling's failed launches of the stage's groups to the reconciler.
+  // The stack's Spot rule (infra, SPOT_WARNING_PATTERN): EventBridge sends EC2's Spot warnings to the reconciler.
   const offEvents = sim.onEvent((e) => {
-    if (!spotWarning(e) && !launchFailure(e, stage)) return;
-    invokeReconcile(e).catch((err) => log(`${e['detail-type']} not delivered: ${(err as Error).message}`));
+    if (!spotWarning(e)) return;
+    invokeReconcile(e).catch((err) => log(`Spot warning not delivered: ${(err as Error).message}`));
   });
   undo.push(async () => offEvents());
   const reconcile = async (): Promise<ReconcileSummary> => {

@@ -32,7 +32,7 @@ import {
   RECONCILE_ASYNC,
   RECONCILE_TIMEOUT_SECONDS,
 } from '../../lambdas/domain/reconcile-pass';
-import { launchFailurePattern, SPOT_WARNING_PATTERN } from '../../lambdas/domain/supply';
+import { SPOT_WARNING_PATTERN } from '../../lambdas/domain/supply';
 import { METRICS_NAMESPACE } from '../../lambdas/domain/telemetry';
 import { inlinedConfig } from '../../lambdas/shared/builtin-config';
 import { API_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
@@ -420,27 +420,6 @@ export class LlmcapStack extends Stack {
           retryAttempts: 2,
           // Past two minutes the instance is gone and the next scheduled pass sees that anyway.
           maxEventAge: Duration.minutes(2),
-          deadLetterQueue: this.reconcileFailures,
-        }),
-      ],
-    });
-
-    // Auto Scaling's failed launches of the stage's node groups (issue 32 §3): recorded within seconds of EC2's
-    // refusal, so a pass at once marks the compute short (and, after a Spot reclaim, places its replicas
-    // elsewhere) instead of the next scheduled pass, up to a minute later. Best effort: the schedule still reads it.
-    const launchFailures = launchFailurePattern(cfg.stage);
-    new Rule(this, 'LaunchFailures', {
-      description: `llmcap ${cfg.stage}: Auto Scaling's failed launches of the stage's node groups to the reconciler`,
-      eventPattern: {
-        source: launchFailures.source,
-        detailType: launchFailures['detail-type'],
-        detail: launchFailures.detail,
-      },
-      targets: [
-        new LambdaFunction(this.reconcileFunction, {
-          retryAttempts: 2,
-          // Later than that the scheduled pass has read it.
-          maxEventAge: Duration.minutes(1),
           deadLetterQueue: this.reconcileFailures,
         }),
       ],

@@ -84,32 +84,6 @@ export function spotWarning(event: unknown): { instance: string; at: string } | 
 }
 
 /**
- * The EventBridge pattern of the rule that sends Auto Scaling's "EC2 Instance Launch Unsuccessful" events of a
- * stage's node groups to the reconciler (infra, and the local control plane's delivery): Auto Scaling records a
- * launch EC2 refused within seconds, and a pass run at once reads it (nextShortage) instead of the next scheduled
- * one, up to a minute later. EKS names a node group's Auto Scaling group `eks-<node group>-<uuid>`, and llmcap's
- * node groups are `llmcap-<stage>-…` (domain/nodegroup.ts), so other groups' failures cost no pass.
- */
-export function launchFailurePattern(stage: string) {
-  return {
-    source: ['aws.autoscaling'],
-    'detail-type': ['EC2 Instance Launch Unsuccessful'],
-    detail: { AutoScalingGroupName: [{ prefix: `eks-llmcap-${stage.toLowerCase()}-` }] },
-  };
-}
-
-/** The failed launch's Auto Scaling group, when the event is one of the stage's (as the rule matches); else undefined. */
-export function launchFailure(event: unknown, stage: string): { group: string } | undefined {
-  const e = event as { source?: unknown; 'detail-type'?: unknown; detail?: Record<string, unknown> };
-  const p = launchFailurePattern(stage);
-  if (e?.source !== p.source[0] || e['detail-type'] !== p['detail-type'][0]) return undefined;
-  const group = e.detail?.AutoScalingGroupName;
-  if (typeof group !== 'string' || !group.startsWith(p.detail.AutoScalingGroupName[0]!.prefix))
-    return undefined;
-  return { group };
-}
-
-/**
  * True when the launch a pass read was asked for within `withinMs` of a Spot warning of the compute (the
  * replacement of a reclaimed instance): judged at the launch's start, not at the pass that read it, since EC2
  * may report the failure minutes after the ask (and the grace after the warning be over by then). Without a

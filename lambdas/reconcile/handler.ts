@@ -2,9 +2,8 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { launchFailure, spotWarning } from '../domain/supply';
+import { spotWarning } from '../domain/supply';
 import { createReconciler, type Reconciler, type ReconcileSummary } from '../service/reconcile';
-import { config } from '../shared/config';
 import { logger } from '../shared/logger';
 import { publishMetricSet } from '../shared/metrics';
 
@@ -95,9 +94,6 @@ export const handler = middy(async (event: unknown, context: Context) => {
       logger.error('Spot interruption warning not recorded', { ...warning, error: e as Error });
     }
   }
-  // Auto Scaling's failed launch of one of the stage's groups (issue 32 §3): only a pass at once, which reads it.
-  const failed = warning ? undefined : launchFailure(event, config().stage);
-  if (failed) logger.info('launch failed', failed);
-  // The pass either asks for is one of the reconciler's own ({}), as a scheduled pass without its time.
-  return r.services.passes.recorded(warning || failed ? {} : event, context, (at) => reconcileOnce(r, at));
+  // The pass it asks for is one of the reconciler's own ({}), as a scheduled pass without its time.
+  return r.services.passes.recorded(warning ? {} : event, context, (at) => reconcileOnce(r, at));
 }).use(injectLambdaContext(logger, { resetKeys: true }));

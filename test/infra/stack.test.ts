@@ -130,7 +130,7 @@ describe('the reconciler and on-call', () => {
         DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^ReconcileFailures/), 'Arn'] } },
       }),
     ]);
-    // EventBridge may invoke the reconciler, from this rule and the launch-failure rule only.
+    // EventBridge may invoke the reconciler, from this rule only.
     const permissions = Object.values(template.findResources('AWS::Lambda::Permission')) as any[];
     expect(permissions.filter((p) => p.Properties.Principal === 'events.amazonaws.com')).toEqual([
       {
@@ -142,36 +142,6 @@ describe('the reconciler and on-call', () => {
           SourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^SpotInterruptionWarnings/), 'Arn'] },
         },
       },
-      {
-        Type: 'AWS::Lambda::Permission',
-        Properties: {
-          Action: 'lambda:InvokeFunction',
-          Principal: 'events.amazonaws.com',
-          FunctionName: { 'Fn::GetAtt': [reconciler, 'Arn'] },
-          SourceArn: { 'Fn::GetAtt': [expect.stringMatching(/^LaunchFailures/), 'Arn'] },
-        },
-      },
-    ]);
-  });
-
-  it("sends Auto Scaling's failed launches of the stage's node groups only to the reconciler (issue 32 §3)", () => {
-    const rules = Object.values(template.findResources('AWS::Events::Rule')) as any[];
-    const failed = rules.filter((r) =>
-      r.Properties.EventPattern?.['detail-type']?.includes('EC2 Instance Launch Unsuccessful'),
-    );
-    expect(failed).toHaveLength(1);
-    const rule = failed[0].Properties;
-    // EKS names a node group's Auto Scaling group eks-<node group>-<uuid>; the stage's groups are llmcap-dev-*.
-    expect(rule.EventPattern).toEqual({
-      source: ['aws.autoscaling'],
-      'detail-type': ['EC2 Instance Launch Unsuccessful'],
-      detail: { AutoScalingGroupName: [{ prefix: 'eks-llmcap-dev-' }] },
-    });
-    expect(rule.Targets).toEqual([
-      expect.objectContaining({
-        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
-        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^ReconcileFailures/), 'Arn'] } },
-      }),
     ]);
   });
 

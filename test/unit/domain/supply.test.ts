@@ -15,7 +15,6 @@ import {
   idleReason,
   inGrace,
   type LaunchActivity,
-  launchFailure,
   launchForShortage,
   nextComputeShortage,
   nextShortage,
@@ -691,24 +690,5 @@ describe('re-placement never stops a Ready replica for one whose node is going (
     // Without the pods (llmcap does not run them) the order of the admissions decides, as before.
     const blind = restoreHeadroom([spot, od] as never, admissions, models, new ScopeTree([]), at(1));
     expect(blind.admissions.flatMap((a) => a.units.map((u) => u.id))).toEqual(['std-a#min']);
-  });
-});
-
-describe('failed launches sent by EventBridge (issue 32 §3)', () => {
-  const event = (group: string, detailType = 'EC2 Instance Launch Unsuccessful') => ({
-    source: 'aws.autoscaling',
-    'detail-type': detailType,
-    detail: { StatusCode: 'Failed', AutoScalingGroupName: group },
-  });
-
-  it("runs a pass for the stage's node groups' failed launches only, as the rule matches them", () => {
-    // EKS names a node group's Auto Scaling group eks-<node group>-<uuid>; llmcap's groups are llmcap-<stage>-*.
-    expect(launchFailure(event('eks-llmcap-dev-gpu-l4-1x-4ac8f1b2'), 'dev')).toEqual({
-      group: 'eks-llmcap-dev-gpu-l4-1x-4ac8f1b2',
-    });
-    expect(launchFailure(event('eks-llmcap-prod-gpu-l4-1x-4ac8f1b2'), 'dev')).toBeUndefined();
-    expect(launchFailure(event('eks-other-team-9f2d'), 'dev')).toBeUndefined();
-    expect(launchFailure(event('eks-llmcap-dev-x', 'EC2 Instance Launch Successful'), 'dev')).toBeUndefined();
-    expect(launchFailure({}, 'dev')).toBeUndefined();
   });
 });
