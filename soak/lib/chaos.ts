@@ -201,7 +201,7 @@ export async function runChaos(cp: ControlPlane, o: ChaosOptions): Promise<Chaos
   // faults came due: wait them out first, as an hour of AWS's time would. Those are a create that failed (tried
   // again after LLMCAP_CREATE_RETRY_SECONDS, doubling per failure) and a compute short of capacity (asked for its
   // nodes again at nextProbeAt, the wait doubling per failed probe): how many failures the faults caused depends
-  // on how long each pass took. First the passes still queued (failed launches' events each start one) and the
+  // on how long each pass took. First the passes still queued (a Spot warning's, an API request's) and the
   // workflows they start: they record the last failures, and with them the back-offs to wait for.
   const retryBy = Date.now() + 30_000;
   await cp.lambda.waitForIdle(30_000);

@@ -215,10 +215,10 @@ describe('GPUs that cannot be had (issue 32 §3)', () => {
     expect(nextShortage(s, {}, at(35), GRACE)).toBe(s);
   });
 
-  it("backs off per probe, not per retry of Auto Scaling's that a pass reads (one per failed-launch event)", () => {
-    // Auto Scaling retries the refused launch on its own (the group keeps its desired size) every minute or so. A
-    // pass per failed-launch event reads each retry; the schedule's pass reads only the newest. Either way the
-    // probe is due when it was: the retries were not probes.
+  it("backs off per probe, not per retry of Auto Scaling's that a pass reads", () => {
+    // Auto Scaling retries the refused launch on its own (the group keeps its desired size). Passes close together
+    // read each retry; a later pass reads only the newest. Either way the probe is due when it was: the retries
+    // were not probes.
     const first = firstShortage();
     let each = first;
     for (const m of [1, 3, 6, 9]) {
